@@ -1,0 +1,113 @@
+"""Agents by name: built-ins (``native``, ``rag-2-4-30``, ...), config files, and ``module:factory`` plug-ins."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import ConfigError
+from ..llm.client import LLMClient
+from .base import AgentContext, AgentFactory, MemoryAgent
+
+#: name pattern -> builder(match groups, options) -> factory. Filled by :func:`register`.
+_BUILDERS: list[tuple[re.Pattern[str], Callable[..., AgentFactory], str]] = []
+
+
+def register(pattern: str, help_text: str) -> Callable[[Callable[..., AgentFactory]], Callable[..., AgentFactory]]:
+    """Register a builder for agent names matching ``pattern`` (a regex with named groups)."""
+
+    def deco(builder: Callable[..., AgentFactory]) -> Callable[..., AgentFactory]:
+        _BUILDERS.append((re.compile(pattern + r"\Z"), builder, help_text))
+        return builder
+
+    return deco
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    """A resolved agent: its display name, factory, options and any per-agent LLM overrides."""
+
+    name: str
+    factory: AgentFactory
+    options: dict[str, Any] = field(default_factory=dict)
+    llm_overrides: dict[str, Any] = field(default_factory=dict)
+
+    def build(self, llm: LLMClient, ctx: AgentContext) -> MemoryAgent:
+        """A fresh agent for one user."""
+        return self.factory(llm, ctx)
+
+
+def _load_builtins() -> None:
+    if _BUILDERS:
+        return
+    from . import builtins  # noqa: F401 - registers the built-in agents
+
+
+def known_agents() -> list[str]:
+    """Help lines for the registered name patterns."""
+    _load_builtins()
+    return [h for _, _, h in _BUILDERS]
+
+
+def _from_name(name: str, options: dict[str, Any]) -> AgentFactory:
+    _load_builtins()
+    for pattern, builder, _ in _BUILDERS:
+        m = pattern.match(name)
+        if m:
+            return builder(**{k: v for k, v in m.groupdict().items() if v is not None}, **options)
+    if ":" in name:
+        module_name, _, attr = name.partition(":")
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as exc:
+            raise ConfigError(f"agent {name!r}: cannot import module {module_name!r}: {exc}") from None
+        factory = getattr(module, attr, None)
+        if factory is None or not callable(factory):
+            raise ConfigError(f"agent {name!r}: module {module_name!r} has no callable {attr!r}")
+        return factory  # type: ignore[no-any-return]
+    raise ConfigError(f"unknown agent {name!r}; known: {'; '.join(known_agents())}; or module:factory, or a file")
+
+
+def resolve_agent(spec: str) -> AgentSpec:
+    """Resolve an agent name, a ``module:factory`` plug-in, or a JSON/YAML agent config file.
+
+    An agent config file has ``type`` (a name as on the command line), optional ``name``, ``options``
+    (the agent's knobs) and ``llm`` (endpoint overrides for the agent role, e.g. its model).
+
+    Raises:
+        ConfigError: for unknown names, bad files or bad options.
+    """
+    path = Path(spec)
+    if path.suffix.lower() in (".json", ".yaml", ".yml"):
+        if not path.exists():
+            raise ConfigError(f"{spec}: agent config file not found")
+        try:
+            text = path.read_text(encoding="utf-8")
+            data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
+        except (OSError, json.JSONDecodeError, yaml.YAMLError) as exc:
+            raise ConfigError(f"{path.name}: cannot parse agent config: {exc}") from None
+        if not isinstance(data, dict) or not isinstance(data.get("type"), str):
+            raise ConfigError(f"{path.name}: type: required field is missing (an agent name such as 'awe-2-4-30')")
+        unknown = set(data) - {"type", "name", "options", "llm"}
+        if unknown:
+            raise ConfigError(f"{path.name}: {sorted(unknown)[0]}: unknown field")
+        options = data.get("options") or {}
+        llm = data.get("llm") or {}
+        if not isinstance(options, dict) or not isinstance(llm, dict):
+            raise ConfigError(f"{path.name}: options and llm must be mappings")
+        try:
+            factory = _from_name(data["type"], options)
+        except TypeError as exc:
+            raise ConfigError(f"{path.name}: options: {exc}") from None
+        return AgentSpec(str(data.get("name") or data["type"]), factory, options, llm)
+    try:
+        return AgentSpec(spec, _from_name(spec, {}))
+    except TypeError as exc:
+        raise ConfigError(f"agent {spec!r}: {exc}") from None

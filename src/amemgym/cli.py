@@ -1,0 +1,155 @@
+"""The ``amemgym`` command line. Every command turns an amemgym error into one line and an exit code."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from . import __version__
+from .config import AppConfig, load_config
+from .errors import AMemGymError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="amemgym: measure and improve the memory of LLM assistants in long conversations.")
+out = Console()
+err = Console(stderr=True)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+ConfigOpt = Annotated[str | None, typer.Option("--config", "-c", help="Preset (tiny, small, v1.base, v1.extra, "
+                                                "large) or a YAML/JSON config file.")]
+SetOpt = Annotated[list[str] | None, typer.Option("--set", help="Override any config field: KEY.PATH=VALUE "
+                                                 "(e.g. llm.default.max_concurrency=4). Repeatable.")]
+
+
+def handled(fn: F) -> F:
+    """Run a command; an amemgym error becomes one clear line and its exit code, never a traceback."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except AMemGymError as exc:
+            err.print(f"error: {exc}", highlight=False, markup=False)
+            raise typer.Exit(exc.exit_code) from None
+        except KeyboardInterrupt:
+            err.print("interrupted; re-run the same command to resume", highlight=False)
+            raise typer.Exit(130) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _config(config: str | None, sets: list[str] | None) -> AppConfig:
+    return load_config(config, sets)
+
+
+@app.command()
+@handled
+def info(config: ConfigOpt = None, set_: SetOpt = None) -> None:
+    """Versions, which backend each role resolves to, and whether the embedded model is installed."""
+    from .llm.client import LLMClient, default_cache_dir
+
+    cfg = _config(config, set_)
+    out.print(f"amemgym {__version__} (Python {sys.version.split()[0]})")
+    table = Table("role", "backend", "model / endpoint")
+    for role, desc in LLMClient(cfg.llm).describe().items():
+        where = desc.get("base_url") or ""
+        table.add_row(role, desc["backend"], f"{desc.get('model') or ''} {where}".strip())
+    out.print(table)
+    try:
+        from .llm.embedded import model_status
+
+        ok, detail = model_status(cfg.llm.embedded.model)
+        out.print(f"embedded model {cfg.llm.embedded.model}: {'installed' if ok else 'NOT installed'} ({detail})")
+    except ImportError as exc:
+        out.print(f"embedded model: unavailable ({exc})")
+    try:
+        from .llm.embedder import embedder_status
+
+        ok, detail = embedder_status()
+        out.print(f"embedded embedder: {'installed' if ok else 'NOT installed'} ({detail})")
+    except ImportError as exc:
+        out.print(f"embedded embedder: unavailable ({exc})")
+    out.print(f"cache dir: {default_cache_dir()}")
+
+
+@app.command("check-llm")
+@handled
+def check_llm(config: ConfigOpt = None, set_: SetOpt = None) -> None:
+    """One real round trip per role (chat, structured output, embeddings), with latency and tokens."""
+    from .llm.client import LLMClient
+
+    cfg = _config(config, set_)
+
+    async def main() -> None:
+        llm = LLMClient(cfg.llm)  # no cache: this must reach the model
+        table = Table("role", "call", "seconds", "prompt tok", "completion tok", "reply")
+        schema = {"type": "object", "properties": {"colour": {"type": "string", "enum": ["red", "green", "blue"]}},
+                  "required": ["colour"], "additionalProperties": False}
+        try:
+            for role in ("generator", "simulator", "agent", "judge"):
+                t0 = time.perf_counter()
+                res = await llm.chat(role, [{"role": "user", "content": "Say hello in five words or fewer."}],
+                                     max_tokens=24, use_cache=False, tag="check")
+                table.add_row(role, "chat", f"{time.perf_counter() - t0:.2f}", str(res.prompt_tokens),
+                              str(res.completion_tokens), res.text.strip()[:60])
+            t0 = time.perf_counter()
+            value, res = await llm.chat_json(
+                "agent", [{"role": "user", "content": "Pick the colour of a clear daytime sky. Answer in JSON."}],
+                schema, check=lambda v: None if isinstance(v, dict) and "colour" in v else "missing colour",
+                max_tokens=24, use_cache=False, tag="check")
+            table.add_row("agent", "structured", f"{time.perf_counter() - t0:.2f}", str(res.prompt_tokens),
+                          str(res.completion_tokens), str(value))
+            t0 = time.perf_counter()
+            vecs = await llm.embed(["a cat sat on the mat", "a kitten rested on the rug", "quarterly tax filing"])
+            sims = vecs @ vecs.T
+            table.add_row("embedder", "embed x3", f"{time.perf_counter() - t0:.2f}", "", "",
+                          f"dim {vecs.shape[1]}; sim(cat,kitten)={sims[0, 1]:.2f} sim(cat,tax)={sims[0, 2]:.2f}")
+        finally:
+            await llm.aclose()
+        out.print(table)
+
+    asyncio.run(main())
+
+
+@app.command()
+@handled
+def run(
+    out_dir: Annotated[Path, typer.Option("--out", "-o", help="Run directory (created; re-running resumes).")],
+    env: Annotated[Path | None, typer.Option("--env", help="Environment file (default: the bundled tiny one).")] = None,
+    agent: Annotated[str, typer.Option("--agent", "-a", help="Agent name, module:factory, or agent config file.")]
+    = "native",
+    config: ConfigOpt = None,
+    set_: SetOpt = None,
+    off_policy: Annotated[Path | None, typer.Option("--off-policy", help="Replay this run's conversations.")] = None,
+    serial: Annotated[bool, typer.Option("--serial", help="One call at a time (debugging).")] = False,
+) -> None:
+    """Run an agent on an environment (on-policy), evaluate every period, and write metrics."""
+    from .run.driver import run_command
+
+    cfg = _config(config, set_)
+    if serial:
+        cfg.run.serial = True
+    code = run_command(cfg, env, agent, out_dir, off_policy=off_policy, console=out)
+    raise typer.Exit(code)
+
+
+@app.command()
+@handled
+def version() -> None:
+    """Print the version."""
+    out.print(__version__)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

@@ -1,0 +1,238 @@
+"""Configuration models: the one place where each default is declared.
+
+A config is built from a named preset (SPEC §9), then a YAML/JSON file, then ``--set a.b=c`` flags,
+each overriding the previous. API keys are never part of a config: an endpoint names the environment
+variable (or a key file) that holds its key.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from .errors import ConfigError
+
+Role = Literal["generator", "simulator", "agent", "memory", "judge", "embedder"]
+ROLES: tuple[Role, ...] = ("generator", "simulator", "agent", "memory", "judge", "embedder")
+
+#: Sampling temperature per role when an endpoint sets none (SPEC §3.1: low 0.2 for every step but
+#: questions and state updates, which pass HIGH_TEMPERATURE explicitly; the agent and judge decode greedily).
+ROLE_TEMPERATURE: dict[str, float] = {"generator": 0.2, "simulator": 0.2, "agent": 0.0, "memory": 0.0, "judge": 0.0}
+HIGH_TEMPERATURE = 1.0
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class EnvConfig(_Strict):
+    """Sizes and dynamics of an environment and its conversation protocol (SPEC §2, §9).
+
+    Field names follow the original release's env configs so their files load as they are.
+    """
+
+    name: str = "custom"
+    start_date: str = "2020-10-01"
+    num_user_profiles: int = Field(20, ge=1, description="Users in the environment.")
+    num_questions: int = Field(10, ge=1, description="Questions per user (Q).")
+    num_periods: int = Field(10, ge=1, description="Periods after the initial one (N_p).")
+    num_months_per_period: int = Field(3, ge=1)
+    num_states_per_question: int = Field(2, ge=1, description="Required variables per question (N_s).")
+    num_choices_per_state: int = Field(3, ge=2, description="Values per state variable.")
+    num_changes_per_period: int = Field(4, ge=1)
+    max_changes_per_state: int = Field(3, ge=1)
+    min_state_variants: int = Field(4, ge=2, description="Minimum answer choices per question.")
+    num_rounds_init: int = Field(1, ge=1, description="User+assistant rounds per session in period 0.")
+    num_rounds_update: int = Field(2, ge=1, description="Rounds per session in later periods.")
+    seed: int = 42
+
+
+PRESETS: dict[str, dict[str, Any]] = {
+    "tiny": dict(name="tiny", num_user_profiles=2, num_questions=3, num_periods=2, num_changes_per_period=2),
+    "small": dict(name="small", num_user_profiles=5, num_questions=5, num_periods=4, num_changes_per_period=3),
+    "v1.base": dict(name="v1.base"),
+    "v1.extra": dict(
+        name="v1.extra", num_periods=20, num_states_per_question=3, num_rounds_init=2, num_rounds_update=5
+    ),
+    "large": dict(
+        name="large", num_user_profiles=100, num_questions=20, num_periods=40, num_choices_per_state=4,
+        min_state_variants=5, max_changes_per_state=10,
+    ),
+}
+
+
+class EndpointConfig(_Strict):
+    """Where one role's calls go. ``base_url`` unset means the embedded local model."""
+
+    base_url: str | None = None
+    model: str | None = None
+    api_key_env: str = Field("OPENAI_API_KEY", description="Environment variable holding the key.")
+    api_key_file: str | None = Field(None, description="File holding the key (read at call time).")
+    temperature: float | None = None
+    max_tokens: int = Field(1024, ge=1)
+    max_concurrency: int = Field(8, ge=1, description="Calls in flight at once on this endpoint.")
+    timeout_s: float = Field(300.0, gt=0)
+    max_retries: int = Field(5, ge=0)
+    price_per_mtok_in: float = Field(0.0, ge=0, description="USD per million prompt tokens, for cost reports.")
+    price_per_mtok_out: float = Field(0.0, ge=0)
+
+    @field_validator("base_url")
+    @classmethod
+    def _no_secrets_in_url(cls, v: str | None) -> str | None:
+        if v and "@" in v.split("//", 1)[-1].split("/", 1)[0]:
+            raise ValueError("put credentials in the key variable, not in base_url")
+        return v
+
+
+class EmbeddedConfig(_Strict):
+    """The in-process llama.cpp server used when no endpoint is configured."""
+
+    model: str = "qwen2.5-coder-0.5b-instruct"
+    ctx_per_slot: int = Field(8192, ge=512)
+    parallel: int = Field(2, ge=1, description="Parallel decoding slots.")
+    threads: int | None = None
+
+
+class LLMConfig(_Strict):
+    """Model settings for every role; ``roles`` overrides ``default`` field by field."""
+
+    default: EndpointConfig = EndpointConfig()
+    roles: dict[Role, dict[str, Any]] = Field(default_factory=dict)
+    embedded: EmbeddedConfig = EmbeddedConfig()
+    cache: bool = True
+    cache_path: str | None = Field(None, description="Response cache file; default under the cache dir.")
+
+    @field_validator("roles")
+    @classmethod
+    def _check_roles(cls, v: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        for role, override in v.items():
+            EndpointConfig(**override)  # fail early, naming the bad field
+        return v
+
+    def endpoint(self, role: Role) -> EndpointConfig:
+        """The effective endpoint of ``role``."""
+        merged = self.default.model_dump(exclude_unset=True)
+        if role == "memory":  # memory writes run on the agent's model unless configured apart
+            merged.update(self.roles.get("agent", {}))
+        merged.update(self.roles.get(role, {}))
+        return EndpointConfig(**merged)
+
+
+class RunSettings(_Strict):
+    """How a run is executed (not what it measures)."""
+
+    user_concurrency: int = Field(8, ge=1, description="Users simulated at once.")
+    serial: bool = Field(False, description="One call at a time, for debugging.")
+    seed: int = 0
+    eval_max_tokens: int = Field(96, ge=8)
+    reply_max_tokens: int = Field(256, ge=8)
+    simulator_max_tokens: int = Field(160, ge=8)
+    simulator_history_turns: int = Field(6, ge=0, description="Recent messages the simulator sees.")
+    context_window: int = Field(
+        16384, ge=512, description="Agent context budget in tokens; older turns are dropped beyond it."
+    )
+
+
+class AppConfig(_Strict):
+    """Everything a command needs."""
+
+    env: EnvConfig = EnvConfig()
+    llm: LLMConfig = LLMConfig()
+    run: RunSettings = RunSettings()
+
+
+def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = _deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def _read_file(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read config: {exc.strerror or exc}") from None
+    try:
+        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        raise ConfigError(f"{path.name}: not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {exc}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path.name}: expected a mapping at the top level, got {type(data).__name__}")
+    return data
+
+
+def _parse_set(item: str) -> dict[str, Any]:
+    if "=" not in item:
+        raise ConfigError(f"--set {item!r}: expected KEY.PATH=VALUE")
+    key, raw = item.split("=", 1)
+    try:
+        value = yaml.safe_load(raw)
+    except yaml.YAMLError:
+        value = raw
+    out: dict[str, Any] = {}
+    cur = out
+    parts = key.strip().split(".")
+    for part in parts[:-1]:
+        cur = cur.setdefault(part, {})
+    cur[parts[-1]] = value
+    return out
+
+
+def _format_validation(name: str, exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    loc = ".".join(str(p) for p in err["loc"])
+    msg = "unknown field" if err["type"] == "extra_forbidden" else err["msg"]
+    more = f" (and {len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
+    return f"{name}: {loc}: {msg}{more}"
+
+
+def load_config(preset_or_file: str | None = None, sets: list[str] | None = None) -> AppConfig:
+    """Build the app config from a preset name or a file, plus ``--set`` overrides.
+
+    A file may hold a full :class:`AppConfig` (keys ``env``/``llm``/``run``), or, like the original
+    release's env configs, just the env fields at the top level (unknown original keys are ignored).
+
+    Raises:
+        ConfigError: one line naming the file or flag, the field and the problem.
+    """
+    data: dict[str, Any] = {}
+    name = "config"
+    if preset_or_file:
+        if preset_or_file in PRESETS:
+            data = {"env": dict(PRESETS[preset_or_file])}
+            name = f"preset {preset_or_file}"
+        else:
+            path = Path(preset_or_file)
+            if not path.exists():
+                known = ", ".join(PRESETS)
+                raise ConfigError(f"{preset_or_file}: neither a preset ({known}) nor an existing file")
+            raw = _read_file(path)
+            name = path.name
+            if not ({"env", "llm", "run"} & raw.keys()):
+                env_fields = set(EnvConfig.model_fields)
+                base = dict(PRESETS.get(str(raw.get("name")), {}))
+                base.update({k: v for k, v in raw.items() if k in env_fields})
+                raw = {"env": base}
+            elif isinstance(raw.get("env"), dict) and raw["env"].get("name") in PRESETS:
+                raw["env"] = _deep_merge(PRESETS[raw["env"]["name"]], raw["env"])
+            data = raw
+    for item in sets or []:
+        data = _deep_merge(data, _parse_set(item))
+    try:
+        return AppConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_format_validation(name, exc)) from None
+
+
+def env_preset(name: str) -> EnvConfig:
+    """The :class:`EnvConfig` of a named preset."""
+    if name not in PRESETS:
+        raise ConfigError(f"unknown preset {name!r}; known: {', '.join(PRESETS)}")
+    return EnvConfig(**PRESETS[name])

@@ -1,0 +1,151 @@
+"""Typed records for the environment file (SPEC §2).
+
+The file is a JSON list with one item per user, exactly as in the original AMemGym release, so the
+published v1 environments load unchanged and files we write load in the original tools. Fields we add
+are optional; amemgym's own metadata lives under the per-user key ``_amemgym`` (original tools ignore
+unknown keys).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+FORMAT_VERSION = 1
+
+_TIME_FORMATS = ("%Y-%m-%d %H:%M", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d")
+
+
+def parse_time(text: str) -> datetime:
+    """Parse a date or date-time as the environment files write them.
+
+    Raises:
+        ValueError: if ``text`` matches none of the accepted formats.
+    """
+    for fmt in _TIME_FORMATS:
+        try:
+            return datetime.strptime(text, fmt)
+        except ValueError:
+            continue
+    raise ValueError(f"not a date or date-time (expected YYYY-MM-DD[ HH:MM[:SS]]): {text!r}")
+
+
+class _Record(BaseModel):
+    # Unknown keys are kept so that a file from a newer tool survives a load/save round trip.
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+
+class UserProfile(_Record):
+    """Who the simulated user is. ``formatted_str`` is the profile as ``key: value`` lines."""
+
+    uuid: str | None = None
+    name: str
+    age: int | None = None
+    gender: str | None = None
+    marital_status: str | None = None
+    education_level: str | None = None
+    occupation: str | None = None
+    hobbies_and_interests: str | None = None
+    skills_and_expertise: str | None = None
+    complementary_info: str | None = Field(default=None, description="Concise role-play summary.")
+    formatted_str: str
+
+
+class StateUpdate(_Record):
+    """One variable's change in a period (``old`` is null in period 0)."""
+
+    old: str | None
+    new: str
+
+
+class Message(_Record):
+    """One chat message of a recorded session."""
+
+    role: Literal["user", "assistant"]
+    content: str
+
+
+class Session(_Record):
+    """One conversation, opened by the user's ``query`` at ``session_time``."""
+
+    event: str | None = None
+    exposed_states: dict[str, str]
+    query: str
+    session_time: str
+    messages: list[Message] = Field(default_factory=list)
+
+
+class Period(_Record):
+    """A span of simulated time; ``state`` holds every variable's value at its end."""
+
+    period_start: str | None = None
+    period_end: str
+    period_summary: str | None = None
+    state: dict[str, str]
+    updates: dict[str, StateUpdate]
+    update_cnts: dict[str, int] = Field(default_factory=dict)
+    sessions: list[Session]
+
+
+class AnswerChoice(_Record):
+    """One option of a question: the value combination it fits and its advice text."""
+
+    state: list[str]
+    answer: str
+    type: Literal["experience", "random"]
+
+
+class QA(_Record):
+    """A question whose best answer depends on the ``required_info`` variables."""
+
+    query: str
+    required_info: list[str]
+    answer_choices: list[AnswerChoice]
+
+
+class Protocol(_Record):
+    """amemgym's metadata for one user item (absent in the original release's files)."""
+
+    format_version: int = FORMAT_VERSION
+    num_rounds_init: int | None = None
+    num_rounds_update: int | None = None
+    generator: str | None = None
+    seed: int | None = None
+    config_name: str | None = None
+
+
+class UserEnv(_Record):
+    """Everything about one simulated user: profile, state schema, timeline and questions."""
+
+    id: str
+    start_time: str
+    user_profile: UserProfile
+    state_schema: dict[str, list[str]]
+    periods: list[Period]
+    qas: list[QA]
+    amemgym: Protocol | None = Field(default=None, alias="_amemgym")
+
+    def correct_choice(self, qa_index: int, period_index: int) -> int:
+        """The index of the one choice of question ``qa_index`` matching the state at ``period_index``."""
+        qa = self.qas[qa_index]
+        state = self.periods[period_index].state
+        gold = [state[v] for v in qa.required_info]
+        for i, choice in enumerate(qa.answer_choices):
+            if choice.state == gold:
+                return i
+        raise ValueError(f"user {self.id}: question {qa_index} has no choice for period {period_index}")
+
+
+class Environment(BaseModel):
+    """A whole environment file: many users."""
+
+    model_config = ConfigDict(frozen=False)
+
+    users: list[UserEnv]
+
+    @property
+    def num_periods(self) -> int:
+        """Periods per user (all users agree; checked on load)."""
+        return len(self.users[0].periods) if self.users else 0

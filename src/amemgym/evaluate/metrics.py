@@ -1,0 +1,161 @@
+"""Pure metric functions (SPEC §5): scores, the normalised memory score, diagnosis and intervals.
+
+Everything here takes plain records and returns plain numbers, so it is tested on hand-made inputs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+# Two-sided 95 % Student t quantiles for small samples; beyond 30 degrees of freedom, the normal 1.96.
+_T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
+        2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
+        2.045, 2.042]
+
+
+@dataclass(frozen=True)
+class QuestionOutcome:
+    """One scored question at one period for one user.
+
+    Attributes:
+        score: 1.0 if the chosen option's combination is the current one, else 0.0 (invalid replies score 0).
+        n_choices: options offered (the random baseline is 1/n).
+        ub_score: the bare model's score with the state given (None if that call failed).
+        probe: per required variable, whether the state probe named the current value.
+        changed_at: per required variable, the latest period <= this one whose updates changed it.
+    """
+
+    user: str
+    period: int
+    question: int
+    score: float
+    n_choices: int
+    ub_score: float | None
+    probe: dict[str, bool] = field(default_factory=dict)
+    changed_at: dict[str, int] = field(default_factory=dict)
+
+
+def mean(values: Sequence[float]) -> float | None:
+    """Arithmetic mean, None for no values."""
+    return sum(values) / len(values) if values else None
+
+
+def mean_ci(values: Sequence[float]) -> dict[str, float | int | None]:
+    """Mean with a 95 % t-interval over the given (independent) values."""
+    n = len(values)
+    if n == 0:
+        return {"mean": None, "lo": None, "hi": None, "n": 0}
+    m = sum(values) / n
+    if n == 1:
+        return {"mean": m, "lo": None, "hi": None, "n": 1}
+    var = sum((v - m) ** 2 for v in values) / (n - 1)
+    t = _T95[n - 2] if n - 1 <= len(_T95) else 1.96
+    half = t * math.sqrt(var / n)
+    return {"mean": m, "lo": m - half, "hi": m + half, "n": n}
+
+
+def memory_score(overall: float, random_: float, upper: float) -> float | None:
+    """(O - R) / (UB - R); None when UB <= R (the normalisation is undefined there)."""
+    denom = upper - random_
+    if denom <= 1e-12:
+        return None
+    return (overall - random_) / denom
+
+
+def diagnose(outcomes: Iterable[QuestionOutcome]) -> dict[tuple[str, int, int], dict[str, Any]]:
+    """Write / read / utilization attribution per (user, period, question).
+
+    For each required variable the probe got wrong at period p, let w be the latest period <= p whose
+    updates changed it. If the probe of the same question was wrong at w too (or w == p), the fact was
+    never stored: a *write* failure. Otherwise it was stored and later lost or not retrieved: a *read*
+    failure. A question answered wrongly while every required variable was probed right is a
+    *utilization* failure.
+    """
+    by_key = {(o.user, o.period, o.question): o for o in outcomes}
+    out: dict[tuple[str, int, int], dict[str, Any]] = {}
+    for key, o in by_key.items():
+        labels: dict[str, str] = {}
+        for var, ok in o.probe.items():
+            if ok:
+                labels[var] = "ok"
+                continue
+            w = o.changed_at.get(var, 0)
+            earlier = by_key.get((o.user, w, o.question))
+            if w == o.period or earlier is None or not earlier.probe.get(var, False):
+                labels[var] = "write"
+            else:
+                labels[var] = "read"
+        all_right = bool(o.probe) and all(o.probe.values())
+        out[key] = {"variables": labels, "utilization": all_right and o.score < 1.0}
+    return out
+
+
+def aggregate(outcomes: list[QuestionOutcome], num_periods: int) -> dict[str, Any]:
+    """All headline numbers: per (user, period), per period, and overall, with 95 % CIs over users."""
+    diag = diagnose(outcomes)
+    cells: dict[tuple[str, int], list[QuestionOutcome]] = defaultdict(list)
+    for o in outcomes:
+        cells[(o.user, o.period)].append(o)
+    users = sorted({o.user for o in outcomes})
+
+    per_cell: dict[str, dict[int, dict[str, Any]]] = defaultdict(dict)
+    for (user, period), rows in sorted(cells.items()):
+        o_ = mean([r.score for r in rows]) or 0.0
+        r_ = mean([1.0 / r.n_choices for r in rows]) or 0.0
+        ubs = [r.ub_score for r in rows if r.ub_score is not None]
+        ub_ = mean(ubs) if len(ubs) == len(rows) else None
+        m_ = memory_score(o_, r_, ub_) if ub_ is not None else None
+        probe_items = [(v, lab) for r in rows for v, lab in diag[(user, period, r.question)]["variables"].items()]
+        per_cell[user][period] = {
+            "overall": o_, "random": r_, "upper_bound": ub_, "memory_score": m_,
+            "questions": len(rows),
+            "write_failures": sum(1 for _, lab in probe_items if lab == "write"),
+            "read_failures": sum(1 for _, lab in probe_items if lab == "read"),
+            "utilization_failures": sum(1 for r in rows if diag[(user, period, r.question)]["utilization"]),
+            "probe_items": len(probe_items),
+        }
+
+    def stat(name: str, period: int | None = None) -> dict[str, Any]:
+        # Each user contributes one value (its mean over the selected periods): users are the sampling unit.
+        vals = []
+        for u in users:
+            cells_u = [c for p, c in per_cell[u].items() if period is None or p == period]
+            xs = [c[name] for c in cells_u if c[name] is not None]
+            if xs:
+                vals.append(sum(xs) / len(xs))
+        return mean_ci(vals)
+
+    def rates(period: int | None = None) -> dict[str, float | None]:
+        sel = [c for u in users for p, c in per_cell[u].items() if period is None or p == period]
+        items = sum(c["probe_items"] for c in sel)
+        qs = sum(c["questions"] for c in sel)
+        return {
+            "write": sum(c["write_failures"] for c in sel) / items if items else None,
+            "read": sum(c["read_failures"] for c in sel) / items if items else None,
+            "utilization": sum(c["utilization_failures"] for c in sel) / qs if qs else None,
+        }
+
+    names = ("overall", "random", "upper_bound", "memory_score")
+    per_period = []
+    for p in range(num_periods):
+        per_period.append({"period": p, **{n: stat(n, p) for n in names}, "failure_rates": rates(p)})
+    all_cells = [c["memory_score"] for u in users for c in per_cell[u].values() if c["memory_score"] is not None]
+    return {
+        "overall": {n: stat(n) for n in names}
+        | {"memory_score_all_cells": mean(all_cells), "failure_rates": rates(), "users": len(users),
+           "undefined_memory_cells": sum(1 for u in users for c in per_cell[u].values() if c["memory_score"] is None)},
+        "per_period": per_period,
+        "per_user": {u: {str(p): c for p, c in sorted(per_cell[u].items())} for u in users},
+        "definitions": {
+            "memory_score": "(O - R) / (UB - R) per (user, period), averaged over questions first; undefined "
+                            "cells (UB <= R) are excluded and counted",
+            "ci": "95 % t-interval over users (each user's mean over the selected periods)",
+            "write_rate": "write failures / (question, required variable) probe items",
+            "read_rate": "read failures / (question, required variable) probe items",
+            "utilization_rate": "questions answered wrongly with every required variable probed right / questions",
+        },
+    }

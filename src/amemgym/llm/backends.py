@@ -1,0 +1,54 @@
+"""The backend contract and the errors a single attempt may raise.
+
+A backend performs exactly one attempt; retries, caching, limits and accounting live in
+:class:`amemgym.llm.client.LLMClient`, so every backend gets them for free.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from .types import ChatRequest, ChatResult
+
+
+class TransientError(Exception):
+    """An attempt failed in a way worth retrying (429, 5xx, timeout, reset, malformed body, empty reply)."""
+
+    def __init__(self, kind: str, message: str = "", retry_after: float | None = None) -> None:
+        super().__init__(message or kind)
+        self.kind = kind
+        self.retry_after = retry_after
+
+
+class PermanentError(Exception):
+    """An attempt failed deterministically (a 4xx such as 400/401/404): retrying cannot help."""
+
+    def __init__(self, kind: str, message: str = "") -> None:
+        super().__init__(message or kind)
+        self.kind = kind
+
+
+@runtime_checkable
+class ChatBackend(Protocol):
+    """Something that can answer one chat request."""
+
+    #: Identifies the server and model family for the response cache (no secrets).
+    backend_id: str
+
+    async def complete(self, req: ChatRequest) -> ChatResult:
+        """Make one attempt. Raises TransientError or PermanentError on failure."""
+        ...
+
+
+@runtime_checkable
+class EmbedBackend(Protocol):
+    """Something that turns texts into unit-length vectors."""
+
+    backend_id: str
+    dim: int
+
+    async def embed(self, texts: list[str]) -> np.ndarray:
+        """Embed ``texts`` into a float32 array of shape (len(texts), dim), rows L2-normalised."""
+        ...

@@ -1,0 +1,60 @@
+"""A persistent response cache in SQLite, keyed by the canonical request.
+
+Only successful responses are stored. The key never includes an API key, and the stored value is the
+response text and its token counts, nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS responses (
+  key TEXT PRIMARY KEY,
+  role TEXT NOT NULL,
+  model TEXT NOT NULL,
+  value TEXT NOT NULL
+)
+"""
+
+
+class ResponseCache:
+    """SQLite-backed map from request digest to response record; safe across threads and processes."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        # WAL lets concurrent readers and one writer (other processes too) work without "database locked".
+        self._conn = sqlite3.connect(self.path, check_same_thread=False, timeout=60, isolation_level=None)
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute("PRAGMA synchronous=NORMAL")
+        self._conn.execute(_SCHEMA)
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        """The stored record for ``key``, or None."""
+        with self._lock:
+            row = self._conn.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def put(self, key: str, role: str, model: str, value: dict[str, Any]) -> None:
+        """Store a record (last write wins; identical requests give identical keys)."""
+        payload = json.dumps(value, ensure_ascii=False, sort_keys=True)
+        with self._lock:
+            self._conn.execute(
+                "INSERT OR REPLACE INTO responses (key, role, model, value) VALUES (?, ?, ?, ?)",
+                (key, role, model, payload),
+            )
+
+    def __len__(self) -> int:
+        with self._lock:
+            return int(self._conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
+
+    def close(self) -> None:
+        """Close the connection."""
+        with self._lock:
+            self._conn.close()

@@ -1,0 +1,388 @@
+"""The one seam every role calls: limits, retries, cache, dedup and accounting around a backend."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import random
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
+
+from ..config import ROLE_TEMPERATURE, EndpointConfig, LLMConfig
+from ..errors import BackendUnavailable, LLMError
+from .backends import ChatBackend, EmbedBackend, PermanentError, TransientError
+from .cache import ResponseCache
+from .types import ChatMessage, ChatRequest, ChatResult
+from .usage import UsageLedger
+
+
+def default_cache_dir() -> Path:
+    """``$AMEMGYM_CACHE_DIR`` or ``~/.cache/amemgym``."""
+    return Path(os.environ.get("AMEMGYM_CACHE_DIR") or Path.home() / ".cache" / "amemgym")
+
+
+def read_api_key(endpoint: EndpointConfig) -> str | None:
+    """The endpoint's key from its key file or environment variable, read at call time only."""
+    if endpoint.api_key_file:
+        try:
+            return Path(endpoint.api_key_file).expanduser().read_text(encoding="utf-8").strip() or None
+        except OSError as exc:
+            raise BackendUnavailable(f"cannot read api_key_file {endpoint.api_key_file}: {exc.strerror}") from None
+    return os.environ.get(endpoint.api_key_env) or None
+
+
+class _Backoff:
+    """Exponential backoff with full jitter that honours a server's Retry-After."""
+
+    def __init__(self, base: float, cap: float, rng: random.Random) -> None:
+        self.base, self.cap, self.rng = base, cap, rng
+
+    def __call__(self, state: RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome else None
+        delay = self.rng.uniform(0, min(self.cap, self.base * 2 ** (state.attempt_number - 1)))
+        if isinstance(exc, TransientError) and exc.retry_after is not None:
+            delay = max(delay, min(exc.retry_after, self.cap * 4))
+        return delay
+
+
+class LLMClient:
+    """Chat and embedding calls for every role, each bounded, retried, cached and counted.
+
+    Args:
+        config: model settings per role.
+        cache: response cache; ``None`` disables caching.
+        ledger: where usage is counted (a fresh one by default).
+        backends: fixed backends per role (tests and plug-ins); others resolve from ``config``.
+        embedder: a fixed embedding backend.
+        serial: one call at a time over all endpoints, for debugging.
+        backoff_base: first backoff step in seconds (tests shrink it).
+    """
+
+    def __init__(
+        self,
+        config: LLMConfig | None = None,
+        *,
+        cache: ResponseCache | None = None,
+        ledger: UsageLedger | None = None,
+        backends: dict[str, ChatBackend] | None = None,
+        embedder: EmbedBackend | None = None,
+        serial: bool = False,
+        backoff_base: float = 1.0,
+        backoff_cap: float = 30.0,
+    ) -> None:
+        self.config = config or LLMConfig()
+        self.cache = cache
+        self.ledger = ledger or UsageLedger()
+        self._backends: dict[str, ChatBackend] = dict(backends or {})
+        self._embedder = embedder
+        self._limits: dict[str, asyncio.Semaphore] = {}
+        self._serial = asyncio.Semaphore(1) if serial else None
+        self._inflight: dict[str, asyncio.Future[ChatResult]] = {}
+        self._backoff = _Backoff(backoff_base, backoff_cap, random.Random(0))
+        self._resolve_lock = asyncio.Lock()
+        self._owned: list[Any] = []
+
+    @classmethod
+    def from_config(cls, config: LLMConfig, **kwargs: Any) -> LLMClient:
+        """A client with the persistent cache the config asks for."""
+        cache = None
+        if config.cache:
+            path = Path(config.cache_path) if config.cache_path else default_cache_dir() / "responses.sqlite"
+            cache = ResponseCache(path)
+        return cls(config, cache=cache, **kwargs)
+
+    # ---- resolution -------------------------------------------------------------------------------
+    def endpoint(self, role: str) -> EndpointConfig:
+        """The effective endpoint config of ``role``."""
+        return self.config.endpoint(role)  # type: ignore[arg-type]
+
+    def base_url(self, role: str) -> str | None:
+        """The configured HTTP endpoint of ``role``, or None for the embedded model."""
+        return self.endpoint(role).base_url or os.environ.get("OPENAI_BASE_URL") or None
+
+    async def backend(self, role: str) -> ChatBackend:
+        """The chat backend of ``role``, created on first use."""
+        if role in self._backends:
+            return self._backends[role]
+        async with self._resolve_lock:
+            if role not in self._backends:
+                self._backends[role] = await self._make_backend(role)
+        return self._backends[role]
+
+    async def _make_backend(self, role: str) -> ChatBackend:
+        from .openai_backend import OpenAIBackend
+
+        ep = self.endpoint(role)
+        url = self.base_url(role)
+        if url is None:
+            from .embedded import get_embedded_server
+
+            emb = self.config.embedded
+            server = await asyncio.to_thread(
+                get_embedded_server, emb.model, emb.ctx_per_slot * emb.parallel, emb.parallel, emb.threads
+            )
+            url = await asyncio.to_thread(server.start)
+            backend = OpenAIBackend(url, server.model_name, None, ep.timeout_s)
+            backend_id = f"embedded:{emb.model}"
+            wrapped = _Renamed(backend, backend_id)
+            self._owned.append(backend)
+            return wrapped
+        backend = OpenAIBackend(url, ep.model, read_api_key(ep), ep.timeout_s)
+        self._owned.append(backend)
+        return backend
+
+    async def embedder(self) -> EmbedBackend:
+        """The embedding backend (the embedded MiniLM unless the ``embedder`` role has an endpoint)."""
+        if self._embedder is None:
+            async with self._resolve_lock:
+                if self._embedder is None:
+                    self._embedder = await self._make_embedder()
+        return self._embedder
+
+    async def _make_embedder(self) -> EmbedBackend:
+        ep = self.endpoint("embedder")
+        url = ep.base_url  # OPENAI_BASE_URL alone does not redirect embeddings: many chat servers lack them
+        if url:
+            from .openai_backend import OpenAIBackend, OpenAIEmbedBackend
+
+            http = OpenAIBackend(url, ep.model, read_api_key(ep), ep.timeout_s)
+            self._owned.append(http)
+            return OpenAIEmbedBackend(http)
+        from .embedder import MiniLMEmbedder
+
+        return _LocalEmbed(MiniLMEmbedder())
+
+    def describe(self) -> dict[str, dict[str, Any]]:
+        """Which backend and model each role resolves to (no secrets), without starting anything."""
+        from .openai_backend import public_url
+
+        out: dict[str, dict[str, Any]] = {}
+        for role in ("generator", "simulator", "agent", "judge"):
+            fixed = self._backends.get(role)
+            if fixed is not None:
+                out[role] = {"backend": fixed.backend_id}
+                continue
+            url = self.base_url(role)
+            ep = self.endpoint(role)
+            if url:
+                out[role] = {"backend": "openai", "base_url": public_url(url), "model": ep.model or "(server default)"}
+            else:
+                out[role] = {"backend": "embedded", "model": self.config.embedded.model}
+        ep = self.endpoint("embedder")
+        if self._embedder is not None:
+            out["embedder"] = {"backend": self._embedder.backend_id}
+        elif ep.base_url:
+            out["embedder"] = {"backend": "openai", "base_url": public_url(ep.base_url), "model": ep.model}
+        else:
+            out["embedder"] = {"backend": "embedded", "model": "all-MiniLM-L6-v2 (int8 ONNX)"}
+        return out
+
+    def _limit(self, key: str, size: int) -> asyncio.Semaphore:
+        if key not in self._limits:
+            self._limits[key] = asyncio.Semaphore(size)
+        return self._limits[key]
+
+    # ---- chat ---------------------------------------------------------------------------------------
+    async def chat(
+        self,
+        role: str,
+        messages: list[ChatMessage] | tuple[ChatMessage, ...],
+        *,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        json_schema: dict[str, Any] | None = None,
+        schema_name: str = "output",
+        seed: int | None = None,
+        tag: str = "",
+        use_cache: bool = True,
+    ) -> ChatResult:
+        """One chat completion for ``role``.
+
+        Raises:
+            LLMError: when the call fails permanently or exhausts its retries (the failure is counted).
+        """
+        ep = self.endpoint(role)
+        if temperature is None:
+            temperature = ep.temperature if ep.temperature is not None else ROLE_TEMPERATURE.get(role, 0.0)
+        req = ChatRequest(
+            role=role,
+            messages=tuple({"role": m["role"], "content": m["content"]} for m in messages),
+            temperature=float(temperature),
+            max_tokens=int(max_tokens or ep.max_tokens),
+            json_schema=json_schema,
+            schema_name=schema_name,
+            seed=seed,
+            tag=tag,
+        )
+        backend = await self.backend(role)
+        model_name = ep.model or ""
+        key = req.cache_key(backend.backend_id, model_name)
+        usage = self.ledger.role(role)
+        if use_cache and self.cache is not None:
+            hit = self.cache.get(key)
+            if hit is not None:
+                usage.cache_hits += 1
+                return ChatResult(
+                    text=hit["text"], model=hit.get("model", model_name), prompt_tokens=hit.get("prompt_tokens", 0),
+                    completion_tokens=hit.get("completion_tokens", 0), cached=True,
+                    finish_reason=hit.get("finish_reason"),
+                )
+        if key in self._inflight:
+            # An identical request is already on the wire (e.g. a shared upper-bound question): wait for it.
+            res = await asyncio.shield(self._inflight[key])
+            usage.cache_hits += 1
+            return ChatResult(**{**res.__dict__, "cached": True})
+        fut: asyncio.Future[ChatResult] = asyncio.get_running_loop().create_future()
+        self._inflight[key] = fut
+        try:
+            res = await self._call_with_retries(backend, req, ep)
+        except BaseException as exc:
+            fut.set_exception(exc)
+            fut.exception()  # mark retrieved: waiters re-raise it themselves
+            raise
+        finally:
+            self._inflight.pop(key, None)
+        fut.set_result(res)
+        usage.calls += 1
+        usage.prompt_tokens += res.prompt_tokens
+        usage.completion_tokens += res.completion_tokens
+        usage.prompt_tokens_processed += (
+            res.prompt_tokens_processed if res.prompt_tokens_processed is not None else res.prompt_tokens
+        )
+        usage.seconds += res.seconds
+        usage.cost_usd += (res.prompt_tokens * ep.price_per_mtok_in + res.completion_tokens * ep.price_per_mtok_out) / 1e6
+        if use_cache and self.cache is not None:
+            self.cache.put(key, role, model_name, {
+                "text": res.text, "model": res.model, "prompt_tokens": res.prompt_tokens,
+                "completion_tokens": res.completion_tokens, "finish_reason": res.finish_reason,
+            })
+        return res
+
+    async def _call_with_retries(self, backend: ChatBackend, req: ChatRequest, ep: EndpointConfig) -> ChatResult:
+        usage = self.ledger.role(req.role)
+        limit = self._limit(backend.backend_id, ep.max_concurrency)
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(ep.max_retries + 1),
+            wait=self._backoff,
+            retry=retry_if_exception_type(TransientError),
+            reraise=True,
+        )
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    if attempt.retry_state.attempt_number > 1:
+                        usage.retries += 1
+                    try:
+                        async with limit, self._serial or contextlib.nullcontext():
+                            self.ledger.in_flight += 1
+                            try:
+                                return await backend.complete(req)
+                            finally:
+                                self.ledger.in_flight -= 1
+                    except (TransientError, PermanentError) as exc:
+                        usage.faults[exc.kind] += 1
+                        raise
+        except TransientError as exc:
+            usage.failures += 1
+            raise LLMError(f"{req.role} call failed after {ep.max_retries + 1} attempts: {exc.kind}") from None
+        except PermanentError as exc:
+            usage.failures += 1
+            raise LLMError(f"{req.role} call rejected by the endpoint ({exc.kind}); not retried: {exc}") from None
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def chat_json(
+        self,
+        role: str,
+        messages: list[ChatMessage],
+        schema: dict[str, Any],
+        *,
+        check: Callable[[Any], str | None] | None = None,
+        attempts: int = 3,
+        schema_name: str = "output",
+        **kwargs: Any,
+    ) -> tuple[Any, ChatResult]:
+        """A structured call: the reply must parse as JSON and pass ``check`` (which returns a problem or None).
+
+        A reply that breaks the schema is retried with a different seed (bounded) and counted as a schema
+        retry; the broken reply is never cached as the answer.
+
+        Raises:
+            LLMError: if no attempt produced valid output.
+        """
+        from .parsing import parse_json_reply
+
+        last = ""
+        base_seed = kwargs.pop("seed", None)
+        temperature = kwargs.pop("temperature", None)
+        for i in range(attempts):
+            seed = base_seed if i == 0 else (base_seed or 0) + 7919 * i
+            # A greedy decoder would repeat the same broken reply; later attempts sample a little.
+            temp = temperature if i == 0 else max(temperature or 0.0, 0.5)
+            res = await self.chat(role, messages, json_schema=schema, schema_name=schema_name, seed=seed,
+                                  temperature=temp, **kwargs)
+            value = parse_json_reply(res.text)
+            problem = "reply is not valid JSON" if value is None else (check(value) if check else None)
+            if problem is None:
+                return value, res
+            last = problem
+            self.ledger.role(role).schema_retries += 1
+        raise LLMError(f"{role} produced no valid structured output after {attempts} attempts: {last}")
+
+    # ---- embeddings --------------------------------------------------------------------------------
+    async def embed(self, texts: list[str]) -> np.ndarray:
+        """Embed texts with the embedder role (counted under ``embedder``)."""
+        backend = await self.embedder()
+        usage = self.ledger.role("embedder")
+        start = time.perf_counter()
+        vecs = await backend.embed(list(texts))
+        usage.calls += 1
+        usage.prompt_tokens += sum(len(t.split()) for t in texts)
+        usage.seconds += time.perf_counter() - start
+        return vecs
+
+    async def aclose(self) -> None:
+        """Close owned HTTP clients (the embedded server is process-wide and stops at exit)."""
+        for backend in self._owned:
+            with contextlib.suppress(Exception):
+                await backend.aclose()
+        self._owned.clear()
+
+
+class _Renamed:
+    """Gives the embedded server's HTTP backend a stable cache identity independent of its port."""
+
+    def __init__(self, inner: Any, backend_id: str) -> None:
+        self._inner = inner
+        self.backend_id = backend_id
+
+    async def complete(self, req: ChatRequest) -> ChatResult:
+        return await self._inner.complete(req)
+
+
+class _LocalEmbed:
+    """Runs the in-process ONNX embedder in a worker thread so the event loop keeps going."""
+
+    def __init__(self, embedder: Any) -> None:
+        self._embedder = embedder
+        self.dim = int(embedder.dim)
+        self.backend_id = f"local:{getattr(embedder, 'name', 'minilm')}"
+
+    async def embed(self, texts: list[str]) -> np.ndarray:
+        try:
+            return await asyncio.to_thread(self._embedder.embed, texts)
+        except BackendUnavailable:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            raise LLMError(f"embedder failed: {exc}") from exc
+
+
+def jdump(obj: Any) -> str:
+    """Compact deterministic JSON, for prompts."""
+    return json.dumps(obj, ensure_ascii=False, sort_keys=False)

@@ -1,0 +1,101 @@
+"""A scripted model for tests: a real backend whose replies are a function of the conversation.
+
+It goes through the same limits, retries, cache and accounting as any other backend, so tests exercise
+the real code paths. The product never uses it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .backends import PermanentError, TransientError
+from .types import ChatRequest, ChatResult
+
+Responder = Callable[[ChatRequest], "str | BaseException"]
+
+
+class ScriptedBackend:
+    """Answers each request with ``responder(request)``; an exception it returns is raised.
+
+    Args:
+        responder: maps the request (role, messages, schema, tag) to reply text or an exception.
+        latency: seconds to sleep per call (simulates a remote endpoint).
+        name: identity used in cache keys.
+    """
+
+    def __init__(self, responder: Responder, *, latency: float = 0.0, name: str = "scripted") -> None:
+        self.responder = responder
+        self.latency = latency
+        self.backend_id = f"fake:{name}"
+        self.requests: list[ChatRequest] = []
+
+    async def complete(self, req: ChatRequest) -> ChatResult:
+        """Reply per the script."""
+        self.requests.append(req)
+        if self.latency:
+            await asyncio.sleep(self.latency)
+        out = self.responder(req)
+        if isinstance(out, BaseException):
+            if isinstance(out, TransientError | PermanentError):
+                raise out
+            raise out
+        prompt_tokens = sum(len(m["content"].split()) for m in req.messages)
+        return ChatResult(text=out, model="scripted", prompt_tokens=prompt_tokens,
+                          completion_tokens=len(out.split()), finish_reason="stop")
+
+
+def last_user(req: ChatRequest) -> str:
+    """The content of the last user message of a request."""
+    for m in reversed(req.messages):
+        if m["role"] == "user":
+            return m["content"]
+    return ""
+
+
+def rules(table: list[tuple[str | None, str, str | Callable[[ChatRequest], str]]], default: str = "OK") -> Responder:
+    """A responder from ``(role or None, substring of the last user message, reply)`` rules, first match wins."""
+
+    def respond(req: ChatRequest) -> str:
+        text = last_user(req)
+        for role, needle, reply in table:
+            if (role is None or role == req.role) and needle in text:
+                return reply(req) if callable(reply) else reply
+        return default
+
+    return respond
+
+
+class HashEmbedder:
+    """Deterministic bag-of-words hashing embedder (no model) for tests and model-free strategies."""
+
+    def __init__(self, dim: int = 256) -> None:
+        self.dim = dim
+        self.backend_id = f"hash:{dim}"
+        self.name = "hash"
+
+    def embed_sync(self, texts: list[str]) -> np.ndarray:
+        """Embed synchronously."""
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, text in enumerate(texts):
+            for tok in text.lower().split():
+                tok = tok.strip(".,!?;:\"'()[]")
+                if not tok:
+                    continue
+                h = int.from_bytes(hashlib.blake2b(tok.encode(), digest_size=8).digest(), "little")
+                out[i, h % self.dim] += 1.0 if (h >> 63) & 1 else -1.0
+            n = np.linalg.norm(out[i])
+            if n > 0:
+                out[i] /= n
+        return out
+
+    async def embed(self, texts: list[str]) -> np.ndarray:
+        """Embed (async contract)."""
+        return self.embed_sync(list(texts))
+
+    def __call__(self, *args: Any) -> Any:  # pragma: no cover - convenience
+        return self.embed_sync(*args)

@@ -1,0 +1,5 @@
+"""Running agents on environments: episodes, snapshots, resume, results."""
+
+from .engine import Runner, RunOutcome
+
+__all__ = ["RunOutcome", "Runner"]

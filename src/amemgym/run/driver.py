@@ -1,0 +1,81 @@
+"""Glue between the CLI and the runner: resolve inputs, run, print the summary."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from ..agents.registry import resolve_agent
+from ..config import AppConfig
+from ..data.io import load_environment
+from ..llm.client import LLMClient
+from .engine import Runner
+from .progress import RunProgress
+
+
+def default_environment() -> Path:
+    """The bundled procedural tiny environment."""
+    from ..generate.procedural import tiny_environment_path
+
+    return tiny_environment_path()
+
+
+def _fmt(stat: dict[str, Any] | None) -> str:
+    if not stat or stat.get("mean") is None:
+        return "n/a"
+    if stat.get("lo") is None:
+        return f"{stat['mean']:.3f}"
+    return f"{stat['mean']:.3f} [{stat['lo']:.3f}, {stat['hi']:.3f}]"
+
+
+def print_summary(console: Console, metrics: dict[str, Any], rundir: Path) -> None:
+    """The short summary printed after a run."""
+    o = metrics["overall"]
+    table = Table("metric", "mean [95% CI over users]", title=f"{metrics.get('agent')} - {rundir}")
+    for name in ("overall", "upper_bound", "random", "memory_score"):
+        table.add_row(name, _fmt(o[name]))
+    rates = o["failure_rates"]
+    for name in ("write", "read", "utilization"):
+        v = rates.get(name)
+        table.add_row(f"{name} failure rate", "n/a" if v is None else f"{v:.3f}")
+    console.print(table)
+    usage = metrics.get("usage", {}).get("last_invocation", {}).get("total", {})
+    console.print(
+        f"this invocation: {usage.get('calls', 0)} model calls, {usage.get('cache_hits', 0)} cache hits, "
+        f"{usage.get('prompt_tokens', 0)} prompt + {usage.get('completion_tokens', 0)} completion tokens, "
+        f"{metrics.get('wall_seconds_last_invocation', 0):.1f} s", highlight=False)
+
+
+def run_command(
+    cfg: AppConfig, env_path: Path | None, agent: str, out_dir: Path, *, off_policy: Path | None, console: Console
+) -> int:
+    """Run (or resume) and print where the results are. Returns the exit code."""
+    spec = resolve_agent(agent)
+    env_path = env_path or default_environment()
+    env = load_environment(env_path)
+    if spec.llm_overrides:
+        roles = dict(cfg.llm.roles)
+        roles["agent"] = {**roles.get("agent", {}), **spec.llm_overrides}
+        cfg.llm.roles = roles
+    llm = LLMClient.from_config(cfg.llm, serial=cfg.run.serial)
+    progress = RunProgress()
+
+    async def go() -> Any:
+        try:
+            return await Runner(env, spec, out_dir, cfg, llm, env_path=env_path, off_policy=off_policy,
+                                progress=progress).run()
+        finally:
+            progress.close()
+            await llm.aclose()
+
+    outcome = asyncio.run(go())
+    print_summary(console, outcome.metrics, out_dir)
+    if outcome.failures:
+        console.print(f"[red]{len(outcome.failures)} failure(s)[/red] (see {out_dir / 'failures.json'}); "
+                      "re-run the same command to retry what failed")
+    console.print(f"results: {out_dir / 'metrics.json'} (traces under {out_dir / 'users'})")
+    return 1 if outcome.failures or not outcome.metrics["complete"] else 0

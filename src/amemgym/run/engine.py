@@ -1,0 +1,154 @@
+"""The runner: all users concurrently, each episode resumable, results and metrics at the end."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import platform
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ..agents.registry import AgentSpec
+from ..config import AppConfig
+from ..data.io import dump_environment
+from ..data.model import Environment
+from ..errors import RunError
+from ..llm.client import LLMClient
+from ..llm.usage import UsageLedger
+from ..prompts import template_hashes
+from ..storage import atomic_write_json
+from .episode import Episode, EpisodeEvents, load_json
+from .layout import RunDir
+from .progress import RunProgress
+from .results import compute_metrics, write_trace
+
+
+def environment_hash(env: Environment) -> str:
+    """sha256 of the environment's canonical serialisation (independent of file formatting)."""
+    return hashlib.sha256(dump_environment(env).encode("utf-8")).hexdigest()
+
+
+def protocol_of(env: Environment, spec: AgentSpec, cfg: AppConfig, off_policy: Path | None) -> dict[str, Any]:
+    """What must match for a resumed run to be the same run."""
+    return {
+        "environment_sha256": environment_hash(env),
+        "agent": {"name": spec.name, "options": spec.options},
+        "rounds": {"init": cfg.env.num_rounds_init, "update": cfg.env.num_rounds_update},
+        "run": cfg.run.model_dump(exclude={"serial", "user_concurrency"}),
+        "off_policy": str(off_policy) if off_policy else None,
+    }
+
+
+@dataclass
+class RunOutcome:
+    """What a finished invocation produced."""
+
+    metrics: dict[str, Any]
+    failures: list[dict[str, Any]]
+    usage: UsageLedger
+    seconds: float
+
+
+class Runner:
+    """Runs one agent on one environment into a run directory; re-running resumes."""
+
+    def __init__(
+        self,
+        env: Environment,
+        spec: AgentSpec,
+        rundir: Path,
+        cfg: AppConfig,
+        llm: LLMClient,
+        *,
+        env_path: Path | None = None,
+        off_policy: Path | None = None,
+        progress: RunProgress | None = None,
+    ) -> None:
+        self.env = env
+        self.spec = spec
+        self.rundir = RunDir(rundir)
+        self.cfg = cfg
+        self.llm = llm
+        self.env_path = env_path
+        self.off_policy = RunDir(off_policy) if off_policy else None
+        self.progress = progress
+
+    def _check_manifest(self) -> dict[str, Any]:
+        protocol = protocol_of(self.env, self.spec, self.cfg, self.off_policy.root if self.off_policy else None)
+        path = self.rundir.manifest
+        if path.exists():
+            try:
+                old = load_json(path)
+            except (OSError, json.JSONDecodeError) as exc:
+                raise RunError(f"{path}: unreadable manifest ({exc}); use a new --out directory") from None
+            for key, value in protocol.items():
+                if old.get("protocol", {}).get(key) != value:
+                    raise RunError(
+                        f"{self.rundir.root}: holds a run with a different {key.replace('_', ' ')}; "
+                        "refusing to mix results (use a new --out directory)"
+                    )
+            return dict(old)
+        manifest = {
+            "amemgym_version": __version__,
+            "python": platform.python_version(),
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "environment_file": str(self.env_path) if self.env_path else None,
+            "users": [u.id for u in self.env.users],
+            "periods": self.env.num_periods,
+            "protocol": protocol,
+            "config": json.loads(self.cfg.model_dump_json()),
+            "models": self.llm.describe(),
+            "prompt_sha256": template_hashes(),
+        }
+        atomic_write_json(path, manifest)
+        return manifest
+
+    async def run(self, user_ids: list[str] | None = None) -> RunOutcome:
+        """Run or resume the selected users (all by default) and write metrics."""
+        if self.off_policy is not None and not self.off_policy.manifest.exists():
+            raise RunError(f"{self.off_policy.root}: not a run directory (no manifest.json) for --off-policy")
+        self._check_manifest()
+        start = time.perf_counter()
+        users = [u for u in self.env.users if user_ids is None or u.id in user_ids]
+        events = EpisodeEvents()
+        if self.progress:
+            self.progress.attach(events, users, self.llm.ledger)
+        limit = asyncio.Semaphore(1 if self.cfg.run.serial else self.cfg.run.user_concurrency)
+
+        async def one(user: Any) -> None:
+            async with limit:
+                await Episode(user, self.spec, self.llm, self.cfg, self.rundir, off_policy=self.off_policy,
+                              events=events).run()
+
+        try:
+            await asyncio.gather(*(one(u) for u in users))
+        finally:
+            self._save_usage()
+        for user in users:
+            write_trace(user, self.rundir)
+        metrics = compute_metrics(self.env, self.rundir)
+        elapsed = time.perf_counter() - start
+        usage = load_json(self.rundir.usage)
+        metrics["usage"] = usage
+        metrics["agent"] = self.spec.name
+        metrics["wall_seconds_last_invocation"] = round(elapsed, 3)
+        metrics["failures"] = events.failures
+        atomic_write_json(self.rundir.failures, events.failures)
+        atomic_write_json(self.rundir.metrics, metrics)
+        return RunOutcome(metrics, events.failures, self.llm.ledger, elapsed)
+
+    def _save_usage(self) -> None:
+        # Usage accumulates across invocations of the same run (a resume adds what it spent).
+        total = UsageLedger()
+        if self.rundir.usage.exists():
+            try:
+                total = UsageLedger.from_dict(load_json(self.rundir.usage).get("cumulative", {}))
+            except (OSError, json.JSONDecodeError):
+                total = UsageLedger()
+        total.merge(self.llm.ledger)
+        atomic_write_json(self.rundir.usage, {"cumulative": total.to_dict(),
+                                              "last_invocation": self.llm.ledger.to_dict()})

@@ -1,0 +1,162 @@
+"""One user's episode: periods and sessions in order, checkpoints, and evaluations off snapshots."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..agents.base import AgentContext
+from ..agents.registry import AgentSpec
+from ..config import AppConfig
+from ..data.model import UserEnv
+from ..errors import AMemGymError
+from ..llm.client import LLMClient
+from ..seeding import derive_seed
+from ..simulate import UserSimulator, replay_session, run_session
+from ..storage import append_jsonl, atomic_write_json, read_jsonl
+from .evaluation import evaluate_period, upper_bound_answers
+from .layout import RunDir
+
+
+def rounds_for(user: UserEnv, cfg: AppConfig, period: int) -> int:
+    """Rounds per session: the environment's own protocol if it records one, else the config's."""
+    proto = user.amemgym
+    init = proto.num_rounds_init if proto and proto.num_rounds_init else cfg.env.num_rounds_init
+    update = proto.num_rounds_update if proto and proto.num_rounds_update else cfg.env.num_rounds_update
+    return init if period == 0 else update
+
+
+def load_json(path: Any) -> Any:
+    """Read a JSON file written by this package."""
+    with open(path, encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def recorded_sessions(rundir: RunDir, user_id: str) -> dict[tuple[int, int], list[dict[str, str]]]:
+    """Finished sessions of a user, last record winning (a session redone after a kill replaces the first)."""
+    out: dict[tuple[int, int], list[dict[str, str]]] = {}
+    for rec in read_jsonl(rundir.sessions(user_id)):
+        out[(int(rec["period"]), int(rec["session"]))] = rec["messages"]
+    return out
+
+
+@dataclass
+class EpisodeEvents:
+    """Hooks the runner uses for progress display."""
+
+    on_session: Callable[[str, int, int], None] = lambda u, p, s: None
+    on_eval: Callable[[str, int], None] = lambda u, p: None
+    failures: list[dict[str, Any]] = field(default_factory=list)
+
+
+class Episode:
+    """Runs (or resumes) one user's episode and its evaluations."""
+
+    def __init__(
+        self,
+        user: UserEnv,
+        spec: AgentSpec,
+        llm: LLMClient,
+        cfg: AppConfig,
+        rundir: RunDir,
+        *,
+        off_policy: RunDir | None = None,
+        events: EpisodeEvents | None = None,
+    ) -> None:
+        self.user = user
+        self.spec = spec
+        self.llm = llm
+        self.cfg = cfg
+        self.rundir = rundir
+        self.off_policy = off_policy
+        self.events = events or EpisodeEvents()
+        self.seed = derive_seed(cfg.run.seed, user.id)
+        self.ctx = AgentContext(
+            user_id=user.id, seed=self.seed, reply_max_tokens=cfg.run.reply_max_tokens,
+            eval_max_tokens=cfg.run.eval_max_tokens, context_window=cfg.run.context_window,
+            state_schema=dict(user.state_schema),
+        )
+        self.simulator = UserSimulator(llm, history_messages=cfg.run.simulator_history_turns,
+                                       max_tokens=cfg.run.simulator_max_tokens)
+        self._ub: asyncio.Task[dict[str, Any]] | None = None
+
+    def _fail(self, period: int | None, stage: str, exc: BaseException) -> None:
+        self.events.failures.append({"user": self.user.id, "period": period, "stage": stage, "error": str(exc)})
+
+    async def _upper_bound(self) -> dict[str, Any]:
+        path = self.rundir.upper_bound(self.user.id)
+        done = load_json(path) if path.exists() else {}
+        result = await upper_bound_answers(self.llm, self.user, done, self.cfg.run.eval_max_tokens, self.seed)
+        if result != done:
+            atomic_write_json(path, result)
+        return result
+
+    async def _evaluate(self, period: int, snapshot: dict[str, Any]) -> None:
+        path = self.rundir.evaluation(self.user.id, period)
+        try:
+            result = await evaluate_period(self.llm, self.spec, self.ctx, self.user, period, snapshot, self.seed)
+            assert self._ub is not None
+            ub = await self._ub
+        except AMemGymError as exc:
+            self._fail(period, "evaluation", exc)
+            return
+        for q in result["questions"]:
+            qa = self.user.qas[q["question"]]
+            key = f"{q['question']}|" + "|".join(self.user.periods[period].state[v] for v in qa.required_info)
+            q["ub_score"] = ub[key]["score"]
+        atomic_write_json(path, result)
+        self.events.on_eval(self.user.id, period)
+
+    async def run(self) -> None:
+        """Play every missing session and evaluate every missing period; failures are recorded, not raised."""
+        user, rd = self.user, self.rundir
+        self._ub = asyncio.create_task(self._upper_bound())
+        agent = self.spec.build(self.llm, self.ctx)
+        start_p, start_s = 0, 0
+        if rd.state(user.id).exists():
+            state = load_json(rd.state(user.id))
+            agent.restore(state["snapshot"])
+            start_p, start_s = int(state["period"]), int(state["session"])
+        recorded = recorded_sessions(self.off_policy, user.id) if self.off_policy else {}
+        evals: list[asyncio.Task[None]] = []
+        # Periods finished before a restart whose evaluation was not written yet.
+        for p in range(min(start_p, len(user.periods))):
+            if not rd.evaluation(user.id, p).exists() and rd.snapshot(user.id, p).exists():
+                evals.append(asyncio.create_task(self._evaluate(p, load_json(rd.snapshot(user.id, p)))))
+        period_index = start_p
+        try:
+            for p in range(start_p, len(user.periods)):
+                period_index = p
+                period = user.periods[p]
+                rounds = rounds_for(user, self.cfg, p)
+                for s in range(start_s if p == start_p else 0, len(period.sessions)):
+                    session = period.sessions[s]
+                    if self.off_policy is not None:
+                        if (p, s) not in recorded:
+                            raise AMemGymError(f"off-policy run has no recorded session {s} of period {p}")
+                        messages = recorded[(p, s)]
+                        await replay_session(agent, session, messages)
+                    else:
+                        messages = await run_session(agent, self.simulator, user, session, rounds,
+                                                     seed=derive_seed(self.seed, p, s))
+                    # Commit order: the session record first, then the checkpoint that points past it.
+                    append_jsonl(rd.sessions(user.id), [{"period": p, "session": s, "time": session.session_time,
+                                                         "messages": messages}])
+                    snap = await agent.snapshot()
+                    atomic_write_json(rd.state(user.id), {"period": p, "session": s + 1, "snapshot": snap})
+                    self.events.on_session(user.id, p, s)
+                snap = await agent.snapshot()
+                atomic_write_json(rd.snapshot(user.id, p), snap)
+                atomic_write_json(rd.state(user.id), {"period": p + 1, "session": 0, "snapshot": snap})
+                if not rd.evaluation(user.id, p).exists():
+                    evals.append(asyncio.create_task(self._evaluate(p, snap)))
+        except AMemGymError as exc:
+            self._fail(period_index, "conversation", exc)
+        await asyncio.gather(*evals)
+        try:
+            await self._ub
+        except AMemGymError as exc:
+            self._fail(None, "upper_bound", exc)

@@ -1,0 +1,75 @@
+"""Where a run keeps its files, and the manifest that pins its protocol.
+
+RUNDIR/
+  manifest.json               protocol: config, seeds, versions, env hash, prompt hashes, models (no secrets)
+  metrics.json                every number, per period and overall, plus usage per role
+  usage.json                  usage of the last invocation(s), merged
+  failures.json               users/periods that failed in the last invocation
+  users/<id>/sessions.jsonl   one record per finished session (append-only)
+  users/<id>/state.json       the live agent's checkpoint after the last finished session
+  users/<id>/snapshots/period_XX.json   the agent snapshot evaluated for period XX
+  users/<id>/eval/period_XX.json        evaluation results of period XX
+  users/<id>/upper_bound.json           upper-bound answers per (question, combination)
+  users/<id>/trace.jsonl      the whole episode in order, assembled at the end
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+_SAFE = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+def file_sha256(path: Path) -> str:
+    """sha256 of a file's bytes."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+class RunDir:
+    """Paths inside one run directory."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    @property
+    def manifest(self) -> Path:
+        return self.root / "manifest.json"
+
+    @property
+    def metrics(self) -> Path:
+        return self.root / "metrics.json"
+
+    @property
+    def usage(self) -> Path:
+        return self.root / "usage.json"
+
+    @property
+    def failures(self) -> Path:
+        return self.root / "failures.json"
+
+    def user(self, user_id: str) -> Path:
+        return self.root / "users" / _SAFE.sub("_", user_id)
+
+    def sessions(self, user_id: str) -> Path:
+        return self.user(user_id) / "sessions.jsonl"
+
+    def state(self, user_id: str) -> Path:
+        return self.user(user_id) / "state.json"
+
+    def snapshot(self, user_id: str, period: int) -> Path:
+        return self.user(user_id) / "snapshots" / f"period_{period:02d}.json"
+
+    def evaluation(self, user_id: str, period: int) -> Path:
+        return self.user(user_id) / "eval" / f"period_{period:02d}.json"
+
+    def upper_bound(self, user_id: str) -> Path:
+        return self.user(user_id) / "upper_bound.json"
+
+    def trace(self, user_id: str) -> Path:
+        return self.user(user_id) / "trace.jsonl"

@@ -1,0 +1,100 @@
+"""Crash-safe file writes: atomic replace for whole files, recoverable appends for JSONL.
+
+Every file amemgym writes goes through here, so a process killed at any instant leaves either the
+old content or the new one, never a truncated mix.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` via a temp file in the same folder, fsync and rename."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    _fsync_dir(path.parent)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Atomically write UTF-8 text."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def dumps(obj: Any) -> str:
+    """Canonical pretty JSON used for every JSON file we write (stable key order given by the data)."""
+    return json.dumps(obj, ensure_ascii=False, indent=2) + "\n"
+
+
+def atomic_write_json(path: Path, obj: Any) -> None:
+    """Atomically write ``obj`` as pretty JSON."""
+    atomic_write_text(path, dumps(obj))
+
+
+def append_jsonl(path: Path, records: list[dict[str, Any]]) -> None:
+    """Append records as JSON lines and fsync.
+
+    A kill mid-append can leave a partial last line; :func:`read_jsonl` drops it, and the next append
+    starts on a fresh line, so the file stays readable.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+    with open(path, "a+b") as fh:
+        fh.seek(0, os.SEEK_END)
+        if fh.tell() > 0:
+            fh.seek(-1, os.SEEK_END)
+            if fh.read(1) != b"\n":
+                fh.write(b"\n")
+        fh.write(payload.encode("utf-8"))
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
+    """Yield the complete records of a JSONL file, skipping a torn line left by a kill."""
+    path = Path(path)
+    if not path.exists():
+        return
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            if not line.endswith("\n"):
+                break
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                yield json.loads(line)
+            except json.JSONDecodeError:
+                continue

@@ -1,0 +1,85 @@
+"""End-to-end runs with the scripted fake: hand-computed metrics, resume, isolation, off-policy."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from scripted import RunScript
+
+from amemgym.agents import resolve_agent
+from amemgym.config import load_config
+from amemgym.data import load_environment
+from amemgym.llm import LLMClient, ResponseCache
+from amemgym.llm.fake import ScriptedBackend
+from amemgym.run import Runner
+
+
+def make_llm(responder, tmp_path: Path, cache: bool = True) -> LLMClient:
+    backend = ScriptedBackend(responder)
+    return LLMClient(backends={r: backend for r in ("agent", "simulator", "memory", "judge")},
+                     cache=ResponseCache(tmp_path / "cache.sqlite") if cache else None, backoff_base=0.001)
+
+
+async def run_once(env_path: Path, out: Path, responder, tmp_path: Path, agent: str = "native", **kw):
+    env = load_environment(env_path)
+    cfg = load_config("tiny")
+    llm = make_llm(responder, tmp_path)
+    return await Runner(env, resolve_agent(agent), out, cfg, llm, **kw).run(), llm
+
+
+# Hand-built case on the fixture (1 user, periods 0..2, 2 questions, 4 options each):
+# p0: Q0 right; Q1 wrong with both variables probed right            -> utilization failure
+# p1: Q0 wrong, probe misses work_shift_pattern (changed at p1 == p) -> write failure; Q1 right
+# p2: Q0 wrong, misses work_shift_pattern (changed p1, missed at p1 too) -> write,
+#     and running_goal (changed at p2 == p)                          -> write;
+#     Q1 wrong, misses work_shift_pattern (changed p1, probed right at p1 for Q1) -> read
+PICKS = {
+    (0, 1): ["rotating_nights", "full_home_kitchen"],
+    (1, 0): ["fixed_daytime", "casual_5k"],
+    (2, 0): ["fixed_daytime", "casual_5k"],
+    (2, 1): ["fixed_daytime", "full_home_kitchen"],
+}
+PROBES = {
+    (1, 0): {"work_shift_pattern": "fixed_daytime", "running_goal": "casual_5k"},
+    (2, 0): {"work_shift_pattern": "fixed_daytime", "running_goal": "casual_5k"},
+    (2, 1): {"work_shift_pattern": "fixed_daytime", "kitchen_setup": "hot_plate_only"},
+}
+
+
+async def test_hand_computed_metrics(original_env_path: Path, tmp_path: Path) -> None:
+    user = load_environment(original_env_path).users[0]
+    outcome, _ = await run_once(original_env_path, tmp_path / "run", RunScript(user, PICKS, PROBES), tmp_path)
+    m = outcome.metrics
+    assert m["complete"] and not outcome.failures
+    per = {row["period"]: row for row in m["per_period"]}
+    assert [per[p]["overall"]["mean"] for p in range(3)] == [0.5, 0.5, 0.0]
+    assert [per[p]["random"]["mean"] for p in range(3)] == [0.25, 0.25, 0.25]
+    assert [per[p]["upper_bound"]["mean"] for p in range(3)] == [1.0, 1.0, 1.0]
+    assert [round(per[p]["memory_score"]["mean"], 6) for p in range(3)] == [0.333333, 0.333333, -0.333333]
+    assert per[0]["failure_rates"] == {"write": 0.0, "read": 0.0, "utilization": 0.5}
+    assert per[1]["failure_rates"] == {"write": 0.25, "read": 0.0, "utilization": 0.0}
+    assert per[2]["failure_rates"] == {"write": 0.5, "read": 0.25, "utilization": 0.0}
+    assert m["overall"]["failure_rates"] == {"write": 0.25, "read": 1 / 12, "utilization": 1 / 6}
+    assert m["overall"]["memory_score_all_cells"] == pytest.approx(1 / 9)
+
+
+async def test_rerun_makes_no_model_calls(original_env_path: Path, tmp_path: Path) -> None:
+    user = load_environment(original_env_path).users[0]
+    first, _ = await run_once(original_env_path, tmp_path / "run", RunScript(user), tmp_path)
+    second, llm = await run_once(original_env_path, tmp_path / "run", RunScript(user), tmp_path)
+    assert llm.ledger.totals().calls == 0
+    assert second.metrics["overall"] == first.metrics["overall"]
+    trace = (tmp_path / "run" / "users" / user.id / "trace.jsonl").read_text().splitlines()
+    kinds = {json.loads(line)["kind"] for line in trace}
+    assert kinds == {"message", "memory", "evaluation", "upper_bound"}
+
+
+async def test_upper_bound_calls_are_shared_across_periods(original_env_path: Path, tmp_path: Path) -> None:
+    user = load_environment(original_env_path).users[0]
+    _, llm = await run_once(original_env_path, tmp_path / "run", RunScript(user), tmp_path)
+    distinct = {(q, tuple(p.state[v] for v in qa.required_info)) for q, qa in enumerate(user.qas) for p in user.periods}
+    backend = llm._backends["agent"]
+    ub_calls = [r for r in backend.requests if r.tag == "eval.upper_bound"]
+    assert len(ub_calls) == len(distinct) == 6
