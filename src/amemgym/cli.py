@@ -1,55 +1,28 @@
-"""The ``amemgym`` command line. Every command turns an amemgym error into one line and an exit code."""
+"""The ``amemgym`` command line. Every command turns an amemgym error into one line and an exit code.
+
+Commands live in ``amemgym.commands.<name>`` modules, each with ``register(app)``.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import functools
+import importlib
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from . import __version__
-from .config import AppConfig, load_config
-from .errors import AMemGymError
+from .cli_common import ConfigOpt, SetOpt, app_config, handled, out
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="amemgym: measure and improve the memory of LLM assistants in long conversations.")
-out = Console()
-err = Console(stderr=True)
 
-F = TypeVar("F", bound=Callable[..., Any])
-
-ConfigOpt = Annotated[str | None, typer.Option("--config", "-c", help="Preset (tiny, small, v1.base, v1.extra, "
-                                                "large) or a YAML/JSON config file.")]
-SetOpt = Annotated[list[str] | None, typer.Option("--set", help="Override any config field: KEY.PATH=VALUE "
-                                                 "(e.g. llm.default.max_concurrency=4). Repeatable.")]
-
-
-def handled(fn: F) -> F:
-    """Run a command; an amemgym error becomes one clear line and its exit code, never a traceback."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except AMemGymError as exc:
-            err.print(f"error: {exc}", highlight=False, markup=False)
-            raise typer.Exit(exc.exit_code) from None
-        except KeyboardInterrupt:
-            err.print("interrupted; re-run the same command to resume", highlight=False)
-            raise typer.Exit(130) from None
-
-    return wrapper  # type: ignore[return-value]
-
-
-def _config(config: str | None, sets: list[str] | None) -> AppConfig:
-    return load_config(config, sets)
+#: Command modules under amemgym.commands, registered in this order.
+COMMAND_MODULES: tuple[str, ...] = ()
 
 
 @app.command()
@@ -58,7 +31,7 @@ def info(config: ConfigOpt = None, set_: SetOpt = None) -> None:
     """Versions, which backend each role resolves to, and whether the embedded model is installed."""
     from .llm.client import LLMClient, default_cache_dir
 
-    cfg = _config(config, set_)
+    cfg = app_config(config, set_)
     out.print(f"amemgym {__version__} (Python {sys.version.split()[0]})")
     table = Table("role", "backend", "model / endpoint")
     for role, desc in LLMClient(cfg.llm).describe().items():
@@ -88,7 +61,7 @@ def check_llm(config: ConfigOpt = None, set_: SetOpt = None) -> None:
     """One real round trip per role (chat, structured output, embeddings), with latency and tokens."""
     from .llm.client import LLMClient
 
-    cfg = _config(config, set_)
+    cfg = app_config(config, set_)
 
     async def main() -> None:
         llm = LLMClient(cfg.llm)  # no cache: this must reach the model
@@ -136,7 +109,8 @@ def run(
     """Run an agent on an environment (on-policy), evaluate every period, and write metrics."""
     from .run.driver import run_command
 
-    cfg = _config(config, set_)
+    # With neither an environment nor a config, run the bundled tiny demo with its sized-down settings.
+    cfg = app_config(config if config or env else "tiny", set_)
     if serial:
         cfg.run.serial = True
     code = run_command(cfg, env, agent, out_dir, off_policy=off_policy, console=out)
@@ -148,6 +122,14 @@ def run(
 def version() -> None:
     """Print the version."""
     out.print(__version__)
+
+
+def _register_commands() -> None:
+    for name in COMMAND_MODULES:
+        importlib.import_module(f"{__package__}.commands.{name}").register(app)
+
+
+_register_commands()
 
 
 def main() -> None:

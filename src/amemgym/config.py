@@ -65,6 +65,12 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
+#: Run settings that come with a preset (tiny is sized for the embedded CPU model: short replies).
+PRESET_RUN: dict[str, dict[str, Any]] = {
+    "tiny": dict(reply_max_tokens=96, simulator_max_tokens=48, eval_max_tokens=40, context_window=6144),
+}
+
+
 class EndpointConfig(_Strict):
     """Where one role's calls go. ``base_url`` unset means the embedded local model."""
 
@@ -206,7 +212,7 @@ def load_config(preset_or_file: str | None = None, sets: list[str] | None = None
     name = "config"
     if preset_or_file:
         if preset_or_file in PRESETS:
-            data = {"env": dict(PRESETS[preset_or_file])}
+            data = {"env": dict(PRESETS[preset_or_file]), "run": dict(PRESET_RUN.get(preset_or_file, {}))}
             name = f"preset {preset_or_file}"
         else:
             path = Path(preset_or_file)
@@ -221,7 +227,9 @@ def load_config(preset_or_file: str | None = None, sets: list[str] | None = None
                 base.update({k: v for k, v in raw.items() if k in env_fields})
                 raw = {"env": base}
             elif isinstance(raw.get("env"), dict) and raw["env"].get("name") in PRESETS:
-                raw["env"] = _deep_merge(PRESETS[raw["env"]["name"]], raw["env"])
+                preset = raw["env"]["name"]
+                raw["env"] = _deep_merge(PRESETS[preset], raw["env"])
+                raw["run"] = _deep_merge(PRESET_RUN.get(preset, {}), raw.get("run") or {})
             data = raw
     for item in sets or []:
         data = _deep_merge(data, _parse_set(item))

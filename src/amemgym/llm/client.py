@@ -126,7 +126,7 @@ class LLMClient:
 
             emb = self.config.embedded
             server = await asyncio.to_thread(
-                get_embedded_server, emb.model, emb.ctx_per_slot * emb.parallel, emb.parallel, emb.threads
+                get_embedded_server, emb.model, emb.ctx_per_slot, emb.parallel, emb.threads
             )
             url = await asyncio.to_thread(server.start)
             backend = OpenAIBackend(url, server.model_name, None, ep.timeout_s)
@@ -267,7 +267,11 @@ class LLMClient:
 
     async def _call_with_retries(self, backend: ChatBackend, req: ChatRequest, ep: EndpointConfig) -> ChatResult:
         usage = self.ledger.role(req.role)
-        limit = self._limit(backend.backend_id, ep.max_concurrency)
+        size = ep.max_concurrency
+        if backend.backend_id.startswith("embedded:"):
+            # More requests than decoding slots would only queue inside llama.cpp and hit timeouts.
+            size = min(size, self.config.embedded.parallel)
+        limit = self._limit(backend.backend_id, size)
         retrying = AsyncRetrying(
             stop=stop_after_attempt(ep.max_retries + 1),
             wait=self._backoff,

@@ -1,0 +1,5 @@
+"""``python -m amemgym`` runs the command line."""
+
+from .cli import main
+
+main()

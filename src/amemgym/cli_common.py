@@ -1,0 +1,46 @@
+"""Pieces every CLI command shares: consoles, the error wrapper, common options."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+
+from .config import AppConfig, load_config
+from .errors import AMemGymError
+
+out = Console()
+err = Console(stderr=True)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+ConfigOpt = Annotated[str | None, typer.Option("--config", "-c", help="Preset (tiny, small, v1.base, v1.extra, "
+                                                "large) or a YAML/JSON config file.")]
+SetOpt = Annotated[list[str] | None, typer.Option("--set", help="Override any config field: KEY.PATH=VALUE "
+                                                 "(e.g. llm.default.max_concurrency=4). Repeatable.")]
+
+
+def handled(fn: F) -> F:
+    """Run a command; an amemgym error becomes one clear line and its exit code, never a traceback."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except AMemGymError as exc:
+            err.print(f"error: {exc}", highlight=False, markup=False)
+            raise typer.Exit(exc.exit_code) from None
+        except KeyboardInterrupt:
+            err.print("interrupted; re-run the same command to resume", highlight=False)
+            raise typer.Exit(130) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def app_config(config: str | None, sets: list[str] | None) -> AppConfig:
+    return load_config(config, sets)
+
+
