@@ -69,7 +69,8 @@ class RunScript:
             qa = self.user.qas[q]
             truth = self.user.periods[p].state
             combo = self.picks.get((p, q)) or [truth[v] for v in qa.required_info]
-            return "```json\n" + json.dumps({"answer": [c.state for c in qa.answer_choices].index(list(combo)) + 1}) + "\n```"
+            answer = [c.state for c in qa.answer_choices].index(list(combo)) + 1
+            return "```json\n" + json.dumps({"answer": answer}) + "\n```"
         return "Here is a short, practical suggestion."
 
 

@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-from scripted import RunScript
 
 from amemgym.agents import resolve_agent
 from amemgym.config import load_config
@@ -14,6 +13,7 @@ from amemgym.data import load_environment
 from amemgym.llm import LLMClient, ResponseCache
 from amemgym.llm.fake import ScriptedBackend
 from amemgym.run import Runner
+from scripted import RunScript
 
 
 def make_llm(responder, tmp_path: Path, cache: bool = True) -> LLMClient:
@@ -83,3 +83,63 @@ async def test_upper_bound_calls_are_shared_across_periods(original_env_path: Pa
     backend = llm._backends["agent"]
     ub_calls = [r for r in backend.requests if r.tag == "eval.upper_bound"]
     assert len(ub_calls) == len(distinct) == 6
+
+
+class _Stop(BaseException):
+    """Simulates the process dying mid-call (not an amemgym error, so nothing catches it)."""
+
+
+async def test_resume_after_interruption_gives_identical_metrics(original_env_path: Path, tmp_path: Path) -> None:
+    user = load_environment(original_env_path).users[0]
+    ref, _ = await run_once(original_env_path, tmp_path / "ref", RunScript(user, PICKS, PROBES), tmp_path / "a")
+    for stop_at in (3, 9, 17, 25):
+        script = RunScript(user, PICKS, PROBES)
+        calls = {"n": 0}
+
+        def dying(req, script=script, calls=calls, stop_at=stop_at):
+            calls["n"] += 1
+            if calls["n"] == stop_at:
+                raise _Stop()
+            return script(req)
+
+        out = tmp_path / f"run{stop_at}"
+        with pytest.raises(_Stop):
+            await run_once(original_env_path, out, dying, tmp_path / f"c{stop_at}")
+        resumed, _ = await run_once(original_env_path, out, script, tmp_path / f"c{stop_at}")
+        assert resumed.metrics["per_user"] == ref.metrics["per_user"]
+        assert resumed.metrics["overall"] == ref.metrics["overall"]
+
+
+async def test_evaluation_does_not_change_the_live_agent(original_env_path: Path, tmp_path: Path) -> None:
+    user = load_environment(original_env_path).users[0]
+    await run_once(original_env_path, tmp_path / "run", RunScript(user), tmp_path)
+    snap0 = json.loads((tmp_path / "run/users/u-0001/snapshots/period_00.json").read_text())
+    snap1 = json.loads((tmp_path / "run/users/u-0001/snapshots/period_01.json").read_text())
+    # Period 1's agent continues from period 0's snapshot: no evaluation prompt ever entered its history.
+    assert snap1["history"][: len(snap0["history"])] == snap0["history"]
+    assert not any("Reply with the number" in m["content"] for m in snap1["history"])
+    assert not any("Based only on what you know" in m["content"] for m in snap1["history"])
+
+
+async def test_off_policy_replays_recorded_conversations(original_env_path: Path, tmp_path: Path) -> None:
+    user = load_environment(original_env_path).users[0]
+    await run_once(original_env_path, tmp_path / "on", RunScript(user), tmp_path / "a")
+    off, llm = await run_once(original_env_path, tmp_path / "off", RunScript(user), tmp_path / "b",
+                              off_policy=tmp_path / "on")
+    assert off.metrics["complete"]
+    tags = {r.tag for r in llm._backends["agent"].requests}
+    assert "agent.reply" not in tags and "simulator.turn" not in tags
+    on_sessions = (tmp_path / "on/users/u-0001/sessions.jsonl").read_text()
+    off_sessions = (tmp_path / "off/users/u-0001/sessions.jsonl").read_text()
+    assert on_sessions == off_sessions
+
+
+async def test_rundir_of_another_agent_is_refused(original_env_path: Path, tmp_path: Path) -> None:
+    from amemgym.errors import RunError
+
+    user = load_environment(original_env_path).users[0]
+    await run_once(original_env_path, tmp_path / "run", RunScript(user), tmp_path)
+    env = load_environment(original_env_path)
+    cfg = load_config("tiny", ["run.seed=5"])
+    with pytest.raises(RunError, match="different run"):
+        await Runner(env, resolve_agent("native"), tmp_path / "run", cfg, make_llm(RunScript(user), tmp_path)).run()

@@ -115,7 +115,7 @@ class LLMConfig(_Strict):
     @field_validator("roles")
     @classmethod
     def _check_roles(cls, v: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-        for role, override in v.items():
+        for override in v.values():
             EndpointConfig(**override)  # fail early, naming the bad field
         return v
 

@@ -63,7 +63,8 @@ class NativeAgent:
 
     async def snapshot(self) -> dict[str, Any]:
         """The conversation and the drop counter."""
-        return {"kind": self.kind, "history": [dict(m) for m in self.history], "dropped_messages": self.dropped_messages}
+        return {"kind": self.kind, "history": [dict(m) for m in self.history],
+                "dropped_messages": self.dropped_messages}
 
     def restore(self, snapshot: dict[str, Any]) -> None:
         """Load a snapshot from :meth:`snapshot`."""

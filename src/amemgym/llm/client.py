@@ -257,7 +257,8 @@ class LLMClient:
             res.prompt_tokens_processed if res.prompt_tokens_processed is not None else res.prompt_tokens
         )
         usage.seconds += res.seconds
-        usage.cost_usd += (res.prompt_tokens * ep.price_per_mtok_in + res.completion_tokens * ep.price_per_mtok_out) / 1e6
+        usage.cost_usd += (res.prompt_tokens * ep.price_per_mtok_in
+                           + res.completion_tokens * ep.price_per_mtok_out) / 1e6
         if use_cache and self.cache is not None:
             self.cache.put(key, role, model_name, {
                 "text": res.text, "model": res.model, "prompt_tokens": res.prompt_tokens,

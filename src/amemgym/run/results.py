@@ -80,8 +80,8 @@ def write_trace(user: UserEnv, rundir: RunDir) -> None:
     for p, period in enumerate(user.periods):
         for s, session in enumerate(period.sessions):
             for i, msg in enumerate(sessions.get((p, s), [])):
-                lines.append({"kind": "message", "period": p, "session": s, "round": i // 2, "time": session.session_time,
-                              "role": msg["role"], "content": msg["content"]})
+                lines.append({"kind": "message", "period": p, "session": s, "round": i // 2,
+                              "time": session.session_time, "role": msg["role"], "content": msg["content"]})
         path = rundir.evaluation(user.id, p)
         if path.exists():
             rec = load_json(path)

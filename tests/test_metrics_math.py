@@ -1,0 +1,42 @@
+"""Pure metric functions on hand-made numbers."""
+
+from __future__ import annotations
+
+import pytest
+
+from amemgym.evaluate.metrics import QuestionOutcome, aggregate, diagnose, mean_ci, memory_score
+
+
+def test_mean_ci_uses_t_quantiles() -> None:
+    ci = mean_ci([0.0, 1.0])
+    assert ci["mean"] == 0.5
+    # t(0.975, df=1) = 12.706; sd = 0.7071; half = 12.706 * 0.7071 / sqrt(2) = 6.353
+    assert ci["hi"] - ci["mean"] == pytest.approx(6.353, abs=1e-3)
+    assert mean_ci([]) == {"mean": None, "lo": None, "hi": None, "n": 0}
+    assert mean_ci([0.3])["lo"] is None
+
+
+def test_memory_score_guard() -> None:
+    assert memory_score(0.5, 0.25, 1.0) == pytest.approx(1 / 3)
+    assert memory_score(0.5, 0.25, 0.25) is None
+    assert memory_score(0.5, 0.3, 0.2) is None
+
+
+def test_random_baseline_is_analytic() -> None:
+    outs = [QuestionOutcome("u", 0, q, score=0.0, n_choices=n, ub_score=1.0) for q, n in enumerate((4, 5))]
+    agg = aggregate(outs, 1)
+    assert agg["per_period"][0]["random"]["mean"] == pytest.approx((1 / 4 + 1 / 5) / 2)
+
+
+def test_diagnosis_write_read_utilization() -> None:
+    o = [
+        QuestionOutcome("u", 0, 0, 1.0, 4, 1.0, {"a": True}, {"a": 0}),
+        QuestionOutcome("u", 1, 0, 0.0, 4, 1.0, {"a": False}, {"a": 0}),  # stored at 0, lost: read
+        QuestionOutcome("u", 2, 0, 0.0, 4, 1.0, {"a": False}, {"a": 2}),  # changed now, missed: write
+        QuestionOutcome("u", 3, 0, 0.0, 4, 1.0, {"a": True}, {"a": 2}),  # knew it, answered wrong: utilization
+    ]
+    d = diagnose(o)
+    assert d[("u", 1, 0)]["variables"] == {"a": "read"}
+    assert d[("u", 2, 0)]["variables"] == {"a": "write"}
+    assert d[("u", 3, 0)]["utilization"] is True
+    assert d[("u", 0, 0)]["utilization"] is False
