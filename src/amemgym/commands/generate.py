@@ -1,0 +1,82 @@
+"""``amemgym generate``: write an environment with the LLM pipeline or the procedural generator."""
+
+from __future__ import annotations
+
+import asyncio
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..cli_common import ConfigOpt, SetOpt, app_config, handled, out
+from ..errors import AMemGymError
+from ..storage import atomic_write_json
+
+
+class Generator(StrEnum):
+    """Which generator writes the environment."""
+
+    llm = "llm"
+    procedural = "procedural"
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``generate`` command."""
+
+    @app.command()
+    @handled
+    def generate(
+        out_dir: Annotated[Path, typer.Option("--out", "-o", help="Output folder for data.json and the report.")],
+        config: ConfigOpt = "tiny",
+        set_: SetOpt = None,
+        generator: Annotated[Generator, typer.Option("--generator", "-g", help="llm or procedural.")]
+        = Generator.procedural,
+        users: Annotated[int | None, typer.Option("--users", help="Number of users (default: the config's).")] = None,
+        seed: Annotated[int | None, typer.Option("--seed", help="Seed (default: the config's).")] = None,
+        personas: Annotated[Path | None, typer.Option("--personas", help="Persona table (parquet or JSONL).")]
+        = None,
+        salt: Annotated[int, typer.Option("--salt", help="Procedural only: vary surface forms.")] = 0,
+        allow_partial: Annotated[bool, typer.Option("--allow-partial", help="LLM only: exit 0 even if some users "
+                                                    "failed (they are listed in the report).")] = False,
+    ) -> None:
+        """Generate an environment (SPEC §3): data.json plus a generation report."""
+        from ..data.io import save_environment
+        from ..generate.personas import load_personas
+
+        cfg = app_config(config, set_)
+        pool = load_personas(personas) if personas else None
+        out_dir.mkdir(parents=True, exist_ok=True)
+        if generator is Generator.procedural:
+            from ..generate.procedural import generate_procedural
+
+            env, report = generate_procedural(cfg.env, seed=seed, num_users=users, salt=salt, personas=pool)
+            save_environment(env, out_dir / "data.json")
+            atomic_write_json(out_dir / "generation_report.json", report)
+            out.print(f"wrote {out_dir / 'data.json'} ({len(env.users)} users, {env.num_periods} periods) and "
+                      f"{out_dir / 'generation_report.json'}")
+            return
+        from ..generate.llm.pipeline import generate_llm
+        from ..llm.client import LLMClient
+
+        llm = LLMClient.from_config(cfg.llm, serial=cfg.run.serial)
+
+        async def go() -> object:
+            try:
+                return await generate_llm(cfg.env, llm, out_dir, num_users=users, seed=seed, personas=pool,
+                                          allow_partial=True, concurrency=cfg.run.user_concurrency)
+            finally:
+                await llm.aclose()
+
+        result = asyncio.run(go())
+        failed = getattr(result, "failed", [])
+        out.print(f"report: {out_dir / 'generation_report.json'}")
+        if getattr(result, "data_path", None):
+            out.print(f"wrote {result.data_path}")  # type: ignore[attr-defined]
+        if failed:
+            for f in failed:
+                out.print(f"failed user {f.user_id} ({f.name}) at step {f.step}: {f.reason}", highlight=False,
+                          markup=False)
+            if not allow_partial:
+                raise AMemGymError(f"{len(failed)} user(s) could not be generated (see the report); "
+                                   "pass --allow-partial to accept a partial environment")
