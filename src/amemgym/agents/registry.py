@@ -45,9 +45,8 @@ class AgentSpec:
 
 
 def _load_builtins() -> None:
-    if _BUILDERS:
-        return
-    from . import builtins  # noqa: F401 - registers the built-in agents
+    # Importing the module registers the built-ins exactly once, even if a plug-in registered first.
+    from . import builtins  # noqa: F401
 
 
 def known_agents() -> list[str]:

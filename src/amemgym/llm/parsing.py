@@ -39,22 +39,51 @@ def _balanced_objects(text: str) -> list[str]:
     return spans
 
 
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
+
+
+def _loads(text: str) -> Any:
+    return json.loads(text, object_pairs_hook=_no_duplicates)
+
+
 def parse_json_reply(text: str) -> Any | None:
-    """The JSON value in a reply (whole text, a fenced block, or the first balanced object), or None."""
+    """The JSON value in a reply (the whole text, or the fenced blocks / balanced objects inside it), or None.
+
+    A reply that holds several *different* JSON values (``{"answer": 1} {"answer": 2}``) or repeats a key
+    is ambiguous and yields None: an answer must commit to one value.
+    """
     if text is None:
         return None
     stripped = text.strip()
-    candidates = [stripped]
-    candidates += [m.group(1).strip() for m in _FENCE.finditer(stripped)]
-    candidates += _balanced_objects(stripped)
-    for cand in candidates:
+    try:
+        return _loads(stripped)
+    except _DuplicateKey:
+        return None
+    except (json.JSONDecodeError, ValueError):
+        pass
+    found: list[Any] = []
+    for cand in [m.group(1).strip() for m in _FENCE.finditer(stripped)] + _balanced_objects(stripped):
         if not cand:
             continue
         try:
-            return json.loads(cand)
+            value = _loads(cand)
+        except _DuplicateKey:
+            return None
         except (json.JSONDecodeError, ValueError):
             continue
-    return None
+        if value not in found:
+            found.append(value)
+    return found[0] if len(found) == 1 else None
 
 
 def parse_choice(text: str, num_choices: int) -> tuple[int | None, str]:

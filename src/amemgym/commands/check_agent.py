@@ -1,0 +1,28 @@
+"""``amemgym check-agent``: run the conformance checker on an agent."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated
+
+import typer
+
+from ..agents.checker import check_agent
+from ..agents.registry import resolve_agent
+from ..cli_common import handled, out
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``check-agent`` command to ``app``."""
+
+    @app.command("check-agent")
+    @handled
+    def check_agent_command(
+        agent: Annotated[str, typer.Argument(help="Agent name (awe-2-4-30), module:factory, or config file.")],
+    ) -> None:
+        """Check that an agent honours the MemoryAgent contract (uses a scripted fake LLM; no endpoint needed)."""
+        report = asyncio.run(check_agent(resolve_agent(agent)))
+        for line in report.lines():
+            out.print(line, highlight=False, markup=False)
+        if not report.passed:
+            raise typer.Exit(1)

@@ -1,0 +1,170 @@
+"""``amemgym validate`` (shortcut strategies, reference agents, data audit) and ``amemgym audit-sim``."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from ..cli_common import ConfigOpt, SetOpt, app_config, err, handled, out
+from ..errors import ConfigError
+
+EMBEDDERS = ("auto", "minilm", "hash")
+
+
+def pick_embedder(name: str) -> tuple[Any, str, str | None]:
+    """The embedding function for the embedding strategies, its name, and a note when it fell back.
+
+    ``auto`` uses the embedded MiniLM when installed, else the hashing embedder; ``minilm`` requires it.
+    """
+    from ..errors import BackendUnavailable
+    from ..llm.fake import HashEmbedder
+
+    if name not in EMBEDDERS:
+        raise ConfigError(f"--embedder must be one of {', '.join(EMBEDDERS)}, got {name!r}")
+    if name in ("auto", "minilm"):
+        from ..llm.embedder import MiniLMEmbedder, embedder_status
+
+        ok, detail = embedder_status()
+        if ok:
+            return MiniLMEmbedder().embed, "minilm", None
+        if name == "minilm":
+            raise BackendUnavailable(detail)
+        note = f"note: MiniLM embedder unavailable ({detail}); embedding strategies use the hashing embedder"
+        return HashEmbedder().embed_sync, "hash", note
+    return HashEmbedder().embed_sync, "hash", None
+
+
+def _ci(lo: float | None, hi: float | None) -> str:
+    return "n/a" if lo is None or hi is None else f"[{lo:.3f}, {hi:.3f}]"
+
+
+def print_report(report: Any, max_rows: int = 20) -> None:
+    """Tables for the strategies, the leaky questions and the audit warnings."""
+    from ..validity.audit import CHECKS
+    from ..validity.suite import DECISION_RULE
+
+    interval = report.strategies[0].interval if report.strategies else ""
+    table = Table("strategy", "kind", "accuracy", f"95% CI ({interval})", "vs random", "verdict",
+                  title=f"validity: {report.users} users, {report.answers} answers, random baseline "
+                        f"{report.random_baseline:.3f}, margin {report.margin}")
+    colours = {"fail": "red", "pass": "green", "info": "dim"}
+    for s in report.strategies:
+        table.add_row(s.name, s.kind, f"{s.accuracy:.3f}", _ci(s.lo, s.hi), f"{s.excess:+.3f}",
+                      f"[{colours[s.verdict]}]{s.verdict}[/]")
+    out.print(table)
+    out.print(f"rule: {DECISION_RULE} (gated kinds: {', '.join(report.gated_kinds)}; embedder: {report.embedder})",
+              highlight=False, markup=False)
+    if report.leaky_questions:
+        out.print(f"[yellow]{len(report.leaky_questions)} leaky question(s)[/] (an options-only strategy is right at "
+                  ">= 90% of periods while the correct option moves):")
+        for q in report.leaky_questions[:max_rows]:
+            out.print(f"  user {q.user} question {q.question} via {q.strategy} ({q.hits}/{q.periods}): "
+                      f"{q.query[:90]}", highlight=False, markup=False)
+    else:
+        out.print("no leaky questions")
+    for item in report.broken_items[:max_rows]:
+        out.print(f"  broken: {item}", highlight=False, markup=False)
+    audit = report.audit
+    for check, meaning in CHECKS.items():
+        n = audit.count(check)
+        if n:
+            out.print(f"[yellow]warning[/]: {n}/{audit.checked[check]} {check} ({meaning})")
+            for f in [f for f in audit.findings if f.check == check][:5]:
+                where = f"user {f.user}" + (f" period {f.period}" if f.period is not None else "")
+                out.print(f"    {where}: {f.detail}", highlight=False, markup=False)
+    for failure in report.failures:
+        out.print(f"[red]FAIL[/]: {failure}", highlight=False)
+    if report.passed:
+        out.print("[green]PASS[/]: no shortcut beats random by more than the margin; reference agents hold")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``validate`` and ``audit-sim`` to ``app``."""
+
+    @app.command("validate")
+    @handled
+    def validate(
+        env: Annotated[Path, typer.Option("--env", help="Environment file to check.")],
+        margin: Annotated[float, typer.Option("--margin", help="How far above random a shortcut may score.")]
+        = 0.03,
+        seed: Annotated[int, typer.Option("--seed", help="Seed of tie-breaks and random draws.")] = 0,
+        embedder: Annotated[str, typer.Option("--embedder", help="auto (MiniLM if installed, else hash), "
+                                              "minilm or hash.")] = "auto",
+        json_out: Annotated[Path | None, typer.Option("--json", help="Also write the full results here.")] = None,
+        gate_prior: Annotated[bool, typer.Option("--gate-prior", help="Also fail on the prior strategies "
+                                                 "(they know earlier periods' answers).")] = False,
+    ) -> None:
+        """Check that no shortcut beats random and that the reference agents hold (exit 1 if not)."""
+        from ..data.io import load_environment
+        from ..storage import atomic_write_json
+        from ..validity import TextVectors, run_suite
+
+        if not 0 <= margin < 1:
+            raise ConfigError(f"--margin must be in [0, 1), got {margin}")
+        environment = load_environment(env)
+        embed, name, note = pick_embedder(embedder)
+        if note:
+            err.print(note, highlight=False, markup=False)
+        report = run_suite(environment, TextVectors(embed), margin=margin, seed=seed, embedder=name,
+                           gate_prior=gate_prior)
+        if note:
+            report.notes.append(note)
+        print_report(report)
+        if json_out is not None:
+            atomic_write_json(json_out, {"environment_file": str(env), **report.to_dict()})
+            out.print(f"results: {json_out}")
+        raise typer.Exit(0 if report.passed else 1)
+
+    @app.command("audit-sim")
+    @handled
+    def audit_sim(
+        rundir: Annotated[Path, typer.Argument(help="Run directory to audit.")],
+        judge: Annotated[bool, typer.Option("--judge/--no-judge", help="Also ask the judge model about each "
+                                            "turn (one call per turn).")] = False,
+        env: Annotated[Path | None, typer.Option("--env", help="Environment file (default: the manifest's).")]
+        = None,
+        config: ConfigOpt = None,
+        set_: SetOpt = None,
+    ) -> None:
+        """Check every simulator turn of a run for revealed values, goodbyes and copies; write sim_audit.json."""
+        from ..run.layout import RunDir
+        from ..validity.sim_audit import audit_run, environment_of
+
+        rd = RunDir(rundir)
+        environment = environment_of(rd, env)
+
+        async def go() -> dict[str, Any]:
+            if not judge:
+                return await audit_run(rd, environment)
+            from ..llm.client import LLMClient
+
+            cfg = app_config(config, set_)
+            llm = LLMClient.from_config(cfg.llm)
+            try:
+                return await audit_run(rd, environment, llm=llm)
+            finally:
+                await llm.aclose()
+
+        print_sim_audit(asyncio.run(go()), rd.root / "sim_audit.json")
+
+
+def print_sim_audit(result: dict[str, Any], path: Path, max_rows: int = 30) -> None:
+    """Rates per check and the offending turns."""
+    table = Table("check", "flagged", "rate", title=f"simulator audit: {result['turns']} turns")
+    for check, rate in result["rates"].items():
+        table.add_row(check, str(result["counts"][check]), "n/a" if rate is None else f"{rate:.3f}")
+    out.print(table)
+    if result.get("judge_failures"):
+        out.print(f"[yellow]{result['judge_failures']} judge call(s) failed[/] (recorded per turn, not scored)")
+    for t in result["offending"][:max_rows]:
+        flags = ", ".join(t["flags"]) or "judge failed"
+        extra = f" [{'; '.join(t['revealed'])}]" if t["revealed"] else ""
+        out.print(f"  user {t['user']} period {t['period']} session {t['session']} round {t['round']}: {flags}{extra}"
+                  f" - {t['excerpt']!r}", highlight=False, markup=False)
+    if len(result["offending"]) > max_rows:
+        out.print(f"  ... {len(result['offending']) - max_rows} more in {path}")
+    out.print(f"results: {path}")

@@ -1,0 +1,167 @@
+"""Pure reshaping of metrics and evaluation records into what tables and figures draw."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+#: The four per-period curves, in drawing order, with their display names.
+CURVES: tuple[tuple[str, str], ...] = (
+    ("overall", "Overall"), ("upper_bound", "Upper bound"), ("random", "Random"), ("memory_score", "Memory score"),
+)
+#: The three failure kinds of the diagnosis.
+FAILURES: tuple[str, ...] = ("write", "read", "utilization")
+
+
+@dataclass(frozen=True)
+class Stat:
+    """A mean with an optional 95 % interval."""
+
+    mean: float | None
+    lo: float | None = None
+    hi: float | None = None
+    n: int = 0
+
+    @classmethod
+    def of(cls, d: Any) -> Stat:
+        """From a metrics stat dict (``{mean, lo, hi, n}``); anything else is an empty stat."""
+        if not isinstance(d, dict):
+            return cls(None)
+        return cls(_num(d.get("mean")), _num(d.get("lo")), _num(d.get("hi")), int(d.get("n") or 0))
+
+    def text(self, digits: int = 3) -> str:
+        """``0.203 [0.150, 0.256]``, or ``-`` when undefined."""
+        if self.mean is None:
+            return "-"
+        if self.lo is None or self.hi is None:
+            return f"{self.mean:.{digits}f}"
+        return f"{self.mean:.{digits}f} [{self.lo:.{digits}f}, {self.hi:.{digits}f}]"
+
+
+def _num(x: Any) -> float | None:
+    if isinstance(x, bool) or not isinstance(x, int | float) or math.isnan(x):
+        return None
+    return float(x)
+
+
+def fmt(x: float | None, digits: int = 3) -> str:
+    """A number with fixed digits, or ``-``."""
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+@dataclass(frozen=True)
+class RoleUsage:
+    """Token and cost totals of one role."""
+
+    role: str
+    calls: int
+    cache_hits: int
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float
+
+
+@dataclass(frozen=True)
+class Summary:
+    """The headline numbers of one run."""
+
+    label: str
+    agent: str
+    overall: Stat
+    upper_bound: Stat
+    random: Stat
+    memory_score: Stat
+    write: float | None
+    read: float | None
+    utilization: float | None
+    users: int
+    complete: bool
+    wall_seconds: float | None
+    usage: tuple[RoleUsage, ...] = field(default_factory=tuple)
+
+    @property
+    def total_tokens(self) -> int:
+        """Prompt plus completion tokens over every role."""
+        return sum(u.prompt_tokens + u.completion_tokens for u in self.usage)
+
+    @property
+    def total_cost(self) -> float:
+        """Cost in USD over every role."""
+        return sum(u.cost_usd for u in self.usage)
+
+
+def usage_rows(metrics: dict[str, Any]) -> tuple[RoleUsage, ...]:
+    """Per-role usage from ``metrics.usage.cumulative`` (the ``total`` entry is left out)."""
+    cum = ((metrics.get("usage") or {}).get("cumulative")) or {}
+    rows = []
+    for role, d in sorted(cum.items()):
+        if role == "total" or not isinstance(d, dict):
+            continue
+        rows.append(RoleUsage(role, int(d.get("calls") or 0), int(d.get("cache_hits") or 0),
+                              int(d.get("prompt_tokens") or 0), int(d.get("completion_tokens") or 0),
+                              float(d.get("cost_usd") or 0.0)))
+    return tuple(rows)
+
+
+def summarize(label: str, agent: str, metrics: dict[str, Any]) -> Summary:
+    """The summary of one run's ``metrics.json``."""
+    ov = metrics.get("overall") or {}
+    rates = ov.get("failure_rates") or {}
+    return Summary(
+        label=label, agent=agent, overall=Stat.of(ov.get("overall")), upper_bound=Stat.of(ov.get("upper_bound")),
+        random=Stat.of(ov.get("random")), memory_score=Stat.of(ov.get("memory_score")),
+        write=_num(rates.get("write")), read=_num(rates.get("read")), utilization=_num(rates.get("utilization")),
+        users=int(ov.get("users") or 0), complete=bool(metrics.get("complete")),
+        wall_seconds=_num(metrics.get("wall_seconds_last_invocation")), usage=usage_rows(metrics),
+    )
+
+
+def period_series(metrics: dict[str, Any], name: str) -> list[Stat]:
+    """One curve (``overall``, ``upper_bound``, ``random`` or ``memory_score``) over periods."""
+    rows = sorted(metrics.get("per_period") or [], key=lambda r: int(r.get("period", 0)))
+    return [Stat.of(r.get(name)) for r in rows]
+
+
+def failure_series(metrics: dict[str, Any]) -> dict[str, list[float | None]]:
+    """Write, read and utilization rates over periods."""
+    rows = sorted(metrics.get("per_period") or [], key=lambda r: int(r.get("period", 0)))
+    return {k: [_num((r.get("failure_rates") or {}).get(k)) for r in rows] for k in FAILURES}
+
+
+@dataclass(frozen=True)
+class Grid:
+    """A labelled matrix for a heat map; ``None`` marks a missing cell."""
+
+    rows: tuple[str, ...]
+    cols: tuple[str, ...]
+    values: tuple[tuple[float | None, ...], ...]
+
+
+def user_period_grid(metrics: dict[str, Any], users: list[str], num_periods: int,
+                     key: str = "memory_score") -> Grid:
+    """Users x periods of one per-cell metric from ``metrics.per_user``."""
+    per_user = metrics.get("per_user") or {}
+    values = []
+    for u in users:
+        cells = per_user.get(u) or {}
+        values.append(tuple(_num((cells.get(str(p)) or {}).get(key)) for p in range(num_periods)))
+    return Grid(tuple(users), tuple(f"P{p}" for p in range(num_periods)), tuple(values))
+
+
+def question_period_grid(evals: dict[str, dict[int, dict[str, Any]]], num_periods: int) -> Grid:
+    """(user, question) x periods accuracy from evaluation records (``evals[user][period]``)."""
+    rows: list[str] = []
+    values: list[tuple[float | None, ...]] = []
+    for user in evals:
+        by_period = evals[user]
+        questions = sorted({int(q["question"]) for rec in by_period.values() for q in rec.get("questions", [])})
+        for qi in questions:
+            row: list[float | None] = []
+            for p in range(num_periods):
+                rec = by_period.get(p) or {}
+                hits = [_num(q.get("score")) for q in rec.get("questions", []) if int(q["question"]) == qi]
+                row.append(hits[0] if hits else None)
+            rows.append(f"{user} Q{qi}")
+            values.append(tuple(row))
+    return Grid(tuple(rows), tuple(f"P{p}" for p in range(num_periods)), tuple(values))

@@ -1,0 +1,85 @@
+"""From run directories to the report page and its figures."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .aggregate import CURVES, failure_series, period_series, question_period_grid, summarize, user_period_grid
+from .browser import browser_run
+from .figures import curves_figure, diagnosis_figure, encode, heatmap_figure
+from .html import FigureImage, render_report
+from .load import RunRecord, eval_records, load_run_environment, load_runs
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+
+@dataclass
+class Report:
+    """A built report: the page and the figures it shows (by file-safe name)."""
+
+    html: str
+    figures: dict[str, Figure]
+    notes: list[str]
+
+
+def _safe(label: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in label)
+
+
+def run_figures(runs: list[RunRecord]) -> dict[str, Figure]:
+    """Curves, diagnosis bars and per-run heat maps of several runs."""
+    figures: dict[str, Figure] = {
+        "curves": curves_figure({r.label: {n: period_series(r.metrics, n) for n, _ in CURVES} for r in runs}),
+        "diagnosis": diagnosis_figure({r.label: failure_series(r.metrics) for r in runs}),
+    }
+    for r in runs:
+        ms = user_period_grid(r.metrics, r.users, r.num_periods)
+        figures[f"heat_memory_{_safe(r.label)}"] = heatmap_figure(ms, "memory score (user x period)", vmin=-1.0,
+                                                                  vmax=1.0, cmap="RdBu")
+        evals = {u: eval_records(r, u) for u in r.users}
+        qs = question_period_grid(evals, r.num_periods)
+        figures[f"heat_questions_{_safe(r.label)}"] = heatmap_figure(qs, "accuracy (question x period)")
+    return figures
+
+
+def build_report(roots: list[Path], *, env_override: Path | None = None, title: str = "amemgym report") -> Report:
+    """Load runs and render the self-contained page.
+
+    Args:
+        roots: run directories, in legend order.
+        env_override: environment file to use instead of the one each manifest names.
+        title: page title.
+    """
+    runs = load_runs(roots)
+    notes: list[str] = []
+    hashes = {r.environment_sha256 for r in runs}
+    if len(hashes) > 1:
+        notes.append("These runs were made on different environments; their numbers are not comparable.")
+    browser: list[dict[str, Any]] = []
+    for r in runs:
+        env, why = load_run_environment(r, env_override)
+        if why:
+            notes.append(f"{r.label}: true states not shown ({why}).")
+        if not r.complete:
+            missing = len(r.metrics.get("missing") or [])
+            notes.append(f"{r.label}: incomplete run ({missing} user-period cells not evaluated).")
+        browser.append(browser_run(r, env, why))
+    figures = run_figures(runs)
+    heat = [(r.label, [FigureImage(f"{kind} heat map of {r.label}", encode(figures[f"heat_{kind}_{_safe(r.label)}"],
+                                                                           "svg"))
+                       for kind in ("memory", "questions")]) for r in runs]
+    html = render_report(
+        title=title,
+        summaries=[summarize(r.label, r.agent, r.metrics) for r in runs],
+        notes=notes,
+        curves=FigureImage("per-period curves", encode(figures["curves"], "svg"),
+                           "Shaded bands: 95 % intervals over users."),
+        diagnosis=FigureImage("failure diagnosis", encode(figures["diagnosis"], "svg"),
+                              "Write and read rates per probed variable; utilization per question."),
+        heatmaps=heat,
+        browser=browser,
+    )
+    return Report(html=html, figures=figures, notes=notes)

@@ -1,0 +1,144 @@
+"""Assemble the self-contained HTML report: tables, figures as data URIs, and the trace browser.
+
+Every interpolated string goes through ``html.escape``; figures are ``<img>`` data URIs (an SVG image
+cannot run script); the browser's data sits in a JSON block; and a Content-Security-Policy admits only
+the page's own script (by hash), so even a missed escape could not execute injected code or reach the
+network.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from html import escape
+from importlib import resources
+from typing import Any
+
+from .aggregate import Summary, fmt
+from .browser import embed_json
+
+
+@dataclass(frozen=True)
+class FigureImage:
+    """An encoded figure to place in the page."""
+
+    title: str
+    svg: bytes
+    caption: str = ""
+
+
+def _asset(name: str) -> str:
+    return resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.1f} %"
+
+
+def summary_table(summaries: Sequence[Summary]) -> str:
+    """The per-run headline table."""
+    head = ("run", "agent", "memory score [95 % CI]", "overall", "upper bound", "random", "write", "read",
+            "utilization", "users", "tokens", "cost (USD)", "wall s (last)", "complete")
+    rows = []
+    for s in summaries:
+        cells = (s.label, s.agent, s.memory_score.text(), s.overall.text(), s.upper_bound.text(), s.random.text(),
+                 _pct(s.write), _pct(s.read), _pct(s.utilization), str(s.users), f"{s.total_tokens:,}",
+                 f"{s.total_cost:.4f}", fmt(s.wall_seconds, 1), "yes" if s.complete else "NO")
+        rows.append("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in cells) + "</tr>")
+    return _table(head, rows, "summary")
+
+
+def usage_table(summaries: Sequence[Summary]) -> str:
+    """Calls, tokens and cost per role and run (cumulative over invocations)."""
+    head = ("run", "role", "calls", "cache hits", "prompt tokens", "completion tokens", "cost (USD)")
+    rows = []
+    for s in summaries:
+        for u in s.usage:
+            cells = (s.label, u.role, str(u.calls), str(u.cache_hits), f"{u.prompt_tokens:,}",
+                     f"{u.completion_tokens:,}", f"{u.cost_usd:.4f}")
+            rows.append("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in cells) + "</tr>")
+    if not rows:
+        rows.append(f'<tr><td colspan="{len(head)}">no usage recorded</td></tr>')
+    return _table(head, rows, "usage")
+
+
+def _table(head: Sequence[str], rows: Sequence[str], css_id: str) -> str:
+    th = "".join(f"<th>{escape(h)}</th>" for h in head)
+    return f'<table id="{escape(css_id)}"><thead><tr>{th}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+
+
+def figure_block(fig: FigureImage) -> str:
+    """A figure as an ``<img>`` with an SVG data URI."""
+    uri = "data:image/svg+xml;base64," + base64.b64encode(fig.svg).decode("ascii")
+    cap = f"<figcaption>{escape(fig.caption)}</figcaption>" if fig.caption else ""
+    return f'<figure><img alt="{escape(fig.title)}" src="{uri}">{cap}</figure>'
+
+
+def render_report(
+    *,
+    title: str,
+    summaries: Sequence[Summary],
+    notes: Sequence[str],
+    curves: FigureImage,
+    diagnosis: FigureImage,
+    heatmaps: Sequence[tuple[str, Sequence[FigureImage]]],
+    browser: list[dict[str, Any]],
+) -> str:
+    """The whole HTML document.
+
+    Args:
+        title: page title.
+        summaries: one per run, in legend order.
+        notes: warnings shown at the top (missing environment files, incomplete runs, ...).
+        curves: the per-period curves figure.
+        diagnosis: the failure-rate bars figure.
+        heatmaps: per run label, its heat map figures.
+        browser: per run, the data of :func:`amemgym.report.browser.browser_run`.
+    """
+    script = _asset("viewer.js")
+    script_hash = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
+    csp = (f"default-src 'none'; img-src data:; style-src 'unsafe-inline'; "
+           f"script-src 'sha256-{script_hash}'; base-uri 'none'; form-action 'none'")
+    notes_html = "".join(f"<li>{escape(n)}</li>" for n in notes)
+    heat_html = "".join(
+        f'<div class="heat-run"><h3>{escape(label)}</h3>{"".join(figure_block(f) for f in figs)}</div>'
+        for label, figs in heatmaps
+    )
+    return f"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="{escape(csp)}">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{escape(title)}</title>
+<style>{_asset("style.css")}</style>
+</head>
+<body>
+<header><h1>{escape(title)}</h1></header>
+<ul id="notes" class="notes">{notes_html}</ul>
+<section id="sec-summary"><h2>Summary</h2>
+<p class="hint">Memory score = (overall - random) / (upper bound - random) per user and period;
+intervals are 95 % over users. Failure rates: write and read per probed variable, utilization per question.</p>
+{summary_table(summaries)}
+<h3>Usage per role (all invocations)</h3>
+{usage_table(summaries)}
+</section>
+<section id="sec-curves"><h2>Per-period curves</h2>{figure_block(curves)}</section>
+<section id="sec-diagnosis"><h2>Failure diagnosis per period</h2>{figure_block(diagnosis)}</section>
+<section id="sec-heatmaps"><h2>Heat maps</h2>{heat_html}</section>
+<section id="sec-browser"><h2>Trace browser</h2>
+<div class="controls">
+<label>run <select id="pick-run"></select></label>
+<label>user <select id="pick-user"></select></label>
+<label>period <select id="pick-period"></select></label>
+</div>
+<div id="browser" data-selected=""></div>
+</section>
+<pre id="console-errors" hidden></pre>
+<script type="application/json" id="report-data">{embed_json({"runs": browser})}</script>
+<script>{script}</script>
+</body>
+</html>
+"""

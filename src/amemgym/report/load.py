@@ -1,0 +1,152 @@
+"""Read run directories into typed records for reports, leaderboards and comparisons."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..data.io import load_environment
+from ..data.model import Environment
+from ..errors import AMemGymError, RunError
+from ..run.layout import RunDir
+from ..storage import read_jsonl
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One run directory's manifest and metrics, as written by the runner.
+
+    Attributes:
+        root: the run directory.
+        label: a short unique name for tables and legends.
+        manifest: the parsed ``manifest.json``.
+        metrics: the parsed ``metrics.json``.
+    """
+
+    root: Path
+    label: str
+    manifest: dict[str, Any]
+    metrics: dict[str, Any]
+
+    @property
+    def protocol(self) -> dict[str, Any]:
+        """The manifest's protocol block (empty when absent)."""
+        return dict(self.manifest.get("protocol") or {})
+
+    @property
+    def environment_sha256(self) -> str | None:
+        """Hash of the environment the run was made on."""
+        return self.protocol.get("environment_sha256")
+
+    @property
+    def agent(self) -> str:
+        """The agent's name."""
+        return str(self.metrics.get("agent") or (self.protocol.get("agent") or {}).get("name") or "?")
+
+    @property
+    def complete(self) -> bool:
+        """Whether every (user, period) was evaluated."""
+        return bool(self.metrics.get("complete"))
+
+    @property
+    def num_periods(self) -> int:
+        """Periods in the run's environment."""
+        return int(self.manifest.get("periods") or len(self.metrics.get("per_period") or []))
+
+    @property
+    def users(self) -> list[str]:
+        """User ids of the run, in manifest order."""
+        return [str(u) for u in self.manifest.get("users") or sorted(self.metrics.get("per_user") or {})]
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh)
+    except FileNotFoundError:
+        raise RunError(f"{path}: missing; is this a finished run directory?") from None
+    except (OSError, json.JSONDecodeError) as exc:
+        raise RunError(f"{path}: unreadable ({exc})") from None
+
+
+def load_run(root: Path, label: str | None = None) -> RunRecord:
+    """Read ``manifest.json`` and ``metrics.json`` of one run directory.
+
+    Raises:
+        RunError: the directory is not a run with metrics.
+    """
+    root = Path(root)
+    if not root.is_dir():
+        raise RunError(f"{root}: no such run directory")
+    rd = RunDir(root)
+    manifest, metrics = _read_json(rd.manifest), _read_json(rd.metrics)
+    if not isinstance(manifest, dict) or not isinstance(metrics, dict) or "overall" not in metrics:
+        raise RunError(f"{root}: manifest.json or metrics.json does not have the runner's shape")
+    return RunRecord(root=root, label=label or root.name, manifest=manifest, metrics=metrics)
+
+
+def unique_labels(roots: list[Path]) -> list[str]:
+    """Directory names, prefixed with parents where two runs share a name."""
+    labels = [r.name for r in roots]
+    depth = 1
+    while len(set(labels)) < len(labels) and depth < 6:
+        depth += 1
+        labels = ["/".join(r.resolve().parts[-depth:]) for r in roots]
+    if len(set(labels)) < len(labels):
+        labels = [f"{lab} #{i + 1}" for i, lab in enumerate(labels)]
+    return labels
+
+
+def load_runs(roots: list[Path]) -> list[RunRecord]:
+    """Load several runs with unique labels."""
+    if not roots:
+        raise RunError("give at least one run directory")
+    return [load_run(r, lab) for r, lab in zip(roots, unique_labels([Path(r) for r in roots]), strict=True)]
+
+
+def load_run_environment(run: RunRecord, override: Path | None = None) -> tuple[Environment | None, str | None]:
+    """The environment a run was made on, or None with the reason it is not available.
+
+    The file named in the manifest (or ``override``) is used only when its hash matches the run's.
+    """
+    from ..run.engine import environment_hash
+
+    name = override or run.manifest.get("environment_file")
+    if not name:
+        return None, "the run's manifest names no environment file"
+    path = Path(name)
+    if not path.exists():
+        return None, f"environment file {path} not found"
+    try:
+        env = load_environment(path)
+    except AMemGymError as exc:
+        return None, f"environment file unusable: {exc}"
+    if run.environment_sha256 and environment_hash(env) != run.environment_sha256:
+        return None, f"environment file {path} does not match the run (different sha256)"
+    return env, None
+
+
+def eval_records(run: RunRecord, user: str) -> dict[int, dict[str, Any]]:
+    """Evaluation files of one user, by period (missing periods are absent)."""
+    rd = RunDir(run.root)
+    out: dict[int, dict[str, Any]] = {}
+    for p in range(run.num_periods):
+        path = rd.evaluation(user, p)
+        if path.exists():
+            rec = _read_json(path)
+            if isinstance(rec, dict):
+                out[p] = rec
+    return out
+
+
+def session_records(run: RunRecord, user: str) -> dict[tuple[int, int], dict[str, Any]]:
+    """Recorded sessions of one user by (period, session); a redone session replaces the first record."""
+    out: dict[tuple[int, int], dict[str, Any]] = {}
+    for rec in read_jsonl(RunDir(run.root).sessions(user)):
+        try:
+            out[(int(rec["period"]), int(rec["session"]))] = rec
+        except (KeyError, TypeError, ValueError):
+            continue
+    return out

@@ -1,0 +1,22 @@
+"""Validity suite (SPEC §8): shortcut strategies, reference agents, the data audit and the simulator audit."""
+
+from .audit import CHECKS, AuditFinding, DataAudit, audit_environment
+from .strategies import Strategy, TextVectors, reference_strategies, shortcut_strategies
+from .suite import DECISION_RULE, LeakyQuestion, StrategyScore, ValidityReport, run_suite, wilson
+
+__all__ = [
+    "CHECKS",
+    "DECISION_RULE",
+    "AuditFinding",
+    "DataAudit",
+    "LeakyQuestion",
+    "Strategy",
+    "StrategyScore",
+    "TextVectors",
+    "ValidityReport",
+    "audit_environment",
+    "reference_strategies",
+    "run_suite",
+    "shortcut_strategies",
+    "wilson",
+]

@@ -1,0 +1,207 @@
+"""Audit of the user simulator's turns in a run directory (SPEC §4: what the simulator must never do).
+
+Every user message after the opening one (round >= 1) is checked for:
+
+- ``reveals_value`` (lexical): a schema value's name, or its words with the underscores as spaces,
+  appears in the turn while the session's opening did not expose that value;
+- ``ends_conversation`` (lexical): a goodbye or "that's all" phrase;
+- ``empty`` and ``copies_opening``: a blank turn, or one that repeats the opening utterance;
+- with the judge (one structured call per turn, role ``judge``): ``judge_reveals_value`` (a value the
+  judge reads in the turn beyond what the opening exposed), ``judge_contradicts_state`` and
+  ``judge_ends_conversation``. A judge call that fails is recorded per turn, never scored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..data.io import load_environment
+from ..data.model import Environment, Session, UserEnv
+from ..errors import AMemGymError, RunError
+from ..llm.client import LLMClient
+from ..prompts import render
+from ..run.episode import load_json, recorded_sessions
+from ..run.layout import RunDir
+from ..storage import atomic_write_json
+from .strategies import jaccard, words
+
+LEXICAL_CHECKS = ("reveals_value", "ends_conversation", "empty", "copies_opening")
+JUDGE_CHECKS = ("judge_reveals_value", "judge_contradicts_state", "judge_ends_conversation")
+EXCERPT = 160
+COPY_SIMILARITY = 0.9
+
+_ENDINGS = re.compile(
+    r"\b(good\s?-?bye|bye(?:\s+for\s+now)?|farewell|see\s+you(?:\s+later|\s+soon)?|talk\s+(?:to\s+you\s+)?(?:later|soon)"
+    r"|that'?s\s+(?:all|everything)(?:\s+i\s+(?:needed|wanted|had))?|nothing\s+else|no\s+more\s+questions"
+    r"|i'?m\s+all\s+set|take\s+care|have\s+a\s+(?:great|good|nice|lovely)\s+(?:day|night|evening|weekend)"
+    r"|signing\s+off|that\s+(?:covers|answers)\s+(?:it|everything))\b",
+    re.IGNORECASE,
+)
+_JUDGE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "stated": {"type": "array", "items": {
+            "type": "object", "properties": {"topic": {"type": "string"}, "value": {"type": "string"}},
+            "required": ["topic", "value"], "additionalProperties": False}},
+        "contradicts_state": {"type": "boolean"},
+        "ends_conversation": {"type": "boolean"},
+    },
+    "required": ["stated", "contradicts_state", "ends_conversation"],
+    "additionalProperties": False,
+}
+
+
+@dataclass
+class TurnAudit:
+    """The checks of one simulator turn; ``flags`` lists the checks it failed."""
+
+    user: str
+    period: int
+    session: int
+    round: int
+    excerpt: str
+    flags: list[str] = field(default_factory=list)
+    revealed: list[str] = field(default_factory=list)
+    judge: dict[str, Any] | None = None
+    judge_error: str | None = None
+
+
+def value_pattern(value: str) -> re.Pattern[str]:
+    """Matches a schema value as written (``hot_plate_only``) or as words (``hot plate only``, ``hot-plate``)."""
+    parts = [re.escape(p) for p in re.split(r"[_\s-]+", value.strip()) if p]
+    return re.compile(r"(?<![A-Za-z0-9])" + r"[\s_-]+".join(parts) + r"(?![A-Za-z0-9])", re.IGNORECASE)
+
+
+def unexposed(session: Session, variable: str, value: str) -> bool:
+    """Whether stating ``variable=value`` would tell the agent more than the session's opening did."""
+    return session.exposed_states.get(variable) != value
+
+
+def lexical_reveals(user: UserEnv, session: Session, text: str) -> list[str]:
+    """``variable=value`` for every schema value named in ``text`` that the opening did not expose."""
+    return [f"{var}={val}" for var, values in user.state_schema.items() for val in values
+            if _distinctive(val) and unexposed(session, var, val) and value_pattern(val).search(text)]
+
+
+def _distinctive(value: str) -> bool:
+    # A short one-word value ("low", "none") occurs in ordinary talk, so it would mostly raise false alarms.
+    return bool(re.search(r"[_\s-]", value.strip())) or len(value.strip()) >= 5
+
+
+def lexical_flags(user: UserEnv, session: Session, text: str) -> tuple[list[str], list[str]]:
+    """The lexical checks a turn fails, and the values it reveals."""
+    flags: list[str] = []
+    revealed = lexical_reveals(user, session, text)
+    if revealed:
+        flags.append("reveals_value")
+    if _ENDINGS.search(text):
+        flags.append("ends_conversation")
+    if not text.strip():
+        flags.append("empty")
+    elif text.strip() == session.query.strip() or jaccard(words(text), words(session.query)) >= COPY_SIMILARITY:
+        flags.append("copies_opening")
+    return flags, revealed
+
+
+def judge_messages(user: UserEnv, period: int, session: Session, text: str) -> list[dict[str, str]]:
+    """The judge's request for one turn."""
+    schema = "\n".join(f"- {v}: {', '.join(vals)}" for v, vals in user.state_schema.items())
+    state = "\n".join(f"- {v}: {x}" for v, x in user.periods[period].state.items())
+    prompt = render("judge_sim_audit", schema=schema, state=state, opening=session.query, turn=text)
+    return [{"role": "user", "content": prompt}]
+
+
+def _check_judge(user: UserEnv) -> Callable[[Any], str | None]:
+    def check(value: Any) -> str | None:
+        if not isinstance(value, dict):
+            return "reply must be a JSON object"
+        for key in ("contradicts_state", "ends_conversation"):
+            if not isinstance(value.get(key), bool):
+                return f"{key} must be true or false"
+        stated = value.get("stated")
+        if not isinstance(stated, list):
+            return "stated must be a list"
+        for item in stated:
+            if not isinstance(item, dict) or item.get("topic") not in user.state_schema:
+                return f"unknown topic in stated: {item!r}"
+            if item.get("value") not in user.state_schema[item["topic"]]:
+                return f"{item.get('value')!r} is not a value of {item['topic']}"
+        return None
+
+    return check
+
+
+async def judge_turn(llm: LLMClient, user: UserEnv, period: int, session: Session, turn: TurnAudit,
+                     text: str) -> None:
+    """Ask the judge about one turn and add its flags; a failed call is recorded on the turn."""
+    try:
+        value, _ = await llm.chat_json("judge", judge_messages(user, period, session, text), _JUDGE_SCHEMA,
+                                       check=_check_judge(user), max_tokens=200, tag="audit.sim")
+    except AMemGymError as exc:
+        turn.judge_error = str(exc)
+        return
+    turn.judge = value
+    beyond = [f"{s['topic']}={s['value']}" for s in value["stated"] if unexposed(session, s["topic"], s["value"])]
+    if beyond:
+        turn.flags.append("judge_reveals_value")
+        turn.revealed = sorted(set(turn.revealed) | set(beyond))
+    if value["contradicts_state"]:
+        turn.flags.append("judge_contradicts_state")
+    if value["ends_conversation"]:
+        turn.flags.append("judge_ends_conversation")
+
+
+def environment_of(rundir: RunDir, env_path: Path | None = None) -> Environment:
+    """The run's environment: ``env_path`` if given, else the manifest's ``environment_file``."""
+    if env_path is None:
+        if not rundir.manifest.exists():
+            raise RunError(f"{rundir.root}: not a run directory (no manifest.json)")
+        try:
+            recorded = load_json(rundir.manifest).get("environment_file")
+        except (OSError, json.JSONDecodeError) as exc:
+            raise RunError(f"{rundir.manifest}: unreadable manifest ({exc})") from None
+        if not recorded:
+            raise RunError(f"{rundir.manifest} names no environment_file; pass --env")
+        env_path = Path(recorded)
+    return load_environment(env_path)
+
+
+async def audit_run(rundir: RunDir, env: Environment, *, llm: LLMClient | None = None) -> dict[str, Any]:
+    """Check every simulator turn of the run; with ``llm``, also ask the judge. Writes ``sim_audit.json``."""
+    turns: list[TurnAudit] = []
+    jobs = []
+    for user in env.users:
+        for (p, s), messages in sorted(recorded_sessions(rundir, user.id).items()):
+            if p >= len(user.periods) or s >= len(user.periods[p].sessions):
+                raise RunError(f"{rundir.sessions(user.id)}: session {s} of period {p} is not in the environment")
+            session = user.periods[p].sessions[s]
+            user_turns = [m["content"] for m in messages if m["role"] == "user"]
+            for r, text in enumerate(user_turns[1:], start=1):
+                flags, revealed = lexical_flags(user, session, text)
+                turn = TurnAudit(user.id, p, s, r, text.strip()[:EXCERPT], flags, revealed)
+                turns.append(turn)
+                if llm is not None:
+                    jobs.append(judge_turn(llm, user, p, session, turn, text))
+    await asyncio.gather(*jobs)
+    judged = [t for t in turns if t.judge is not None]
+    checks = LEXICAL_CHECKS + (JUDGE_CHECKS if llm is not None else ())
+    rates = {c: _rate(sum(1 for t in (judged if c in JUDGE_CHECKS else turns) if c in t.flags),
+                      len(judged) if c in JUDGE_CHECKS else len(turns)) for c in checks}
+    result = {
+        "turns": len(turns), "judged": len(judged) if llm is not None else None,
+        "judge_failures": sum(1 for t in turns if t.judge_error), "rates": rates,
+        "counts": {c: sum(1 for t in turns if c in t.flags) for c in checks},
+        "offending": [asdict(t) for t in turns if t.flags or t.judge_error],
+    }
+    atomic_write_json(rundir.root / "sim_audit.json", result)
+    return result
+
+
+def _rate(k: int, n: int) -> float | None:
+    return k / n if n else None

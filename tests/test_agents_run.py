@@ -1,0 +1,62 @@
+"""Every built-in agent finishes a run on the fixture environment with the scripted fake."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from amemgym.agents import resolve_agent
+from amemgym.config import load_config
+from amemgym.data import load_environment
+from amemgym.llm import LLMClient, ResponseCache
+from amemgym.llm.fake import HashEmbedder, ScriptedBackend
+from amemgym.llm.types import ChatRequest
+from amemgym.run import Runner
+from scripted import RunScript
+
+
+def memory_writer(inner):
+    """Wrap a run script so memory-role calls get well-formed JSON."""
+
+    def respond(req: ChatRequest) -> str:
+        if req.tag == "memory.extract":
+            return json.dumps({"facts": ["The user mentioned something new."]})
+        if req.tag == "memory.reconcile":
+            return json.dumps({"actions": [{"op": "add", "id": None, "text": "Another fact."}]})
+        if req.tag == "memory.awi_write":
+            return json.dumps({"updates": {"situation": "described recently"}})
+        return inner(req)
+
+    return respond
+
+
+def make_llm(responder, tmp_path: Path) -> LLMClient:
+    backend = ScriptedBackend(responder)
+    return LLMClient(backends={r: backend for r in ("agent", "simulator", "memory", "judge", "generator")},
+                     embedder=HashEmbedder(), cache=ResponseCache(tmp_path / "cache.sqlite"), backoff_base=0.001)
+
+
+def tiny_env_path(original_env_path: Path) -> list[Path]:
+    paths = [original_env_path]
+    try:
+        from amemgym.generate.procedural import tiny_environment_path
+    except ImportError:
+        return paths
+    try:
+        tiny = Path(tiny_environment_path())
+    except Exception:  # noqa: BLE001 - the generator is optional here while it is being finished
+        return paths
+    return [*paths, tiny] if tiny.exists() else paths
+
+
+@pytest.mark.parametrize("agent", ["native", "rag-2-4-30", "awe-2-4-30", "awi", "awi-oracle"])
+async def test_agent_finishes_fixture_run(agent: str, original_env_path: Path, tmp_path: Path) -> None:
+    for i, env_path in enumerate(tiny_env_path(original_env_path)):
+        env = load_environment(env_path)
+        llm = make_llm(memory_writer(RunScript(env.users[0])), tmp_path / str(i))
+        outcome = await Runner(env, resolve_agent(agent), tmp_path / f"run{i}", load_config("tiny"), llm).run(
+            user_ids=[env.users[0].id])
+        assert outcome.metrics["complete"] and not outcome.failures
+        assert outcome.metrics["overall"]["overall"]["mean"] == 1.0
