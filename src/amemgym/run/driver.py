@@ -78,4 +78,24 @@ def run_command(
         console.print(f"[red]{len(outcome.failures)} failure(s)[/red] (see {out_dir / 'failures.json'}); "
                       "re-run the same command to retry what failed")
     console.print(f"results: {out_dir / 'metrics.json'} (traces under {out_dir / 'users'})")
+    write_run_report(out_dir, console)
     return 1 if outcome.failures or not outcome.metrics["complete"] else 0
+
+
+def write_run_report(rundir: Path, console: Console) -> None:
+    """Write ``RUNDIR/report.html`` (skipped, with a note, when the report extra is not installed)."""
+    from ..errors import AMemGymError
+    from ..storage import atomic_write_text
+
+    try:
+        from ..report.build import build_report
+
+        report = build_report([rundir])
+    except ImportError as exc:
+        console.print(f"report skipped ({exc}); install it with: pip install 'amemgym[report]'", highlight=False)
+        return
+    except AMemGymError as exc:
+        console.print(f"report skipped: {exc}", highlight=False, markup=False)
+        return
+    atomic_write_text(rundir / "report.html", report.html)
+    console.print(f"report: {rundir / 'report.html'}", highlight=False)

@@ -1,0 +1,7 @@
+"""The LLM generation pipeline (SPEC §3.1): profile, questions, schema, initial state, evolution,
+answers with reflection, utterances with exposure checks, assembly; resumable, with a report."""
+
+from .base import STAGES, Limits, StepFailure
+from .pipeline import GenerationError, GenerationResult, UserFailure, generate_llm
+
+__all__ = ["STAGES", "GenerationError", "GenerationResult", "Limits", "StepFailure", "UserFailure", "generate_llm"]

@@ -1,0 +1,133 @@
+"""Step 7: the opening utterance of every session, and the exposure check that it reveals its values."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...data import UserProfile
+from .base import GenContext, StepFailure, ask_json, gather_in_order
+from .formats import arr, bullet_schema, bullet_state, named_values, obj, string
+from .records import EvolvedPeriod, Utterance, UtterancesOut
+
+MAX_PER_UTTERANCE = 3
+
+
+def _quotes(text: str, schema: dict[str, list[str]], variables: list[str]) -> str | None:
+    quoted = named_values(text, [v for var in variables for v in schema[var]])
+    if quoted:
+        return f"it quotes the value name(s) {', '.join(quoted)}; imply them through the situation instead"
+    return None
+
+
+def check_initial(value: dict[str, Any], schema: dict[str, list[str]]) -> str | None:
+    """Every variable exposed by some utterance, 1-3 distinct variables each, no quoted value names."""
+    covered: set[str] = set()
+    for i, u in enumerate(value["utterances"], start=1):
+        variables = list(dict.fromkeys(u["variables"]))  # a repeat within one utterance is harmless
+        if not 1 <= len(variables) <= MAX_PER_UTTERANCE:
+            return f"utterance {i} must reveal 1 to {MAX_PER_UTTERANCE} variables, not {len(variables)}"
+        unknown = [v for v in variables if v not in schema]
+        if unknown:
+            return f"utterance {i} lists unknown variable(s) {', '.join(unknown)}"
+        problem = _quotes(u["query"], schema, variables)
+        if problem:
+            return f"utterance {i}: {problem}"
+        covered.update(variables)
+    missing = [v for v in schema if v not in covered]
+    return f"no utterance reveals {', '.join(missing)}; add utterances for them" if missing else None
+
+
+async def _initial(ctx: GenContext, profile: UserProfile, schema: dict[str, list[str]], state: dict[str, str]
+                   ) -> list[Utterance]:
+    n = len(schema)
+    lo = -(-n // MAX_PER_UTTERANCE)
+    reply = obj(utterances=arr(obj(query=string(), variables=arr(string(list(schema)), 1, MAX_PER_UTTERANCE)), lo, n))
+    value = await ask_json(
+        ctx, "utterances.write", "gen_utterances_initial", reply, lambda v: check_initial(v, schema),
+        max_tokens=60 + 90 * n, key=(0,), profile=profile.formatted_str, date=ctx.cfg.start_date,
+        state=bullet_state(state), schema=bullet_schema(schema), min_utterances=lo,
+    )
+    return [
+        Utterance(query=u["query"].strip(), exposed_states={v: state[v] for v in schema if v in u["variables"]})
+        for u in value["utterances"]
+    ]
+
+
+async def _update(
+    ctx: GenContext, p: int, j: int, profile: UserProfile, schema: dict[str, list[str]], period: EvolvedPeriod
+) -> Utterance:
+    event = period.events[j]
+    variables = event.variables
+    value = await ask_json(
+        ctx, "utterances.write", "gen_utterance_update", obj(query=string()),
+        lambda v: _quotes(v["query"], schema, variables), max_tokens=160, key=(p, j),
+        profile=profile.formatted_str, date=period.period_end, event=event.event,
+        changes="\n".join(f"- {v}: {period.changes[v].old} -> {period.changes[v].new}" for v in variables),
+        schema=bullet_schema(schema, variables),
+    )
+    return Utterance(query=value["query"].strip(), exposed_states={v: period.changes[v].new for v in variables})
+
+
+async def _read(ctx: GenContext, key: tuple[int, int, int], query: str, schema: dict[str, list[str]],
+                variables: list[str]) -> dict[str, str]:
+    reply = obj(**{v: string(schema[v]) for v in variables})
+    return await ask_json(
+        ctx, "utterances.exposure", "gen_exposure_check", reply, None, max_tokens=20 + 20 * len(variables), key=key,
+        count_unit=False, utterance=query, candidates=bullet_schema(schema, variables),
+    )
+
+
+async def _settle(ctx: GenContext, p: int, j: int, u: Utterance, schema: dict[str, list[str]]) -> Utterance:
+    """Return ``u`` once a reader who sees only the utterance recovers every exposed value, refining it if not."""
+    try:
+        return await _settle_once(ctx, p, j, u, schema)
+    except StepFailure:
+        ctx.step("utterances.exposure").add_unit("failed")
+        raise
+
+
+async def _settle_once(ctx: GenContext, p: int, j: int, u: Utterance, schema: dict[str, list[str]]) -> Utterance:
+    stats = ctx.step("utterances.exposure")
+    variables = list(u.exposed_states)
+    query = u.query
+    read = await _read(ctx, (p, j, 0), query, schema, variables)
+    wrong = [v for v in variables if read[v] != u.exposed_states[v]]
+    if not wrong:
+        stats.add_unit("first_try")
+        return u
+    for r in range(1, ctx.limits.refinements + 1):
+        value = await ask_json(
+            ctx, "utterances.refine", "gen_refine_utterance", obj(query=string()),
+            lambda v: _quotes(v["query"], schema, variables), max_tokens=160, key=(p, j, r),
+            utterance=query, intended=bullet_state(u.exposed_states),
+            misread="\n".join(f"- {v}: read as {read[v]}, but it is {u.exposed_states[v]}" for v in wrong),
+            schema=bullet_schema(schema, variables),
+        )
+        query = value["query"].strip()
+        read = await _read(ctx, (p, j, r), query, schema, variables)
+        wrong = [v for v in variables if read[v] != u.exposed_states[v]]
+        if not wrong:
+            stats.add_unit("after_retry")
+            return Utterance(query=query, exposed_states=u.exposed_states)
+    raise StepFailure(
+        "utterances.exposure",
+        f"period {p}, session {j + 1}: {', '.join(wrong)} still not recovered after {ctx.limits.refinements} "
+        "refinements",
+    )
+
+
+async def run_utterances(
+    ctx: GenContext, profile: UserProfile, schema: dict[str, list[str]], initial: dict[str, str],
+    periods: list[EvolvedPeriod],
+) -> UtterancesOut:
+    """Write and check the opening utterances of every period (period 0 first)."""
+    async def period_drafts(p: int, period: EvolvedPeriod) -> list[Utterance]:
+        return await gather_in_order(_update(ctx, p, j, profile, schema, period) for j in range(len(period.events)))
+
+    async def period_checked(p: int, drafts: list[Utterance]) -> list[Utterance]:
+        return await gather_in_order(_settle(ctx, p, j, u, schema) for j, u in enumerate(drafts))
+
+    drafts = [await _initial(ctx, profile, schema, initial)]
+    drafts += await gather_in_order(period_drafts(p, period) for p, period in enumerate(periods, start=1))
+    checked = await gather_in_order(period_checked(p, us) for p, us in enumerate(drafts))
+    return UtterancesOut(periods=checked)
