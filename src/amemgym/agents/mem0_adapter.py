@@ -154,7 +154,7 @@ class Mem0Agent(BufferedAgent):
             points += batch
             if offset is None:
                 break
-        items = [{"payload": {k: p.payload[k] for k in KEPT_PAYLOAD if k in p.payload},
+        items: list[dict[str, Any]] = [{"payload": {k: p.payload[k] for k in KEPT_PAYLOAD if k in p.payload},
                   "vector": base64.b64encode(np.asarray(p.vector, dtype="<f4").tobytes()).decode("ascii")}
                  for p in points]
         items.sort(key=lambda i: (str(i["payload"].get("time", "")), str(i["payload"].get("data", ""))))

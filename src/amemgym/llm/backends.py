@@ -34,8 +34,10 @@ class PermanentError(Exception):
 class ChatBackend(Protocol):
     """Something that can answer one chat request."""
 
-    #: Identifies the server and model family for the response cache (no secrets).
-    backend_id: str
+    @property
+    def backend_id(self) -> str:
+        """Identifies the server and model family for the response cache (no secrets)."""
+        ...
 
     async def complete(self, req: ChatRequest) -> ChatResult:
         """Make one attempt. Raises TransientError or PermanentError on failure."""
@@ -46,8 +48,15 @@ class ChatBackend(Protocol):
 class EmbedBackend(Protocol):
     """Something that turns texts into unit-length vectors."""
 
-    backend_id: str
-    dim: int
+    @property
+    def backend_id(self) -> str:
+        """Identifies the embedding model (no secrets)."""
+        ...
+
+    @property
+    def dim(self) -> int:
+        """Vector size."""
+        ...
 
     async def embed(self, texts: list[str]) -> np.ndarray:
         """Embed ``texts`` into a float32 array of shape (len(texts), dim), rows L2-normalised."""

@@ -126,7 +126,7 @@ def encode(fig: Figure, fmt: str) -> bytes:
 
     metadata: dict[str, Any] = {"Date": None} if fmt == "svg" else {}
     buf = io.BytesIO()
-    with matplotlib.rc_context(_RC):
+    with matplotlib.rc_context(_RC):  # type: ignore[arg-type]
         fig.savefig(buf, format=fmt, dpi=150, metadata=metadata)
     return buf.getvalue()
 
