@@ -88,6 +88,7 @@ class LLMClient:
         self._backoff = _Backoff(backoff_base, backoff_cap, random.Random(0))
         self._resolve_lock = asyncio.Lock()
         self._owned: list[Any] = []
+        self._shared: dict[tuple[Any, ...], Any] = {}
 
     @classmethod
     def from_config(cls, config: LLMConfig, **kwargs: Any) -> LLMClient:
@@ -134,9 +135,12 @@ class LLMClient:
             wrapped = _Renamed(backend, backend_id)
             self._owned.append(backend)
             return wrapped
-        backend = OpenAIBackend(url, ep.model, read_api_key(ep), ep.timeout_s)
-        self._owned.append(backend)
-        return backend
+        # Roles on the same endpoint share one HTTP client (and its connection pool).
+        share = (url, ep.model, ep.api_key_env, ep.api_key_file, ep.timeout_s)
+        if share not in self._shared:
+            self._shared[share] = OpenAIBackend(url, ep.model, read_api_key(ep), ep.timeout_s)
+            self._owned.append(self._shared[share])
+        return self._shared[share]
 
     async def embedder(self) -> EmbedBackend:
         """The embedding backend (the embedded MiniLM unless the ``embedder`` role has an endpoint)."""

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..agents.base import AgentContext
+from ..agents.base import AgentContext, MemoryAgent
 from ..agents.registry import AgentSpec
 from ..config import AppConfig
 from ..data.model import UserEnv
@@ -43,6 +43,12 @@ def recorded_sessions(rundir: RunDir, user_id: str) -> dict[tuple[int, int], lis
     return out
 
 
+#: Called with (user, live agent, period, evaluation record or None) once a period's evaluation is done and
+#: before the next period starts; it may change the live agent (self-evolution sets its policy here). It
+#: runs again for the last finished period on resume, so it must be idempotent.
+PeriodHook = Callable[[UserEnv, MemoryAgent, int, "dict[str, Any] | None"], Awaitable[None]]
+
+
 @dataclass
 class EpisodeEvents:
     """Hooks the runner uses for progress display."""
@@ -65,6 +71,7 @@ class Episode:
         *,
         off_policy: RunDir | None = None,
         events: EpisodeEvents | None = None,
+        after_period: PeriodHook | None = None,
     ) -> None:
         self.user = user
         self.spec = spec
@@ -73,6 +80,7 @@ class Episode:
         self.rundir = rundir
         self.off_policy = off_policy
         self.events = events or EpisodeEvents()
+        self.after_period = after_period
         self.seed = derive_seed(cfg.run.seed, user.id)
         self.ctx = AgentContext(
             user_id=user.id, seed=self.seed, reply_max_tokens=cfg.run.reply_max_tokens,
@@ -110,6 +118,16 @@ class Episode:
         atomic_write_json(path, result)
         self.events.on_eval(self.user.id, period)
 
+    async def _finish_period(self, agent: MemoryAgent, period: int, evals: list[asyncio.Task[None]]) -> None:
+        # The hook's feedback needs this period's evaluation, so the next period waits for it (on-policy).
+        assert self.after_period is not None
+        await asyncio.gather(*evals)
+        path = self.rundir.evaluation(self.user.id, period)
+        await self.after_period(self.user, agent, period, load_json(path) if path.exists() else None)
+        # The checkpoint must carry whatever the hook changed, or a resumed run would lose it.
+        atomic_write_json(self.rundir.state(self.user.id),
+                          {"period": period + 1, "session": 0, "snapshot": await agent.snapshot()})
+
     async def run(self) -> None:
         """Play every missing session and evaluate every missing period; failures are recorded, not raised."""
         user, rd = self.user, self.rundir
@@ -128,6 +146,9 @@ class Episode:
                 evals.append(asyncio.create_task(self._evaluate(p, load_json(rd.snapshot(user.id, p)))))
         period_index = start_p
         try:
+            if self.after_period is not None and start_s == 0 and start_p > 0:
+                period_index = start_p - 1
+                await self._finish_period(agent, start_p - 1, evals)
             for p in range(start_p, len(user.periods)):
                 period_index = p
                 period = user.periods[p]
@@ -142,17 +163,22 @@ class Episode:
                     else:
                         messages = await run_session(agent, self.simulator, user, session, rounds,
                                                      seed=derive_seed(self.seed, p, s))
-                    # Commit order: the session record first, then the checkpoint that points past it.
-                    append_jsonl(rd.sessions(user.id), [{"period": p, "session": s, "time": session.session_time,
-                                                         "messages": messages}])
+                    # Commit order: the session record first, then the checkpoint that points past it. The
+                    # fsyncs run in a thread so other users' episodes keep going; awaiting keeps the order.
+                    record = {"period": p, "session": s, "time": session.session_time, "messages": messages}
+                    await asyncio.to_thread(append_jsonl, rd.sessions(user.id), [record])
                     snap = await agent.snapshot()
-                    atomic_write_json(rd.state(user.id), {"period": p, "session": s + 1, "snapshot": snap})
+                    await asyncio.to_thread(atomic_write_json, rd.state(user.id),
+                                            {"period": p, "session": s + 1, "snapshot": snap})
                     self.events.on_session(user.id, p, s)
                 snap = await agent.snapshot()
-                atomic_write_json(rd.snapshot(user.id, p), snap)
-                atomic_write_json(rd.state(user.id), {"period": p + 1, "session": 0, "snapshot": snap})
+                await asyncio.to_thread(atomic_write_json, rd.snapshot(user.id, p), snap)
+                await asyncio.to_thread(atomic_write_json, rd.state(user.id),
+                                        {"period": p + 1, "session": 0, "snapshot": snap})
                 if not rd.evaluation(user.id, p).exists():
                     evals.append(asyncio.create_task(self._evaluate(p, snap)))
+                if self.after_period is not None:
+                    await self._finish_period(agent, p, evals)
         except AMemGymError as exc:
             self._fail(period_index, "conversation", exc)
         await asyncio.gather(*evals)

@@ -1,0 +1,25 @@
+"""Testing utilities shipped with amemgym (never used by product code paths).
+
+* :class:`~amemgym.testing.fake_endpoint.FakeEndpoint`: a local OpenAI-compatible server with fixed
+  latency and seeded fault injection, also runnable as ``python -m amemgym.testing.fake_endpoint``.
+* :func:`~amemgym.testing.responder.default_responder`: content-only replies for every amemgym role.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["FAULT_KINDS", "FakeEndpoint", "default_responder", "minimal_instance", "request_kind"]
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy, so ``python -m amemgym.testing.fake_endpoint`` does not import its own module twice.
+    if name in ("FAULT_KINDS", "FakeEndpoint"):
+        from . import fake_endpoint
+
+        return getattr(fake_endpoint, name)
+    if name in ("default_responder", "minimal_instance", "request_kind"):
+        from . import responder
+
+        return getattr(responder, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

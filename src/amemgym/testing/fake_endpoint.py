@@ -1,0 +1,394 @@
+"""A local OpenAI-compatible HTTP server for tests and benchmarks, with fixed latency and injected faults.
+
+It serves ``/v1/chat/completions``, ``/v1/embeddings`` and ``/v1/models`` on 127.0.0.1 from a background
+thread. Replies come from a responder that sees only the request content (by default
+:func:`~amemgym.testing.responder.default_responder`, which plays every amemgym role), so a request that
+is retried after a fault gets exactly the reply a fault-free server would have given. Faults are drawn
+per request from a seeded RNG; which request draws which fault depends on arrival order, the replies do
+not.
+
+Example::
+
+    with FakeEndpoint(latency=0.05, fault_rate=0.2, seed=1) as ep:
+        cfg = LLMConfig(default=EndpointConfig(base_url=ep.base_url, model="fake-model"))
+        ...
+        print(ep.faults, ep.max_in_flight)
+
+From a shell (for benchmarks against a real process)::
+
+    python -m amemgym.testing.fake_endpoint --port 0 --latency 0.05
+
+The product never uses this module.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import random
+import signal
+import socket
+import struct
+import sys
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import numpy as np
+
+from .responder import Responder, default_responder, request_kind, request_schema
+
+#: Every fault the endpoint can inject at random. ``http_400`` is only injected when forced.
+FAULT_KINDS: tuple[str, ...] = (
+    "http_429", "http_429_retry_after", "http_500", "http_502", "http_503", "reset", "timeout",
+    "truncated", "malformed", "schema_break", "empty_choices",
+)
+_STATUS = {"http_400": 400, "http_429": 429, "http_429_retry_after": 429, "http_500": 500, "http_502": 502,
+           "http_503": 503}
+
+
+def tokens(text: str) -> int:
+    """Token count as the fake endpoint reports it: whitespace-separated words."""
+    return len(text.split())
+
+
+def request_key(body: dict[str, Any]) -> str:
+    """A digest of the whole request body (identical requests share it)."""
+    return hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    """One chat request the endpoint received: its kind, body digest and the fault injected (None = served)."""
+
+    kind: str
+    key: str
+    fault: str | None
+
+
+class FakeEndpoint:
+    """An OpenAI-compatible server on an ephemeral loopback port; use as a context manager.
+
+    Args:
+        latency: seconds every chat and embedding request takes before its reply (or fault).
+        responder: maps the parsed request body to reply text; must depend on content only.
+        fault_rate: probability that a chat request gets a random fault from ``fault_kinds``.
+        fault_kinds: the faults to draw from (``schema_break`` only applies to structured requests).
+        seed: seed of the fault RNG.
+        force_faults: request kind (``answer``, ``probe``, ``structured``, ``simulator``, ``chat`` or ``*``)
+            -> fault injected on every such request, e.g. ``{"simulator": "http_500"}``; ``http_400`` here
+            gives a deterministic client error.
+        force_budget: how many forced faults to inject before serving normally (None = no limit), e.g. 2
+            to make the first two attempts fail and the third succeed.
+        bad_request: answer every chat request with HTTP 400 (deterministic client error).
+        retry_after: seconds sent in ``Retry-After`` for ``http_429_retry_after``.
+        timeout_sleep: how long a ``timeout`` fault holds the request before dropping it; set it above the
+            client's timeout.
+        model: the model name listed by ``/v1/models`` and echoed in replies.
+        embed_dim: dimension of the (hashing) embeddings.
+        host, port: where to listen (port 0 = ephemeral).
+
+    The attributes ``fault_rate``, ``force_faults``, ``force_budget``, ``bad_request`` and ``latency`` may be
+    changed while the server runs (e.g. to turn faults off before a re-run against the same URL, which keeps
+    cache keys).
+    """
+
+    def __init__(
+        self,
+        *,
+        latency: float = 0.0,
+        responder: Responder = default_responder,
+        fault_rate: float = 0.0,
+        fault_kinds: tuple[str, ...] = FAULT_KINDS,
+        seed: int = 0,
+        force_faults: dict[str, str] | None = None,
+        force_budget: int | None = None,
+        bad_request: bool = False,
+        retry_after: float = 0.01,
+        timeout_sleep: float = 1.0,
+        model: str = "fake-model",
+        embed_dim: int = 64,
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ) -> None:
+        unknown = sorted(set(fault_kinds) - set(FAULT_KINDS) - {"http_400"})
+        if unknown:
+            raise ValueError(f"unknown fault kind(s): {', '.join(unknown)}")
+        self.latency = latency
+        self.responder = responder
+        self.fault_rate = fault_rate
+        self.fault_kinds = tuple(fault_kinds)
+        self.force_faults = dict(force_faults or {})
+        self.force_budget = force_budget
+        self.bad_request = bad_request
+        self.retry_after = retry_after
+        self.timeout_sleep = timeout_sleep
+        self.model = model
+        self.embed_dim = embed_dim
+        self._rng = random.Random(seed)
+        self._lock = threading.Lock()
+        self._host, self._port = host, port
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+        self.reset_counters()
+
+    # ---- lifecycle ------------------------------------------------------------------------------------
+    def start(self) -> FakeEndpoint:
+        """Bind and start serving in a daemon thread."""
+        if self._server is not None:
+            return self
+        self._server = _Server((self._host, self._port), _Handler)
+        self._server.endpoint = self
+        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-endpoint", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and close the socket (requests still sleeping are abandoned)."""
+        if self._server is None:
+            return
+        self._server.shutdown()
+        self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self._server, self._thread = None, None
+
+    def __enter__(self) -> FakeEndpoint:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        """The bound port."""
+        if self._server is None:
+            raise RuntimeError("the fake endpoint is not running")
+        return int(self._server.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI base URL (``http://127.0.0.1:<port>/v1``)."""
+        return f"http://{self._host}:{self.port}/v1"
+
+    # ---- counters -------------------------------------------------------------------------------------
+    def reset_counters(self) -> None:
+        """Zero every counter and the call log."""
+        with self._lock:
+            self.calls = 0
+            self.served = 0
+            self.calls_by_kind: Counter[str] = Counter()
+            self.faults: Counter[str] = Counter()
+            self.embed_calls = 0
+            self.model_calls = 0
+            self.in_flight = 0
+            self.max_in_flight = 0
+            self.log: list[CallRecord] = []
+            self.authorizations: set[str] = set()
+
+    def stats(self) -> dict[str, Any]:
+        """Counters as a plain dict."""
+        with self._lock:
+            return {"calls": self.calls, "served": self.served, "calls_by_kind": dict(self.calls_by_kind),
+                    "faults": dict(self.faults), "embed_calls": self.embed_calls, "model_calls": self.model_calls,
+                    "max_in_flight": self.max_in_flight}
+
+    def served_keys(self) -> Counter[str]:
+        """How often each distinct request was answered successfully."""
+        with self._lock:
+            return Counter(r.key for r in self.log if r.fault is None)
+
+    def _enter(self, auth: str | None) -> None:
+        with self._lock:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            if auth:
+                self.authorizations.add(auth)
+
+    def _leave(self) -> None:
+        with self._lock:
+            self.in_flight -= 1
+
+    def _decide(self, body: dict[str, Any]) -> tuple[str, str | None]:
+        """The request's kind and the fault to inject (None = serve it), recorded in the log."""
+        kind = request_kind(body)
+        structured = request_schema(body) is not None
+        with self._lock:
+            fault = self.force_faults.get(kind) or self.force_faults.get("*")
+            if fault is not None and self.force_budget is not None:
+                if self.force_budget <= 0:
+                    fault = None
+                else:
+                    self.force_budget -= 1
+            if fault is None and self.bad_request:
+                fault = "http_400"
+            if fault is None and self.fault_rate > 0 and self._rng.random() < self.fault_rate:
+                options = [k for k in self.fault_kinds if structured or k != "schema_break"]
+                fault = self._rng.choice(options) if options else None
+            self.calls += 1
+            self.calls_by_kind[kind] += 1
+            if fault is None:
+                self.served += 1
+            else:
+                self.faults[fault] += 1
+            self.log.append(CallRecord(kind, request_key(body), fault))
+        return kind, fault
+
+    # ---- replies ----------------------------------------------------------------------------------------
+    def completion(self, body: dict[str, Any], text: str | None, *, empty: bool = False) -> dict[str, Any]:
+        """A chat completion response object for ``body`` with content ``text``."""
+        prompt = sum(tokens(str(m.get("content") or "")) for m in body.get("messages", []))
+        completion = tokens(text or "")
+        choices = [] if empty else [{"index": 0, "finish_reason": "stop",
+                                     "message": {"role": "assistant", "content": text}}]
+        return {"id": "chatcmpl-fake", "object": "chat.completion", "created": 0,
+                "model": body.get("model") or self.model, "choices": choices,
+                "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+                          "total_tokens": prompt + completion}}
+
+    def embeddings(self, body: dict[str, Any]) -> dict[str, Any]:
+        """An embeddings response: deterministic unit vectors from hashed words."""
+        texts = body.get("input", [])
+        texts = [texts] if isinstance(texts, str) else list(texts)
+        vecs = np.zeros((len(texts), self.embed_dim), dtype=np.float64)
+        for i, text in enumerate(texts):
+            for word in str(text).lower().split():
+                h = int.from_bytes(hashlib.blake2b(word.encode("utf-8"), digest_size=8).digest(), "little")
+                vecs[i, h % self.embed_dim] += 1.0 if (h >> 63) & 1 else -1.0
+            norm = np.linalg.norm(vecs[i])
+            vecs[i] = vecs[i] / norm if norm > 0 else vecs[i]
+            if norm == 0:
+                vecs[i, 0] = 1.0
+        data = [{"object": "embedding", "index": i, "embedding": [float(x) for x in v]} for i, v in enumerate(vecs)]
+        used = sum(tokens(str(t)) for t in texts)
+        return {"object": "list", "data": data, "model": body.get("model") or self.model,
+                "usage": {"prompt_tokens": used, "total_tokens": used}}
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    # The stdlib default backlog of 5 refuses connections when a run opens hundreds at once.
+    request_queue_size = 1024
+    block_on_close = False  # a request sleeping through a ``timeout`` fault must not hold up stop()
+    endpoint: FakeEndpoint
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        return  # keep test and benchmark output clean
+
+    def _send(self, status: int, payload: bytes, headers: dict[str, str] | None = None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def _json(self, status: int, obj: Any, headers: dict[str, str] | None = None) -> None:
+        self._send(status, json.dumps(obj).encode("utf-8"), headers)
+
+    def do_GET(self) -> None:  # noqa: N802 - stdlib naming
+        ep = self.server.endpoint
+        if self.path.split("?")[0].rstrip("/").endswith("/models"):
+            with ep._lock:
+                ep.model_calls += 1
+            self._json(200, {"object": "list", "data": [{"id": ep.model, "object": "model", "created": 0,
+                                                         "owned_by": "amemgym-fake"}]})
+        else:
+            self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+
+    def do_POST(self) -> None:  # noqa: N802 - stdlib naming
+        ep = self.server.endpoint
+        path = self.path.split("?")[0].rstrip("/")
+        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        try:
+            body = json.loads(raw or b"{}")
+        except json.JSONDecodeError:
+            self._json(400, {"error": {"message": "request body is not JSON", "type": "invalid_request_error"}})
+            return
+        ep._enter(self.headers.get("Authorization"))
+        try:
+            if ep.latency > 0:
+                time.sleep(ep.latency)
+            if path.endswith("/chat/completions"):
+                self._chat(ep, body)
+            elif path.endswith("/embeddings"):
+                with ep._lock:
+                    ep.embed_calls += 1
+                self._json(200, ep.embeddings(body))
+            else:
+                self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True  # the client gave up (e.g. its timeout fired first)
+        finally:
+            ep._leave()
+
+    def _chat(self, ep: FakeEndpoint, body: dict[str, Any]) -> None:
+        _, fault = ep._decide(body)
+        if fault is None:
+            self._json(200, ep.completion(body, ep.responder(body)))
+        elif fault in _STATUS:
+            headers = {"Retry-After": f"{ep.retry_after:g}"} if fault == "http_429_retry_after" else None
+            self.close_connection = fault == "http_400"
+            self._json(_STATUS[fault], {"error": {"message": f"fake endpoint: injected {fault}",
+                                                  "type": "invalid_request_error" if fault == "http_400"
+                                                  else "server_error"}}, headers)
+        elif fault == "reset":
+            # SO_LINGER 0 makes close() send RST instead of FIN: the client sees a reset, not an empty reply.
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.close_connection = True
+            self.connection.close()
+        elif fault == "timeout":
+            time.sleep(ep.timeout_sleep)
+            self.close_connection = True
+        elif fault == "truncated":
+            full = json.dumps(ep.completion(body, ep.responder(body))).encode("utf-8")
+            self._send(200, full[: len(full) // 2])
+        elif fault == "malformed":
+            self._send(200, b'{"id": "chatcmpl-fake", "choices": [{"index": 0, "message": oops}]')
+        elif fault == "schema_break":
+            self._json(200, ep.completion(body, "Sure! Here is what you asked for, in prose rather than JSON."))
+        elif fault == "empty_choices":
+            self._json(200, ep.completion(body, None, empty=True))
+        else:  # pragma: no cover - guarded by the constructor
+            raise ValueError(f"unknown fault {fault}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Serve until interrupted, printing the base URL first and the counters at exit."""
+    parser = argparse.ArgumentParser(prog="python -m amemgym.testing.fake_endpoint",
+                                     description="A local fake OpenAI-compatible endpoint for tests and benchmarks.")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds per call")
+    parser.add_argument("--fault-rate", type=float, default=0.0)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--model", default="fake-model")
+    parser.add_argument("--timeout-sleep", type=float, default=1.0)
+    args = parser.parse_args(argv)
+    ep = FakeEndpoint(latency=args.latency, fault_rate=args.fault_rate, seed=args.seed, model=args.model,
+                      timeout_sleep=args.timeout_sleep, host=args.host, port=args.port)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    with ep:
+        print(ep.base_url, flush=True)
+        try:
+            while not stop.wait(0.5):
+                pass
+        except KeyboardInterrupt:
+            pass
+    print(json.dumps(ep.stats()), file=sys.stderr, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
