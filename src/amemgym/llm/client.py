@@ -168,7 +168,7 @@ class LLMClient:
         from .openai_backend import public_url
 
         out: dict[str, dict[str, Any]] = {}
-        for role in ("generator", "simulator", "agent", "judge"):
+        for role in ("generator", "simulator", "agent", "memory", "judge"):
             fixed = self._backends.get(role)
             if fixed is not None:
                 out[role] = {"backend": fixed.backend_id}
