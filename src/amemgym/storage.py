@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 
-def _fsync_dir(directory: Path) -> None:
+def fsync_dir(directory: Path) -> None:
+    """Make a rename inside ``directory`` durable (a no-op where a folder cannot be opened)."""
     try:
         fd = os.open(directory, os.O_RDONLY)
     except OSError:
@@ -55,7 +56,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         except FileNotFoundError:
             pass
         raise
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
 
 
 def atomic_write_text(path: Path, text: str) -> None:

@@ -72,6 +72,7 @@ from types import TracebackType
 from typing import Any
 
 from amemgym.errors import BackendUnavailable, ConfigError
+from amemgym.storage import fsync_dir
 
 __all__ = [
     "DEFAULT_EMBEDDED_MODEL",
@@ -236,20 +237,6 @@ def _exclusive(lock_path: Path) -> Iterator[None]:
         yield
 
 
-def _fsync_dir(directory: Path) -> None:
-    # Makes the rename itself durable; not every platform can open a directory.
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
 def _assemble(spec: EmbeddedModelSpec, parts: list[Path], dest: Path) -> None:
     fd, tmp_name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
     tmp = Path(tmp_name)
@@ -283,7 +270,7 @@ def _assemble(spec: EmbeddedModelSpec, parts: list[Path], dest: Path) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    _fsync_dir(dest.parent)
+    fsync_dir(dest.parent)
 
 
 def ensure_model_file(
