@@ -105,6 +105,8 @@ def run(
     set_: SetOpt = None,
     off_policy: Annotated[Path | None, typer.Option("--off-policy", help="Replay this run's conversations.")] = None,
     serial: Annotated[bool, typer.Option("--serial", help="One call at a time (debugging).")] = False,
+    trials: Annotated[int, typer.Option("--trials", min=1, help="Independent trials (seeds run.seed+k) under "
+                                        "OUT/trial_k, with the spread between them.")] = 1,
 ) -> None:
     """Run an agent on an environment (on-policy), evaluate every period, and write metrics."""
     from .run.driver import run_command
@@ -113,8 +115,24 @@ def run(
     cfg = app_config(config if config or env else "tiny", set_)
     if serial:
         cfg.run.serial = True
-    code = run_command(cfg, env, agent, out_dir, off_policy=off_policy, console=out)
-    raise typer.Exit(code)
+    if trials == 1:
+        raise typer.Exit(run_command(cfg, env, agent, out_dir, off_policy=off_policy, console=out))
+    from .run.trials import trial_dirs, write_trial_summary
+
+    dirs = trial_dirs(out_dir, trials)
+    base_seed = cfg.run.seed
+    codes = []
+    for k, trial_dir in enumerate(dirs, start=1):
+        cfg.run.seed = base_seed + k - 1
+        out.print(f"trial {k}/{trials} (seed {cfg.run.seed})", highlight=False)
+        codes.append(run_command(cfg, env, agent, trial_dir, off_policy=off_policy, console=out))
+    summary = write_trial_summary(out_dir, dirs)
+    for name, s in summary["spread"].items():
+        std = "n/a" if s["std"] is None else f"{s['std']:.4f}"
+        mean = "n/a" if s["mean"] is None else f"{s['mean']:.4f}"
+        out.print(f"{name}: mean {mean}, std between trials {std} (n={s['n']})", highlight=False)
+    out.print(f"trials summary: {out_dir / 'trials.json'}", highlight=False)
+    raise typer.Exit(max(codes))
 
 
 @app.command()
