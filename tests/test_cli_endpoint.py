@@ -45,3 +45,23 @@ def test_run_with_trials_reports_the_spread(endpoint: FakeEndpoint, original_env
     assert (out / "trial_2" / "metrics.json").exists()
     manifests = [json.loads((out / f"trial_{k}" / "manifest.json").read_text()) for k in (1, 2)]
     assert [m["config"]["run"]["seed"] for m in manifests] == [0, 1]
+
+
+def test_generate_llm_reports_failed_users_honestly(endpoint: FakeEndpoint, tmp_path: Path) -> None:
+    # The fake server answers every structured call with a minimal schema instance, which the pipeline's
+    # semantic checks reject: the user must be reported as failed, never silently dropped or patched.
+    out = tmp_path / "gen"
+    result = CliRunner().invoke(app, ["generate", "--generator", "llm", "--users", "1", "--out", str(out)])
+    assert result.exit_code == 1, result.output
+    report = json.loads((out / "generation_report.json").read_text())
+    assert report["failures"] and report["failures"][0]["step"]
+    partial = CliRunner().invoke(app, ["generate", "--generator", "llm", "--users", "1", "--out", str(out),
+                                       "--allow-partial"])
+    assert partial.exit_code == 0, partial.output
+
+
+def test_generate_procedural_is_reproducible(tmp_path: Path) -> None:
+    for name in ("a", "b"):
+        result = CliRunner().invoke(app, ["generate", "--config", "tiny", "--seed", "3", "--out", str(tmp_path / name)])
+        assert result.exit_code == 0, result.output
+    assert (tmp_path / "a" / "data.json").read_bytes() == (tmp_path / "b" / "data.json").read_bytes()

@@ -56,16 +56,21 @@ def register(app: typer.Typer) -> None:
             out.print(f"wrote {out_dir / 'data.json'} ({len(env.users)} users, {env.num_periods} periods) and "
                       f"{out_dir / 'generation_report.json'}")
             return
+        from ..generate.llm.base import STAGES
         from ..generate.llm.pipeline import generate_llm
+        from ..generate.progress import GenerationProgress
         from ..llm.client import LLMClient
 
         llm = LLMClient.from_config(cfg.llm, serial=cfg.run.serial)
+        progress = GenerationProgress(users or cfg.env.num_user_profiles, len(STAGES), llm.ledger)
 
         async def go() -> object:
             try:
                 return await generate_llm(cfg.env, llm, out_dir, num_users=users, seed=seed, personas=pool,
-                                          allow_partial=True, concurrency=cfg.run.user_concurrency)
+                                          allow_partial=True, concurrency=cfg.run.user_concurrency,
+                                          progress=progress)
             finally:
+                progress.close()
                 await llm.aclose()
 
         result = asyncio.run(go())
