@@ -22,7 +22,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
                   help="amemgym: measure and improve the memory of LLM assistants in long conversations.")
 
 #: Command modules under amemgym.commands, registered in this order.
-COMMAND_MODULES: tuple[str, ...] = ("generate", "check_agent", "report", "validate")
+COMMAND_MODULES: tuple[str, ...] = ("generate", "check_agent", "report", "validate", "export")
 
 
 @app.command()
@@ -107,6 +107,11 @@ def run(
     serial: Annotated[bool, typer.Option("--serial", help="One call at a time (debugging).")] = False,
     trials: Annotated[int, typer.Option("--trials", min=1, help="Independent trials (seeds run.seed+k) under "
                                         "OUT/trial_k, with the spread between them.")] = 1,
+    executor: Annotated[str, typer.Option("--executor", help="Where episodes run: local (default) or ray.")]
+    = "local",
+    ray_address: Annotated[str | None, typer.Option("--ray-address", help="Ray cluster to join (auto, HOST:6379); "
+                                                    "default: start a local one.")] = None,
+    models: Annotated[Path | None, typer.Option("--models", help="YAML map of role -> endpoint settings.")] = None,
 ) -> None:
     """Run an agent on an environment (on-policy), evaluate every period, and write metrics."""
     from .run.driver import run_command
@@ -116,7 +121,8 @@ def run(
     if serial:
         cfg.run.serial = True
     if trials == 1:
-        raise typer.Exit(run_command(cfg, env, agent, out_dir, off_policy=off_policy, console=out))
+        raise typer.Exit(run_command(cfg, env, agent, out_dir, off_policy=off_policy, console=out,
+                                     executor=executor, ray_address=ray_address, models=models))
     from .run.trials import trial_dirs, write_trial_summary
 
     dirs = trial_dirs(out_dir, trials)
@@ -125,7 +131,8 @@ def run(
     for k, trial_dir in enumerate(dirs, start=1):
         cfg.run.seed = base_seed + k - 1
         out.print(f"trial {k}/{trials} (seed {cfg.run.seed})", highlight=False)
-        codes.append(run_command(cfg, env, agent, trial_dir, off_policy=off_policy, console=out))
+        codes.append(run_command(cfg, env, agent, trial_dir, off_policy=off_policy, console=out,
+                                 executor=executor, ray_address=ray_address, models=models))
     summary = write_trial_summary(out_dir, dirs)
     for name, s in summary["spread"].items():
         std = "n/a" if s["std"] is None else f"{s['std']:.4f}"

@@ -12,6 +12,7 @@ from rich.table import Table
 from ..agents.registry import resolve_agent
 from ..config import AppConfig
 from ..data.io import load_environment
+from ..errors import ConfigError
 from ..llm.client import LLMClient
 from .engine import Runner
 from .progress import RunProgress
@@ -51,23 +52,43 @@ def print_summary(console: Console, metrics: dict[str, Any], rundir: Path) -> No
 
 
 def run_command(
-    cfg: AppConfig, env_path: Path | None, agent: str, out_dir: Path, *, off_policy: Path | None, console: Console
+    cfg: AppConfig, env_path: Path | None, agent: str, out_dir: Path, *, off_policy: Path | None, console: Console,
+    executor: str = "local", ray_address: str | None = None, models: Path | None = None,
 ) -> int:
-    """Run (or resume) and print where the results are. Returns the exit code."""
+    """Run (or resume) and print where the results are. Returns the exit code.
+
+    ``executor`` is ``local`` (this process) or ``ray`` (one Ray task per user, see ``docs/scale-out.md``);
+    ``models`` is a YAML file of per-role endpoints laid over ``llm.roles``.
+    """
+    if executor not in ("local", "ray"):
+        raise ConfigError(f"unknown executor {executor!r}; use 'local' or 'ray'")
+    if ray_address and executor != "ray":
+        raise ConfigError("--ray-address needs --executor ray")
     spec = resolve_agent(agent)
     env_path = env_path or default_environment()
     env = load_environment(env_path)
+    if models is not None:
+        from .models_file import apply_models_file
+
+        cfg.llm.roles = apply_models_file(cfg.llm.roles, models)  # type: ignore[arg-type, assignment]
     if spec.llm_overrides:
         roles = dict(cfg.llm.roles)
         roles["agent"] = {**roles.get("agent", {}), **spec.llm_overrides}
         cfg.llm.roles = roles
+    distributed = None
+    if executor == "ray":
+        from .ray_executor import RayExecutor, check_endpoints, import_ray
+
+        import_ray()  # fail before any work if the extra is missing or an endpoint is not served
+        check_endpoints(cfg)
+        distributed = RayExecutor(address=ray_address)
     llm = LLMClient.from_config(cfg.llm, serial=cfg.run.serial)
     progress = RunProgress()
 
     async def go() -> Any:
         try:
             return await Runner(env, spec, out_dir, cfg, llm, env_path=env_path, off_policy=off_policy,
-                                progress=progress).run()
+                                progress=progress).run(executor=distributed)
         finally:
             progress.close()
             await llm.aclose()

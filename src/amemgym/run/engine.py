@@ -9,19 +9,19 @@ import platform
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from .. import __version__
 from ..agents.registry import AgentSpec
 from ..config import AppConfig
 from ..data.io import dump_environment
-from ..data.model import Environment
+from ..data.model import Environment, UserEnv
 from ..errors import RunError
 from ..llm.client import LLMClient
 from ..llm.usage import UsageLedger
 from ..prompts import template_hashes
 from ..storage import atomic_write_json
-from .episode import Episode, EpisodeEvents, load_json
+from .episode import Episode, EpisodeEvents, PeriodHook, load_json
 from .layout import RunDir
 from .progress import RunProgress
 from .results import compute_metrics, write_trace
@@ -53,6 +53,18 @@ class RunOutcome:
     seconds: float
 
 
+class UserExecutor(Protocol):
+    """Runs the users' episodes somewhere other than this event loop (e.g. Ray tasks).
+
+    It must leave the same per-user files in the run directory as the local executor, add what its
+    episodes spent to ``runner.llm.ledger`` and append their failures to ``events.failures``.
+    """
+
+    async def run_users(self, runner: Runner, users: list[UserEnv], events: EpisodeEvents) -> None:
+        """Run (or resume) every episode in ``users``."""
+        ...
+
+
 class Runner:
     """Runs one agent on one environment into a run directory; re-running resumes."""
 
@@ -67,6 +79,7 @@ class Runner:
         env_path: Path | None = None,
         off_policy: Path | None = None,
         progress: RunProgress | None = None,
+        after_period: PeriodHook | None = None,
     ) -> None:
         self.env = env
         self.spec = spec
@@ -76,6 +89,7 @@ class Runner:
         self.env_path = env_path
         self.off_policy = RunDir(off_policy) if off_policy else None
         self.progress = progress
+        self.after_period = after_period
 
     def _check_manifest(self) -> dict[str, Any]:
         protocol = protocol_of(self.env, self.spec, self.cfg, self.off_policy.root if self.off_policy else None)
@@ -107,8 +121,13 @@ class Runner:
         atomic_write_json(path, manifest)
         return manifest
 
-    async def run(self, user_ids: list[str] | None = None) -> RunOutcome:
-        """Run or resume the selected users (all by default) and write metrics."""
+    async def run(self, user_ids: list[str] | None = None, *, executor: UserExecutor | None = None) -> RunOutcome:
+        """Run or resume the selected users (all by default) and write metrics.
+
+        Args:
+            user_ids: the users to run; all by default.
+            executor: where the episodes run; None runs them concurrently on this event loop.
+        """
         if self.off_policy is not None and not self.off_policy.manifest.exists():
             raise RunError(f"{self.off_policy.root}: not a run directory (no manifest.json) for --off-policy")
         self._check_manifest()
@@ -122,10 +141,13 @@ class Runner:
         async def one(user: Any) -> None:
             async with limit:
                 await Episode(user, self.spec, self.llm, self.cfg, self.rundir, off_policy=self.off_policy,
-                              events=events).run()
+                              events=events, after_period=self.after_period).run()
 
         try:
-            await asyncio.gather(*(one(u) for u in users))
+            if executor is None:
+                await asyncio.gather(*(one(u) for u in users))
+            else:
+                await executor.run_users(self, users, events)
         finally:
             self._save_usage()
         for user in users:

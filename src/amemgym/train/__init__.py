@@ -1,0 +1,7 @@
+"""Training interfaces (SPEC §10): a Gymnasium-style environment, its checker, and trajectory export."""
+
+from .checker import EnvCheckError, check_env
+from .env import MemoryEnv
+from .export import export_run
+
+__all__ = ["EnvCheckError", "MemoryEnv", "check_env", "export_run"]

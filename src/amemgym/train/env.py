@@ -1,0 +1,254 @@
+"""``MemoryEnv``: the memory benchmark as a Gymnasium-style environment whose policy is the assistant.
+
+An episode is one simulated user's whole timeline. Observations are text: the user's turns (the
+opening message of each session with its ``[Current Time: ...]`` prefix, then the simulator's turns),
+and after each period the overall questions (and optionally the state probes). Actions are the
+assistant's replies. The reward of a step is the score of the answer it gave (1.0 if the chosen option
+fits the user's current state, else 0.0; conversation turns and probes earn 0.0); when a period's last
+question has been answered, ``info["period_result"]`` carries that period's overall, random, upper-bound
+and normalised memory score. ``terminated`` is True once every period has been played and evaluated;
+``truncated`` is True when the step budget (``max_steps``) runs out first.
+
+Design: the episode is the engine's own async code (:mod:`amemgym.train.episode`), run on a private
+event loop in a daemon thread (:mod:`amemgym.train.bridge`). The policy fills the agent's seat through
+an adapter whose ``reply`` awaits the action passed to ``step``; ``step`` hands the action over and
+blocks until the episode publishes the next observation. So the simulator, its seeds, the prompts, the
+parsers and the metrics are those of ``amemgym run``, and a policy scores the same in both. The policy
+keeps its own memory: an evaluation observation (``info["kind"] == "evaluation"``) must be answered from
+it without being remembered as conversation, as a :class:`~amemgym.agents.base.MemoryAgent` would.
+
+Gymnasium is optional (the ``train`` extra): when installed the class subclasses ``gymnasium.Env``
+with text spaces; otherwise it offers the same API standalone. The policy may reuse the environment's
+client on its loop with :meth:`MemoryEnv.run_async`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import Any, TypeVar
+
+from ..config import AppConfig
+from ..data.io import load_environment
+from ..data.model import Environment, UserEnv
+from ..errors import ConfigError, DataError, RunError
+from ..llm.client import LLMClient
+from .bridge import LoopThread, Published, TurnChannel
+from .episode import EpisodeOptions, PolicyEpisode
+from .spaces import HAVE_GYMNASIUM, UnicodeText, env_base
+
+T = TypeVar("T")
+
+_OPTION_KEYS = frozenset({"user", "upper_bound", "probes", "max_steps"})
+
+
+def default_environment() -> Environment:
+    """The bundled tiny procedural environment (regenerated from its seed if the file is not installed)."""
+    from ..config import env_preset
+    from ..generate.procedural import generate_procedural, tiny_environment_path
+
+    path = tiny_environment_path()
+    if path.exists():
+        return load_environment(path)
+    # The bundled file is by definition this generation, so the fallback is the same environment.
+    return generate_procedural(env_preset("tiny"), seed=42)[0]
+
+
+class MemoryEnv(env_base()):  # type: ignore[misc]
+    """The assistant-as-policy environment.
+
+    Args:
+        environment: an :class:`~amemgym.data.Environment`, a path to an environment file, or None for
+            the bundled tiny environment.
+        llm: client for the user simulator and the upper bound; default the embedded model from
+            ``config.llm`` (created on first reset and closed by :meth:`close`).
+        config: rounds fallback, budgets and the run seed, as for ``amemgym run``; default the defaults.
+        upper_bound: compute the upper bound (role ``agent`` of ``llm``) so period results carry the
+            normalised memory score. Per episode: ``options={"upper_bound": False}``.
+        probes: also ask the state probes after each period's questions.
+        max_steps: step budget per episode (None: unlimited); exceeding it truncates.
+
+    Reset options: ``user`` (an id or an index; default drawn from the seeded RNG), ``upper_bound``,
+    ``probes``, ``max_steps``.
+    """
+
+    metadata: dict[str, Any] = {"render_modes": []}
+    render_mode: str | None = None
+
+    def __init__(
+        self,
+        environment: Environment | str | Path | None = None,
+        *,
+        llm: LLMClient | None = None,
+        config: AppConfig | None = None,
+        upper_bound: bool = True,
+        probes: bool = False,
+        max_steps: int | None = None,
+    ) -> None:
+        if environment is None:
+            environment = default_environment()
+        elif not isinstance(environment, Environment):
+            environment = load_environment(environment)
+        if not environment.users:
+            raise DataError("MemoryEnv: the environment has no users")
+        if max_steps is not None and max_steps < 1:
+            raise ConfigError(f"MemoryEnv: max_steps must be at least 1, got {max_steps}")
+        self.environment = environment
+        self.config = config or AppConfig()
+        self.defaults = {"upper_bound": upper_bound, "probes": probes, "max_steps": max_steps}
+        self.observation_space = UnicodeText()
+        self.action_space = UnicodeText()
+        self._llm = llm
+        self._owns_llm = llm is None
+        self._loop = LoopThread()
+        self._rng = random.Random(self.config.run.seed)
+        self._task: asyncio.Task[None] | None = None
+        self._channel: TurnChannel | None = None
+        self._steps = 0
+        self._max_steps: int | None = None
+        self._done = True
+        self.user: UserEnv | None = None
+
+    # ---- the two verbs -------------------------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        """Start a new episode (one user's timeline) and return its first observation and info.
+
+        Args:
+            seed: reseeds the environment's RNG (which picks the user when ``options`` names none).
+            options: ``user``, ``upper_bound``, ``probes``, ``max_steps`` (see the class docstring).
+        """
+        if HAVE_GYMNASIUM:
+            super().reset(seed=seed)
+        if seed is not None:
+            self._rng = random.Random(seed)
+        opts = self._options(options)
+        self._stop_episode()
+        self.user = self._pick_user(opts.get("user"))
+        self._max_steps = opts["max_steps"]
+        self._steps = 0
+        loop = self._loop.start()
+        channel = TurnChannel(loop)
+        episode = PolicyEpisode(self.user, self._client(), self.config, channel,
+                                EpisodeOptions(upper_bound=bool(opts["upper_bound"]), probes=bool(opts["probes"])))
+        self._channel = channel
+        self._task = self._loop.run(_spawn(episode.main()))
+        self._done = False
+        pub = channel.wait(self._loop)
+        if pub.kind != "observation":
+            self._done = True
+            self._raise_if_error(pub)
+            raise RunError(f"MemoryEnv: user {self.user.id} has no sessions")
+        info = {**pub.info, "seed": seed, "periods": len(self.user.periods), "questions": len(self.user.qas),
+                "step": 0}
+        return pub.text, info
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """Give the assistant's reply to the current observation.
+
+        Returns:
+            ``(observation, reward, terminated, truncated, info)``. ``info`` describes the new observation
+            (``kind`` chat/evaluation/probe/end, ``user``, ``period``, ``session``, ``round``, ``question``)
+            and holds ``outcomes`` (the scored results of this action: ``gold``, ``choice``, ``status``,
+            ``score``), ``period_result`` when a period's evaluation completed, and ``metrics`` at the end.
+        """
+        if self._done or self._channel is None:
+            raise RunError("MemoryEnv: the episode is over (or never started); call reset()")
+        if not isinstance(action, str):
+            raise ConfigError(f"MemoryEnv: an action must be a str, got {type(action).__name__}")
+        self._steps += 1
+        self._channel.act(action)
+        pub = self._channel.wait(self._loop)
+        self._raise_if_error(pub)
+        terminated = pub.kind == "done"
+        truncated = not terminated and self._max_steps is not None and self._steps >= self._max_steps
+        info = {**pub.info, "step": self._steps, "outcomes": pub.outcomes}
+        period = [o for o in pub.outcomes if o["kind"] == "period"]
+        if period:
+            info["period_result"] = period[-1]
+        reward = float(sum(o["reward"] for o in pub.outcomes))
+        if terminated or truncated:
+            self._done = True
+            self._stop_episode()
+        return pub.text, reward, terminated, truncated, info
+
+    def close(self) -> None:
+        """Stop the episode, close the client if the environment created it, and stop the loop thread."""
+        self._stop_episode()
+        if self._loop.loop is not None:
+            if self._owns_llm and self._llm is not None:
+                self._loop.run(self._llm.aclose())
+                self._llm = None
+            self._loop.stop()
+        self._done = True
+
+    def __enter__(self) -> MemoryEnv:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- helpers -------------------------------------------------------------------------------
+    def run_async(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run a coroutine on the environment's event loop, e.g. a policy's call to the same :class:`LLMClient`.
+
+        The client's concurrency limits belong to this loop, so sharing it from another loop would fail.
+        """
+        return self._loop.run(coro)
+
+    @property
+    def llm(self) -> LLMClient:
+        """The client the environment uses (created on first access when none was given)."""
+        return self._client()
+
+    def _client(self) -> LLMClient:
+        if self._llm is None:
+            self._llm = LLMClient.from_config(self.config.llm)
+        return self._llm
+
+    def _options(self, options: dict[str, Any] | None) -> dict[str, Any]:
+        options = dict(options or {})
+        unknown = set(options) - _OPTION_KEYS
+        if unknown:
+            raise ConfigError(f"MemoryEnv.reset: unknown option {sorted(unknown)[0]!r}; known: "
+                              f"{', '.join(sorted(_OPTION_KEYS))}")
+        opts = {**self.defaults, **options}
+        if opts["max_steps"] is not None and (not isinstance(opts["max_steps"], int) or opts["max_steps"] < 1):
+            raise ConfigError(f"MemoryEnv.reset: max_steps must be a positive int, got {opts['max_steps']!r}")
+        return opts
+
+    def _pick_user(self, which: Any) -> UserEnv:
+        users = self.environment.users
+        if which is None:
+            return users[self._rng.randrange(len(users))]
+        if isinstance(which, int) and not isinstance(which, bool):
+            if not 0 <= which < len(users):
+                raise ConfigError(f"MemoryEnv.reset: user index {which} out of range (0..{len(users) - 1})")
+            return users[which]
+        for u in users:
+            if u.id == which:
+                return u
+        raise ConfigError(f"MemoryEnv.reset: no user {which!r} in the environment")
+
+    def _stop_episode(self) -> None:
+        task, self._task, self._channel = self._task, None, None
+        if task is not None and self._loop.loop is not None:
+            self._loop.run(_cancel(task))
+
+    def _raise_if_error(self, pub: Published) -> None:
+        if pub.kind == "error":
+            self._done = True
+            self._stop_episode()
+            assert pub.error is not None
+            raise pub.error
+
+
+async def _spawn(coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+    return asyncio.create_task(coro)
+
+
+async def _cancel(task: asyncio.Task[None]) -> None:
+    if not task.done():
+        task.cancel()
+    await asyncio.gather(task, return_exceptions=True)

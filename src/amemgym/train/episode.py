@@ -1,0 +1,196 @@
+"""One user's episode as the policy sees it: the same sessions and questions as ``amemgym run``.
+
+The conversation is played by :func:`amemgym.simulate.run_session` with the same
+:class:`~amemgym.simulate.UserSimulator`, seeds and rounds as the runner's episode; the policy takes
+the agent's seat through :class:`PolicySeat`, a :class:`~amemgym.agents.base.MemoryAgent` adapter whose
+``reply``/``answer`` wait for the action given to ``step``. After each period the overall questions (and,
+optionally, the state probes) are put to the policy one at a time, parsed and scored with the prompts,
+parsers and seeds of :mod:`amemgym.run.evaluation`, and the period's numbers come from
+:func:`amemgym.evaluate.metrics.aggregate`, so a policy scores the same here and in a run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+from ..config import AppConfig
+from ..data.model import UserEnv
+from ..errors import AMemGymError
+from ..evaluate.asking import overall_prompt, parse_answer, parse_probe, probe_prompt
+from ..evaluate.metrics import QuestionOutcome, aggregate
+from ..llm.client import LLMClient
+from ..run.episode import rounds_for
+from ..run.evaluation import combo_key, upper_bound_answers
+from ..run.results import changed_at
+from ..seeding import derive_seed
+from ..simulate import UserSimulator, run_session
+from .bridge import TurnChannel
+
+
+@dataclass(frozen=True)
+class EpisodeOptions:
+    """What one episode asks of the policy.
+
+    Attributes:
+        upper_bound: ask the bare model (role ``agent``) for the upper bound, needed for the memory score.
+        probes: also put the state probes to the policy (for write/read/utilization diagnosis).
+    """
+
+    upper_bound: bool = True
+    probes: bool = False
+
+
+class PolicySeat:
+    """The agent's seat in a session, filled by the external policy through a :class:`TurnChannel`.
+
+    The policy keeps its own memory, so there is nothing to snapshot here; ``answer`` is never used by
+    the episode (questions are asked through the channel with their own metadata) but forwards too.
+    """
+
+    def __init__(self, channel: TurnChannel, info: dict[str, Any]) -> None:
+        self.channel = channel
+        self.info = info
+        self.round = 0
+
+    async def reply(self, message: str, *, time: str) -> str:
+        """Show the user turn to the policy and return its reply."""
+        info = {**self.info, "round": self.round, "time": time}
+        self.round += 1
+        return await self.channel.ask(message, info)
+
+    async def ingest(self, user: str, assistant: str, *, time: str) -> None:
+        """Nothing to record: the policy sees every turn itself."""
+
+    async def answer(self, prompt: str) -> str:
+        """Forward a prompt to the policy."""
+        return await self.channel.ask(prompt, {**self.info, "kind": "evaluation"})
+
+    async def snapshot(self) -> dict[str, Any]:
+        """The policy's memory lives outside the environment."""
+        return {}
+
+    def restore(self, snapshot: dict[str, Any]) -> None:
+        """Nothing to restore."""
+
+    def memory_view(self) -> str:
+        """The policy's memory lives outside the environment."""
+        return "(external policy)"
+
+    def stats(self) -> dict[str, Any]:
+        """No counters."""
+        return {}
+
+
+class PolicyEpisode:
+    """Plays one user's whole timeline against the policy behind ``channel``.
+
+    Args:
+        user: the simulated user.
+        llm: client for the simulator (role ``simulator``) and the upper bound (role ``agent``).
+        cfg: rounds fallback (``cfg.env``), budgets and the run seed (``cfg.run``), as in ``amemgym run``.
+        channel: the hand-off to the synchronous caller.
+        options: upper bound and probes.
+    """
+
+    def __init__(self, user: UserEnv, llm: LLMClient, cfg: AppConfig, channel: TurnChannel,
+                 options: EpisodeOptions) -> None:
+        self.user = user
+        self.llm = llm
+        self.cfg = cfg
+        self.channel = channel
+        self.options = options
+        # The same per-user seed as the runner's episode, so simulator calls and fallbacks match.
+        self.seed = derive_seed(cfg.run.seed, user.id)
+        self.simulator = UserSimulator(llm, history_messages=cfg.run.simulator_history_turns,
+                                       max_tokens=cfg.run.simulator_max_tokens)
+        self.outcomes: list[QuestionOutcome] = []
+        self.failures: list[dict[str, Any]] = []
+        self._ub_task: asyncio.Task[dict[str, Any]] | None = None
+        self._ub: dict[str, Any] | None = None
+
+    def base_info(self, kind: str, period: int, **extra: Any) -> dict[str, Any]:
+        """Metadata common to every observation."""
+        return {"kind": kind, "user": self.user.id, "period": period, **extra}
+
+    async def main(self) -> None:
+        """Run the episode, publishing its end or its error; cancellation propagates."""
+        try:
+            if self.options.upper_bound:
+                self._ub_task = asyncio.create_task(
+                    upper_bound_answers(self.llm, self.user, {}, self.cfg.run.eval_max_tokens, self.seed))
+            for p in range(len(self.user.periods)):
+                await self.converse(p)
+                await self.evaluate(p)
+            self.channel.finish(self.base_info("end", len(self.user.periods) - 1)
+                                | {"metrics": aggregate(self.outcomes, len(self.user.periods)),
+                                   "failures": list(self.failures)})
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # handed to the caller's thread, which re-raises it
+            self.channel.fail(exc)
+        finally:
+            if self._ub_task is not None and not self._ub_task.done():
+                self._ub_task.cancel()
+
+    async def converse(self, p: int) -> None:
+        """Every session of period ``p``, the policy in the agent's seat."""
+        period = self.user.periods[p]
+        rounds = rounds_for(self.user, self.cfg, p)
+        for s, session in enumerate(period.sessions):
+            seat = PolicySeat(self.channel, self.base_info("chat", p, session=s, sessions=len(period.sessions),
+                                                           rounds=rounds))
+            await run_session(seat, self.simulator, self.user, session, rounds, seed=derive_seed(self.seed, p, s))
+
+    async def evaluate(self, p: int) -> None:
+        """Ask period ``p``'s questions one at a time, scoring each answer as the runner does."""
+        user = self.user
+        state = user.periods[p].state
+        asked: list[tuple[int, float, tuple[str, ...], dict[str, bool]]] = []
+        for q, qa in enumerate(user.qas):
+            common = {"question": q, "questions": len(user.qas), "n_choices": len(qa.answer_choices)}
+            reply = await self.channel.ask(overall_prompt(qa), self.base_info("evaluation", p, **common))
+            ans = parse_answer(reply, len(qa.answer_choices), derive_seed(self.seed, "overall", p, q))
+            truth = [state[v] for v in qa.required_info]
+            picked = qa.answer_choices[ans.choice - 1].state if ans.choice else None
+            fallback = qa.answer_choices[ans.fallback_choice - 1].state
+            score = 1.0 if picked == truth else 0.0
+            outcome: dict[str, Any] = {
+                "kind": "evaluation", "period": p, "question": q, "reply": reply, **ans.to_dict(),
+                "gold": user.correct_choice(q, p) + 1, "n_choices": len(qa.answer_choices), "score": score,
+                "score_with_random_fallback": 1.0 if fallback == truth else 0.0, "reward": score,
+            }
+            self.channel.record(outcome)
+            probe_ok: dict[str, bool] = {}
+            if self.options.probes:
+                preply = await self.channel.ask(probe_prompt(user, qa), self.base_info("probe", p, **common))
+                values = parse_probe(preply, user, qa)
+                probe_ok = {v: values[v] == state[v] for v in qa.required_info}
+                self.channel.record({"kind": "probe", "period": p, "question": q, "reply": preply,
+                                     "probe_values": values, "probe_correct": probe_ok, "reward": 0.0})
+            asked.append((q, score, tuple(truth), probe_ok))
+        # The upper bound is awaited only once the questions are out, so it never delays the policy.
+        for q, score, truth_combo, probe_ok in asked:
+            qa = user.qas[q]
+            self.outcomes.append(QuestionOutcome(
+                user=user.id, period=p, question=q, score=score, n_choices=len(qa.answer_choices),
+                ub_score=await self.ub_score(q, truth_combo), probe=probe_ok,
+                changed_at={v: changed_at(user, p, v) for v in qa.required_info},
+            ))
+        cell = aggregate(self.outcomes, len(user.periods))["per_user"][user.id][str(p)]
+        self.channel.record({"kind": "period", "period": p, **cell, "reward": 0.0})
+
+    async def ub_score(self, q: int, combo: tuple[str, ...]) -> float | None:
+        """The upper-bound score of (question, combination), or None when disabled or failed."""
+        if self._ub_task is None:
+            return None
+        if self._ub is None:
+            try:
+                self._ub = await self._ub_task
+            except AMemGymError as exc:
+                self.failures.append({"user": self.user.id, "period": None, "stage": "upper_bound",
+                                      "error": str(exc)})
+                self._ub = {}
+        entry = self._ub.get(combo_key(q, combo))
+        return float(entry["score"]) if entry else None
