@@ -80,3 +80,29 @@ def parse_answer(reply: str, num_choices: int, rng_seed: int) -> Answer:
     choice, status = parse_choice(reply, num_choices)
     fallback = choice if choice is not None else random.Random(rng_seed).randint(1, num_choices)
     return Answer(choice, status, fallback)
+
+
+def score_overall(user: UserEnv, period: int, q: int, reply: str, seed: int) -> dict[str, Any]:
+    """Parse and score one overall answer; the record fields every evaluation path writes.
+
+    ``seed`` is the per-user seed; the fallback draw is derived from it, the period and the question.
+    """
+    from ..seeding import derive_seed
+
+    qa = user.qas[q]
+    ans = parse_answer(reply, len(qa.answer_choices), derive_seed(seed, "overall", period, q))
+    truth = [user.periods[period].state[v] for v in qa.required_info]
+    picked = qa.answer_choices[ans.choice - 1].state if ans.choice else None
+    fallback = qa.answer_choices[ans.fallback_choice - 1].state
+    return {
+        "question": q, "reply": reply, **ans.to_dict(), "gold": user.correct_choice(q, period) + 1,
+        "n_choices": len(qa.answer_choices), "score": 1.0 if picked == truth else 0.0,
+        "score_with_random_fallback": 1.0 if fallback == truth else 0.0,
+    }
+
+
+def score_probe(user: UserEnv, period: int, qa: QA, reply: str) -> tuple[dict[str, str | None], dict[str, bool]]:
+    """The probe's parsed values and, per required variable, whether it named the current value."""
+    values = parse_probe(reply, user, qa)
+    state = user.periods[period].state
+    return values, {v: values[v] == state[v] for v in qa.required_info}

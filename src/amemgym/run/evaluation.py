@@ -8,7 +8,14 @@ from typing import Any
 from ..agents.base import AgentContext
 from ..agents.registry import AgentSpec
 from ..data.model import UserEnv
-from ..evaluate.asking import overall_prompt, parse_answer, parse_probe, probe_prompt, upper_bound_prompt
+from ..evaluate.asking import (
+    overall_prompt,
+    parse_answer,
+    probe_prompt,
+    score_overall,
+    score_probe,
+    upper_bound_prompt,
+)
 from ..llm.client import LLMClient
 from ..seeding import derive_seed
 
@@ -61,26 +68,15 @@ async def evaluate_period(
     """Ask every question and probe on a fresh agent restored from ``snapshot``; the live agent is untouched."""
     agent = spec.build(llm, ctx)
     agent.restore(snapshot)
-    state = user.periods[period].state
 
     async def one(q: int) -> dict[str, Any]:
         qa = user.qas[q]
         prompt = overall_prompt(qa)
         pprompt = probe_prompt(user, qa)
         reply, preply = await asyncio.gather(agent.answer(prompt), agent.answer(pprompt))
-        ans = parse_answer(reply, len(qa.answer_choices), derive_seed(seed, "overall", period, q))
-        gold = user.correct_choice(q, period) + 1
-        picked_state = qa.answer_choices[ans.choice - 1].state if ans.choice else None
-        fb_state = qa.answer_choices[ans.fallback_choice - 1].state
-        probe = parse_probe(preply, user, qa)
-        return {
-            "question": q, "prompt": prompt, "reply": reply, **ans.to_dict(), "gold": gold,
-            "n_choices": len(qa.answer_choices),
-            "score": 1.0 if picked_state == [state[v] for v in qa.required_info] else 0.0,
-            "score_with_random_fallback": 1.0 if fb_state == [state[v] for v in qa.required_info] else 0.0,
-            "probe_prompt": pprompt, "probe_reply": preply, "probe_values": probe,
-            "probe_correct": {v: probe[v] == state[v] for v in qa.required_info},
-        }
+        values, correct = score_probe(user, period, qa, preply)
+        return {"prompt": prompt, **score_overall(user, period, q, reply, seed), "probe_prompt": pprompt,
+                "probe_reply": preply, "probe_values": values, "probe_correct": correct}
 
     questions = await asyncio.gather(*(one(q) for q in range(len(user.qas))))
     return {"user": user.id, "period": period, "questions": list(questions),

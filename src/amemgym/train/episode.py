@@ -18,7 +18,7 @@ from typing import Any
 from ..config import AppConfig
 from ..data.model import UserEnv
 from ..errors import AMemGymError
-from ..evaluate.asking import overall_prompt, parse_answer, parse_probe, probe_prompt
+from ..evaluate.asking import overall_prompt, probe_prompt, score_overall, score_probe
 from ..evaluate.metrics import QuestionOutcome, aggregate
 from ..llm.client import LLMClient
 from ..run.episode import rounds_for
@@ -151,22 +151,15 @@ class PolicyEpisode:
         for q, qa in enumerate(user.qas):
             common = {"question": q, "questions": len(user.qas), "n_choices": len(qa.answer_choices)}
             reply = await self.channel.ask(overall_prompt(qa), self.base_info("evaluation", p, **common))
-            ans = parse_answer(reply, len(qa.answer_choices), derive_seed(self.seed, "overall", p, q))
+            scored = score_overall(user, p, q, reply, self.seed)
             truth = [state[v] for v in qa.required_info]
-            picked = qa.answer_choices[ans.choice - 1].state if ans.choice else None
-            fallback = qa.answer_choices[ans.fallback_choice - 1].state
-            score = 1.0 if picked == truth else 0.0
-            outcome: dict[str, Any] = {
-                "kind": "evaluation", "period": p, "question": q, "reply": reply, **ans.to_dict(),
-                "gold": user.correct_choice(q, p) + 1, "n_choices": len(qa.answer_choices), "score": score,
-                "score_with_random_fallback": 1.0 if fallback == truth else 0.0, "reward": score,
-            }
+            score = scored["score"]
+            outcome: dict[str, Any] = {"kind": "evaluation", "period": p, **scored, "reward": score}
             self.channel.record(outcome)
             probe_ok: dict[str, bool] = {}
             if self.options.probes:
                 preply = await self.channel.ask(probe_prompt(user, qa), self.base_info("probe", p, **common))
-                values = parse_probe(preply, user, qa)
-                probe_ok = {v: values[v] == state[v] for v in qa.required_info}
+                values, probe_ok = score_probe(user, p, qa, preply)
                 self.channel.record({"kind": "probe", "period": p, "question": q, "reply": preply,
                                      "probe_values": values, "probe_correct": probe_ok, "reward": 0.0})
             asked.append((q, score, tuple(truth), probe_ok))
