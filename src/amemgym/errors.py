@@ -53,3 +53,7 @@ class RunError(AMemGymError):
     """A run directory is inconsistent, or belongs to another environment or protocol."""
 
     exit_code = 2
+
+
+class EnvCheckError(AMemGymError):
+    """A training environment breaks the reset/step contract; the message says which rule."""

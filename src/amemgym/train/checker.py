@@ -12,13 +12,9 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import AMemGymError
+from ..errors import EnvCheckError
 
 Policy = Callable[[str, dict[str, Any]], str]
-
-
-class EnvCheckError(AMemGymError):
-    """An environment breaks the reset/step contract; the message says which rule."""
 
 
 def _require(ok: bool, message: str) -> None:
