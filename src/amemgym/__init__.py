@@ -1,4 +1,40 @@
-"""amemgym: an on-policy gym for the memory of LLM assistants."""
+"""amemgym: an on-policy gym for the memory of LLM assistants.
+
+The public API is re-exported here lazily, so ``import amemgym`` stays cheap and has no side effects.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 __version__ = "0.1.0"
 
+_EXPORTS: dict[str, str] = {
+    "AppConfig": "amemgym.config",
+    "load_config": "amemgym.config",
+    "Environment": "amemgym.data",
+    "UserEnv": "amemgym.data",
+    "load_environment": "amemgym.data",
+    "save_environment": "amemgym.data",
+    "LLMClient": "amemgym.llm",
+    "MemoryAgent": "amemgym.agents",
+    "AgentContext": "amemgym.agents",
+    "resolve_agent": "amemgym.agents",
+    "register": "amemgym.agents",
+    "check_agent": "amemgym.agents",
+    "Runner": "amemgym.run",
+    "generate_procedural": "amemgym.generate.procedural",
+    "MemoryEnv": "amemgym.train",
+    "check_env": "amemgym.train",
+    "export_run": "amemgym.train",
+}
+
+__all__ = ["__version__", *_EXPORTS]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'amemgym' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
