@@ -69,9 +69,14 @@ def dumps(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False, indent=2) + "\n"
 
 
-def atomic_write_json(path: Path, obj: Any) -> None:
-    """Atomically write ``obj`` as pretty JSON."""
-    atomic_write_text(path, dumps(obj))
+def atomic_write_json(path: Path, obj: Any, *, compact: bool = False) -> None:
+    """Atomically write ``obj`` as pretty JSON (``compact``: one line, for large machine-only checkpoints).
+
+    Pretty printing runs json's pure-Python encoder, several times slower than the compact C one; a
+    checkpoint rewritten after every session with a growing conversation should not pay for it.
+    """
+    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n" if compact else dumps(obj)
+    atomic_write_text(path, text)
 
 
 def append_jsonl(path: Path, records: list[dict[str, Any]]) -> None:

@@ -38,6 +38,13 @@ def read_api_key(endpoint: EndpointConfig) -> str | None:
     return os.environ.get(endpoint.api_key_env) or None
 
 
+def _flight_key(req: ChatRequest, backend_id: str, model: str) -> tuple[Any, ...]:
+    """The fields of ``ChatRequest.cache_key`` as a hashable tuple: exact and cheap, valid in one process."""
+    schema = json.dumps(req.json_schema, sort_keys=True) if req.json_schema is not None else None
+    return (backend_id, model, tuple((m["role"], m["content"]) for m in req.messages), req.temperature,
+            req.max_tokens, schema, req.seed)
+
+
 class _Backoff:
     """Exponential backoff with full jitter that honours a server's Retry-After."""
 
@@ -84,7 +91,7 @@ class LLMClient:
         self._embedder = embedder
         self._limits: dict[str, asyncio.Semaphore] = {}
         self._serial = asyncio.Semaphore(1) if serial else None
-        self._inflight: dict[str, asyncio.Future[ChatResult]] = {}
+        self._inflight: dict[tuple[Any, ...], asyncio.Future[ChatResult]] = {}
         self._backoff = _Backoff(backoff_base, backoff_cap, random.Random(0))
         self._resolve_lock = asyncio.Lock()
         self._owned: list[Any] = []
@@ -215,9 +222,13 @@ class LLMClient:
         ep = self.endpoint(role)
         if temperature is None:
             temperature = ep.temperature if ep.temperature is not None else ROLE_TEMPERATURE.get(role, 0.0)
+        msgs = tuple(messages)
+        # Copying every message costs O(history) per call; only messages with extra keys need it.
+        if any(len(m) != 2 for m in msgs):
+            msgs = tuple({"role": m["role"], "content": m["content"]} for m in msgs)
         req = ChatRequest(
             role=role,
-            messages=tuple({"role": m["role"], "content": m["content"]} for m in messages),
+            messages=msgs,
             temperature=float(temperature),
             max_tokens=int(max_tokens or ep.max_tokens),
             json_schema=json_schema,
@@ -227,9 +238,15 @@ class LLMClient:
         )
         backend = await self.backend(role)
         model_name = ep.model or ""
-        key = req.cache_key(backend.backend_id, model_name)
         usage = self.ledger.role(role)
-        if use_cache and self.cache is not None:
+        caching = use_cache and self.cache is not None
+        # The persistent key is a sha256 of the canonical JSON request (about 1 ms on a long conversation),
+        # so it is only computed when a cache is used. In-flight dedup needs no digest: a tuple of the same
+        # fields is an exact dict key, and Python caches each message string's hash on the string itself.
+        key = req.cache_key(backend.backend_id, model_name) if caching else None
+        flight = _flight_key(req, backend.backend_id, model_name)
+        if caching:
+            assert self.cache is not None and key is not None
             hit = self.cache.get(key)
             if hit is not None:
                 usage.cache_hits += 1
@@ -238,13 +255,13 @@ class LLMClient:
                     completion_tokens=hit.get("completion_tokens", 0), cached=True,
                     finish_reason=hit.get("finish_reason"),
                 )
-        if key in self._inflight:
+        if flight in self._inflight:
             # An identical request is already on the wire (e.g. a shared upper-bound question): wait for it.
-            res = await asyncio.shield(self._inflight[key])
+            res = await asyncio.shield(self._inflight[flight])
             usage.cache_hits += 1
             return ChatResult(**{**res.__dict__, "cached": True})
         fut: asyncio.Future[ChatResult] = asyncio.get_running_loop().create_future()
-        self._inflight[key] = fut
+        self._inflight[flight] = fut
         try:
             res = await self._call_with_retries(backend, req, ep)
         except BaseException as exc:
@@ -252,7 +269,7 @@ class LLMClient:
             fut.exception()  # mark retrieved: waiters re-raise it themselves
             raise
         finally:
-            self._inflight.pop(key, None)
+            self._inflight.pop(flight, None)
         fut.set_result(res)
         usage.calls += 1
         usage.prompt_tokens += res.prompt_tokens
@@ -263,7 +280,8 @@ class LLMClient:
         usage.seconds += res.seconds
         usage.cost_usd += (res.prompt_tokens * ep.price_per_mtok_in
                            + res.completion_tokens * ep.price_per_mtok_out) / 1e6
-        if use_cache and self.cache is not None:
+        if caching:
+            assert self.cache is not None and key is not None
             self.cache.put(key, role, model_name, {
                 "text": res.text, "model": res.model, "prompt_tokens": res.prompt_tokens,
                 "completion_tokens": res.completion_tokens, "finish_reason": res.finish_reason,

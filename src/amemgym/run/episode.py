@@ -6,6 +6,7 @@ import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from ..agents.base import AgentContext, MemoryAgent
@@ -90,6 +91,28 @@ class Episode:
         self.simulator = UserSimulator(llm, history_messages=cfg.run.simulator_history_turns,
                                        max_tokens=cfg.run.simulator_max_tokens)
         self._ub: asyncio.Task[dict[str, Any]] | None = None
+        self._writes: asyncio.Task[None] | None = None
+
+    def _persist(self, write: Callable[..., None], *args: Any) -> None:
+        """Queue a checkpoint write behind the earlier ones; the conversation does not wait for it.
+
+        Safe because the queue keeps the commit order (a session's record lands before the checkpoint that
+        points past it) and every payload is a snapshot copy the agent no longer touches. A kill before a
+        queued write lands only means resuming from the checkpoint before it, which redoes that session,
+        exactly as a kill during the session would.
+        """
+        previous = self._writes
+
+        async def chained() -> None:
+            if previous is not None:
+                await previous
+            await asyncio.to_thread(write, *args)
+
+        self._writes = asyncio.create_task(chained())
+
+    async def _flush(self) -> None:
+        if self._writes is not None:
+            await self._writes
 
     def _fail(self, period: int | None, stage: str, exc: BaseException) -> None:
         self.events.failures.append({"user": self.user.id, "period": period, "stage": stage, "error": str(exc)})
@@ -99,7 +122,8 @@ class Episode:
         done = load_json(path) if path.exists() else {}
         result = await upper_bound_answers(self.llm, self.user, done, self.cfg.run.eval_max_tokens, self.seed)
         if result != done:
-            atomic_write_json(path, result)
+            # Written in a thread: its fsyncs would otherwise stall every user's episode on this loop.
+            await asyncio.to_thread(atomic_write_json, path, result)
         return result
 
     async def _evaluate(self, period: int, snapshot: dict[str, Any]) -> None:
@@ -115,12 +139,15 @@ class Episode:
             qa = self.user.qas[q["question"]]
             key = f"{q['question']}|" + "|".join(self.user.periods[period].state[v] for v in qa.required_info)
             q["ub_score"] = ub[key]["score"]
-        atomic_write_json(path, result)
+        await asyncio.to_thread(atomic_write_json, path, result)
         self.events.on_eval(self.user.id, period)
 
     async def _finish_period(self, agent: MemoryAgent, period: int, evals: list[asyncio.Task[None]]) -> None:
         # The hook's feedback needs this period's evaluation, so the next period waits for it (on-policy).
         assert self.after_period is not None
+        # Queued checkpoints land first, so none lands after (and over) the one below; flushing here rather
+        # than after the hook keeps the hook's own writes and that checkpoint free of any await between them.
+        await self._flush()
         await asyncio.gather(*evals)
         path = self.rundir.evaluation(self.user.id, period)
         await self.after_period(self.user, agent, period, load_json(path) if path.exists() else None)
@@ -163,24 +190,25 @@ class Episode:
                     else:
                         messages = await run_session(agent, self.simulator, user, session, rounds,
                                                      seed=derive_seed(self.seed, p, s))
-                    # Commit order: the session record first, then the checkpoint that points past it. The
-                    # fsyncs run in a thread so other users' episodes keep going; awaiting keeps the order.
+                    # Commit order: the session record first, then the checkpoint that points past it; both
+                    # are queued (see _persist) so their fsyncs stay off the conversation's critical path.
                     record = {"period": p, "session": s, "time": session.session_time, "messages": messages}
-                    await asyncio.to_thread(append_jsonl, rd.sessions(user.id), [record])
+                    self._persist(append_jsonl, rd.sessions(user.id), [record])
                     snap = await agent.snapshot()
-                    await asyncio.to_thread(atomic_write_json, rd.state(user.id),
-                                            {"period": p, "session": s + 1, "snapshot": snap})
+                    self._persist(partial(atomic_write_json, compact=True), rd.state(user.id),
+                                  {"period": p, "session": s + 1, "snapshot": snap})
                     self.events.on_session(user.id, p, s)
                 snap = await agent.snapshot()
-                await asyncio.to_thread(atomic_write_json, rd.snapshot(user.id, p), snap)
-                await asyncio.to_thread(atomic_write_json, rd.state(user.id),
-                                        {"period": p + 1, "session": 0, "snapshot": snap})
+                self._persist(atomic_write_json, rd.snapshot(user.id, p), snap)
+                self._persist(atomic_write_json, rd.state(user.id), {"period": p + 1, "session": 0, "snapshot": snap})
                 if not rd.evaluation(user.id, p).exists():
                     evals.append(asyncio.create_task(self._evaluate(p, snap)))
                 if self.after_period is not None:
                     await self._finish_period(agent, p, evals)
         except AMemGymError as exc:
             self._fail(period_index, "conversation", exc)
+        finally:
+            await self._flush()
         await asyncio.gather(*evals)
         try:
             await self._ub

@@ -1,0 +1,51 @@
+"""The fake OpenAI-compatible endpoint for benchmarks, in its own process, with memory-writing replies.
+
+The stock responder answers structured requests with the smallest valid instance (no facts, no notes), so
+AWE and AWI would never store anything and their write chains would look shorter than they are. Here
+every extraction yields one fact, every reconciliation adds it and every AWI write sets one note, so the
+agents' memories grow as they would with a real model and retrieval has something to search.
+
+Run: ``PYTHONPATH=src python bench/_endpoint.py --latency 0.05``; prints the base URL, serves until SIGTERM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import threading
+from typing import Any
+
+from amemgym.testing.fake_endpoint import FakeEndpoint
+from amemgym.testing.responder import default_responder, digest, last_user_text, request_schema
+
+
+def bench_responder(body: dict[str, Any]) -> str:
+    """Like the default responder, but memory writes produce content."""
+    schema = request_schema(body)
+    props = set((schema or {}).get("properties", {}))
+    note = f"note {digest(body) % 10_000:04d}: " + " ".join(last_user_text(body).split()[-12:])
+    if "facts" in props:
+        return json.dumps({"facts": [note]})
+    if "actions" in props:
+        return json.dumps({"actions": [{"op": "add", "id": None, "text": note}]})
+    if "updates" in props:
+        return json.dumps({"updates": {f"topic {digest(body) % 7}": note}})
+    return default_responder(body)
+
+
+def main() -> None:
+    """Serve until SIGTERM, printing the base URL first."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--latency", type=float, default=0.0)
+    args = parser.parse_args()
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    with FakeEndpoint(latency=args.latency, responder=bench_responder) as ep:
+        print(ep.base_url, flush=True)
+        while not stop.wait(0.5):
+            pass
+
+
+if __name__ == "__main__":
+    main()
