@@ -22,7 +22,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
                   help="amemgym: measure and improve the memory of LLM assistants in long conversations.")
 
 #: Command modules under amemgym.commands, registered in this order.
-COMMAND_MODULES: tuple[str, ...] = ("generate", "check_agent", "report", "validate", "export")
+COMMAND_MODULES: tuple[str, ...] = ("generate", "check_agent", "report", "validate", "export", "evolve")
 
 
 @app.command()

@@ -1,0 +1,121 @@
+"""``amemgym evolve``: the self-evolution experiment (SPEC §7), reported per cycle."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from ..cli_common import ConfigOpt, SetOpt, app_config, handled, out
+from ..errors import ConfigError
+
+_ROLES = ("agent", "memory", "judge", "generator", "simulator")
+
+
+def _num(stat: Any) -> str:
+    value = stat.get("mean") if isinstance(stat, dict) else stat
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def print_cycles(console: Console, metrics: dict[str, Any], evolution: dict[str, Any]) -> None:
+    """One row per cycle (period): memory score, failure rates, recall, and what happened to the policy."""
+    status: dict[int, list[str]] = {}
+    for cycles in evolution.get("users", {}).values():
+        for c in cycles:
+            status.setdefault(int(c["period"]), []).append(c["status"])
+    table = Table("cycle", "memory score", "write", "read", "utilization", "recall", "policy updates",
+                  title=f"{metrics.get('agent')}: per cycle (mean over users)")
+    for row in metrics.get("per_period", []):
+        p = int(row["period"])
+        rates = row.get("failure_rates") or {}
+        done = status.get(p, [])
+        updates = ", ".join(f"{done.count(s)} {s}" for s in ("accepted", "rejected", "unchanged") if s in done)
+        table.add_row(str(p), _num(row.get("memory_score")), _num(rates.get("write")), _num(rates.get("read")),
+                      _num(rates.get("utilization")), _num(row.get("memory_recall")), updates or "-")
+    o = metrics["overall"]
+    rates = o.get("failure_rates") or {}
+    table.add_row("all", _num(o.get("memory_score")), _num(rates.get("write")), _num(rates.get("read")),
+                  _num(rates.get("utilization")), _num(o.get("memory_recall")), "", style="bold")
+    console.print(table)
+
+
+def evolve_command(cfg: Any, env_path: Path | None, agent: str, feedback: str, out_dir: Path, *,
+                   evolver_role: str, max_policy_chars: int, recall: bool, console: Console) -> int:
+    """Resolve inputs, run (or resume) the evolution loop, print the per-cycle table. Returns the exit code."""
+    from ..agents.registry import resolve_agent
+    from ..data.io import load_environment
+    from ..evolve import LLMEvolver, LLMRecallJudge, PolicyLimits, evolve_loop, feedback_builder
+    from ..llm.client import LLMClient
+    from ..run.driver import default_environment, print_summary, write_run_report
+    from ..run.progress import RunProgress
+
+    if evolver_role not in _ROLES:
+        raise ConfigError(f"--evolver-role must be one of {', '.join(_ROLES)}, got {evolver_role!r}")
+    if max_policy_chars < 100:
+        raise ConfigError(f"--max-policy-chars must be at least 100, got {max_policy_chars}")
+    builder = feedback_builder(feedback)
+    spec = resolve_agent(agent)
+    env_path = env_path or default_environment()
+    env = load_environment(env_path)
+    if spec.llm_overrides:
+        roles = dict(cfg.llm.roles)
+        roles["agent"] = {**roles.get("agent", {}), **spec.llm_overrides}
+        cfg.llm.roles = roles
+    llm = LLMClient.from_config(cfg.llm, serial=cfg.run.serial)
+    limits = PolicyLimits(max_chars=max_policy_chars)
+    evolver = None if feedback == "none" else LLMEvolver(llm, role=evolver_role, max_chars=max_policy_chars)
+    judge = LLMRecallJudge(llm) if recall else None
+    progress = RunProgress()
+
+    async def go() -> Any:
+        try:
+            return await evolve_loop(env, spec, out_dir, cfg, llm, feedback=builder, evolver=evolver, judge=judge,
+                                     limits=limits, settings={"evolver_role": evolver_role, "recall": recall},
+                                     env_path=env_path, progress=progress)
+        finally:
+            progress.close()
+            await llm.aclose()
+
+    outcome = asyncio.run(go())
+    print_summary(console, outcome.metrics, out_dir)
+    print_cycles(console, outcome.metrics, outcome.evolution)
+    if outcome.failures:
+        console.print(f"[red]{len(outcome.failures)} failure(s)[/red] (see {out_dir / 'failures.json'}); "
+                      "re-run the same command to retry what failed")
+    console.print(f"results: {out_dir / 'metrics.json'}, policies per cycle: {out_dir / 'evolution.json'}",
+                  highlight=False)
+    write_run_report(out_dir, console)
+    return 1 if outcome.failures or not outcome.metrics["complete"] else 0
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``evolve`` to the CLI."""
+
+    @app.command("evolve")
+    @handled
+    def evolve(
+        out_dir: Annotated[Path, typer.Option("--out", "-o", help="Run directory (created; re-running resumes).")],
+        env: Annotated[Path | None, typer.Option("--env", help="Environment file (default: the bundled tiny one).")]
+        = None,
+        agent: Annotated[str, typer.Option("--agent", "-a", help="An agent with an evolvable policy (awi).")]
+        = "awi",
+        feedback: Annotated[str, typer.Option("--feedback", help="none, question-only or complete.")] = "complete",
+        config: ConfigOpt = None,
+        set_: SetOpt = None,
+        evolver_role: Annotated[str, typer.Option("--evolver-role", help="Role whose model rewrites the policy.")]
+        = "memory",
+        max_policy_chars: Annotated[int, typer.Option("--max-policy-chars", help="Longest accepted policy.")]
+        = 2000,
+        recall: Annotated[bool, typer.Option("--recall/--no-recall", help="Judge memory factual recall.")] = True,
+        serial: Annotated[bool, typer.Option("--serial", help="One call at a time (debugging).")] = False,
+    ) -> None:
+        """Self-evolution: the agent rewrites its memory policy after every period from the chosen feedback."""
+        cfg = app_config(config if config or env else "tiny", set_)
+        if serial:
+            cfg.run.serial = True
+        raise typer.Exit(evolve_command(cfg, env, agent, feedback, out_dir, evolver_role=evolver_role,
+                                        max_policy_chars=max_policy_chars, recall=recall, console=out))

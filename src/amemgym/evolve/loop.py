@@ -1,0 +1,237 @@
+"""The self-evolution loop: a run whose agent rewrites its memory policy after every period (SPEC §7).
+
+It is an ordinary run (same files, same metrics, so reports work on it) with a period hook: once a
+period's evaluation is written, the hook judges memory recall, builds feedback, asks the evolver for a
+new policy, checks it, records the cycle under ``users/<id>/evolution/period_XX.json`` and sets the
+policy on the live agent before the next period starts. The policy lives in the agent's snapshot, so a
+resumed run continues with the text in force; the per-cycle record makes the hook idempotent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..agents.base import AgentContext, MemoryAgent
+from ..agents.registry import AgentSpec
+from ..config import AppConfig
+from ..data.model import Environment, UserEnv
+from ..errors import ConfigError, RunError
+from ..evaluate.metrics import mean_ci
+from ..llm.client import LLMClient
+from ..run.engine import Runner
+from ..run.episode import load_json
+from ..run.layout import RunDir
+from ..run.progress import RunProgress
+from ..seeding import derive_seed
+from ..storage import atomic_write_json
+from .evolver import Evolver, Proposal
+from .feedback import FeedbackBuilder, revealed_facts
+from .policy import PolicyHolder, PolicyLimits, policy_problem
+from .recall import RecallJudge, memory_recall
+
+
+def evolution_record_path(rundir: RunDir, user_id: str, period: int) -> Path:
+    """Where the record of one user's cycle (period) is kept."""
+    return rundir.user(user_id) / "evolution" / f"period_{period:02d}.json"
+
+
+def evolution_path(rundir: RunDir) -> Path:
+    """``RUNDIR/evolution.json``: every user's cycles, assembled at the end of an invocation."""
+    return rundir.root / "evolution.json"
+
+
+def decide(proposal: Proposal | None, current: str, limits: PolicyLimits,
+           feedback: str | None = None) -> tuple[str, str | None]:
+    """(status, reason) of a proposal: ``accepted``, ``rejected`` (with why) or ``not_evolved``."""
+    if proposal is None:
+        return "not_evolved", None
+    if proposal.policy is None:
+        return "rejected", proposal.problem or "no proposal"
+    problem = policy_problem(proposal.policy, limits, feedback)
+    if problem is not None:
+        return "rejected", problem
+    if proposal.policy.strip() == current.strip():
+        return "unchanged", "the evolver kept the policy as it was"
+    return "accepted", None
+
+
+class EvolutionHook:
+    """The period hook that runs one evolution cycle per (user, period).
+
+    Args:
+        rundir: the run directory.
+        feedback: builds the evolver's input (None from it means no evolver call).
+        evolver: proposes new policies.
+        judge: decides memory recall; None skips recall.
+        limits: what an accepted policy may be.
+        seed: the run seed (cycle seeds derive from it, the user and the period).
+    """
+
+    def __init__(self, rundir: RunDir, feedback: FeedbackBuilder, evolver: Evolver | None,
+                 judge: RecallJudge | None, limits: PolicyLimits, seed: int) -> None:
+        self.rundir = rundir
+        self.feedback = feedback
+        self.evolver = evolver
+        self.judge = judge
+        self.limits = limits
+        self.seed = seed
+
+    def _version_before(self, user: UserEnv, period: int) -> int:
+        if period == 0:
+            return 0
+        path = evolution_record_path(self.rundir, user.id, period - 1)
+        return int(load_json(path)["next_policy_version"]) if path.exists() else 0
+
+    async def __call__(self, user: UserEnv, agent: MemoryAgent, period: int, evaluation: dict[str, Any] | None) -> None:
+        """Run (or, when already recorded, re-apply) the cycle of ``period``."""
+        if not isinstance(agent, PolicyHolder):
+            raise ConfigError(f"agent {type(agent).__name__} has no evolvable 'policy'; use an awi agent")
+        path = evolution_record_path(self.rundir, user.id, period)
+        if path.exists():
+            agent.policy = str(load_json(path)["next_policy"])
+            return
+        if evaluation is None:
+            raise RunError(f"user {user.id}: period {period} has no evaluation, which self-evolution needs; "
+                           "re-run to retry")
+        policy, memory = agent.policy, agent.memory_view()
+        seed = derive_seed(self.seed, user.id, "evolve", period)
+        # After the last period nothing would run with a new policy, so no evolver call is made.
+        last = period == len(user.periods) - 1
+        feedback = None if last or self.evolver is None else self.feedback.build(user, period, evaluation, memory)
+        facts = revealed_facts(user, period)
+        recall_call = memory_recall(self.judge, facts, memory, seed=seed) if self.judge else None
+        evolve_call = self.evolver.propose(policy, feedback, seed=seed) if feedback and self.evolver else None
+        recall, proposal = await asyncio.gather(_maybe(recall_call), _maybe(evolve_call))
+        status, reason = decide(proposal, policy, self.limits, feedback)
+        version = self._version_before(user, period)
+        new_policy = proposal.policy.strip() if status == "accepted" and proposal and proposal.policy else policy
+        atomic_write_json(path, {
+            "user": user.id, "period": period, "feedback_kind": self.feedback.kind,
+            "policy_version": version, "policy": policy, "feedback": feedback,
+            "proposal": proposal.to_dict() if proposal else None,
+            "changes": proposal.changes if proposal else [], "status": status, "reason": reason,
+            "accepted": status == "accepted",
+            "next_policy_version": version + 1 if status == "accepted" else version, "next_policy": new_policy,
+            "memory": memory, "recall": recall.to_dict() if recall else None,
+        })
+        agent.policy = new_policy
+
+
+async def _maybe(call: Any) -> Any:
+    return await call if call is not None else None
+
+
+def evolving_spec(spec: AgentSpec, kind: str, settings: dict[str, Any]) -> AgentSpec:
+    """The agent renamed ``<name>+evolve(<kind>)``, with the evolution settings in its recorded options.
+
+    The options are part of the run's protocol, so a run directory never mixes feedback kinds.
+    """
+    return AgentSpec(f"{spec.name}+evolve({kind})", spec.factory,
+                     {**spec.options, "evolve": {"feedback": kind, **settings}}, spec.llm_overrides)
+
+
+def collect_evolution(env: Environment, rundir: RunDir) -> dict[str, Any]:
+    """Every recorded cycle per user, in period order."""
+    users: dict[str, list[dict[str, Any]]] = {}
+    for user in env.users:
+        cycles = [load_json(p) for period in range(len(user.periods))
+                  if (p := evolution_record_path(rundir, user.id, period)).exists()]
+        if cycles:
+            users[user.id] = cycles
+    return {"users": users}
+
+
+def add_recall(metrics: dict[str, Any], evolution: dict[str, Any], num_periods: int) -> None:
+    """Put memory recall next to the other numbers: per (user, period), per period, and overall."""
+    by_period: dict[int, list[float]] = {p: [] for p in range(num_periods)}
+    per_user_means: list[float] = []
+    accepted = rejected = 0
+    for uid, cycles in evolution["users"].items():
+        values = []
+        for c in cycles:
+            accepted += c["status"] == "accepted"
+            rejected += c["status"] == "rejected"
+            value = (c.get("recall") or {}).get("recall")
+            cell = metrics.get("per_user", {}).get(uid, {}).get(str(c["period"]))
+            if cell is not None:
+                cell["memory_recall"] = value
+            if value is not None:
+                by_period[c["period"]].append(value)
+                values.append(value)
+        if values:
+            per_user_means.append(sum(values) / len(values))
+    for row in metrics.get("per_period", []):
+        row["memory_recall"] = mean_ci(by_period.get(row["period"], []))
+    metrics["overall"]["memory_recall"] = mean_ci(per_user_means)
+    metrics["evolution"] = {"accepted": accepted, "rejected": rejected}
+
+
+@dataclass
+class EvolutionOutcome:
+    """What an evolution run produced."""
+
+    metrics: dict[str, Any]
+    evolution: dict[str, Any]
+    failures: list[dict[str, Any]]
+    seconds: float
+
+
+async def evolve_loop(
+    env: Environment,
+    spec: AgentSpec,
+    rundir: Path,
+    cfg: AppConfig,
+    llm: LLMClient,
+    *,
+    feedback: FeedbackBuilder,
+    evolver: Evolver | None,
+    judge: RecallJudge | None,
+    limits: PolicyLimits | None = None,
+    settings: dict[str, Any] | None = None,
+    env_path: Path | None = None,
+    progress: RunProgress | None = None,
+    user_ids: list[str] | None = None,
+) -> EvolutionOutcome:
+    """Run (or resume) a self-evolution experiment into ``rundir``.
+
+    Args:
+        env: the environment.
+        spec: the agent; its agents must satisfy :class:`PolicyHolder`.
+        rundir: the run directory (re-running resumes).
+        cfg: the run configuration.
+        llm: the client.
+        feedback: what the evolver is told after each period.
+        evolver: proposes policies (ignored when ``feedback`` returns None, as the ``none`` kind does).
+        judge: memory recall judge, or None to skip recall.
+        limits: acceptance limits of evolved policies.
+        settings: extra JSON-ready settings pinned in the run's protocol (e.g. the evolver's role).
+        env_path: where the environment came from (recorded in the manifest).
+        progress: optional progress display.
+        user_ids: run only these users.
+
+    Raises:
+        ConfigError: when the agent has no evolvable policy.
+    """
+    limits = limits or PolicyLimits()
+    probe = spec.build(llm, AgentContext(user_id="policy-check", state_schema=dict(env.users[0].state_schema)))
+    if not isinstance(probe, PolicyHolder):
+        raise ConfigError(f"agent {spec.name!r} has no evolvable memory policy; self-evolution needs an awi agent")
+    problem = policy_problem(probe.policy, limits)
+    if problem is not None:
+        raise ConfigError(f"agent {spec.name!r}: its starting policy is not acceptable: {problem}")
+    start = time.perf_counter()
+    rd = RunDir(rundir)
+    hook = EvolutionHook(rd, feedback, evolver, judge, limits, cfg.run.seed)
+    named = evolving_spec(spec, feedback.kind, {"max_policy_chars": limits.max_chars, **(settings or {})})
+    outcome = await Runner(env, named, rundir, cfg, llm, env_path=env_path, progress=progress,
+                           after_period=hook).run(user_ids)
+    evolution = {"agent": named.name, "feedback": feedback.kind, **collect_evolution(env, rd)}
+    atomic_write_json(evolution_path(rd), evolution)
+    metrics = outcome.metrics
+    add_recall(metrics, evolution, env.num_periods)
+    atomic_write_json(rd.metrics, metrics)
+    return EvolutionOutcome(metrics, evolution, outcome.failures, time.perf_counter() - start)
