@@ -112,6 +112,8 @@ def run(
     ray_address: Annotated[str | None, typer.Option("--ray-address", help="Ray cluster to join (auto, HOST:6379); "
                                                     "default: start a local one.")] = None,
     models: Annotated[Path | None, typer.Option("--models", help="YAML map of role -> endpoint settings.")] = None,
+    resimulate_leaks: Annotated[bool, typer.Option("--resimulate-leaks", help="Redraw a simulator turn that names "
+                                                   "a state value its session did not expose (bounded).")] = False,
 ) -> None:
     """Run an agent on an environment (on-policy), evaluate every period, and write metrics."""
     from .run.driver import run_command
@@ -120,6 +122,8 @@ def run(
     cfg = app_config(config if config or env else "tiny", set_)
     if serial:
         cfg.run.serial = True
+    if resimulate_leaks:
+        cfg.run.resimulate_leaks = True
     if trials == 1:
         raise typer.Exit(run_command(cfg, env, agent, out_dir, off_policy=off_policy, console=out,
                                      executor=executor, ray_address=ray_address, models=models))

@@ -17,10 +17,22 @@ err = Console(stderr=True)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+#: Longest error line printed; a message quoting a huge input value is cut rather than flooding the terminal.
+MAX_ERROR_CHARS = 1000
+
 ConfigOpt = Annotated[str | None, typer.Option("--config", "-c", help="Preset (tiny, small, v1.base, v1.extra, "
                                                 "large) or a YAML/JSON config file.")]
 SetOpt = Annotated[list[str] | None, typer.Option("--set", help="Override any config field: KEY.PATH=VALUE "
                                                  "(e.g. llm.default.max_concurrency=4). Repeatable.")]
+
+
+def one_line(message: str, limit: int = MAX_ERROR_CHARS) -> str:
+    """``message`` as a single line: control characters escaped, whitespace runs collapsed, length capped."""
+    text = " ".join(message.split())
+    text = "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
+    if len(text) > limit:
+        text = f"{text[:limit]}... ({len(text) - limit} more characters)"
+    return text
 
 
 def handled(fn: F) -> F:
@@ -31,7 +43,8 @@ def handled(fn: F) -> F:
         try:
             return fn(*args, **kwargs)
         except AMemGymError as exc:
-            err.print(f"error: {exc}", highlight=False, markup=False)
+            # soft_wrap: a long message stays one line instead of being wrapped at the terminal width.
+            err.print(f"error: {one_line(str(exc))}", highlight=False, markup=False, soft_wrap=True)
             raise typer.Exit(exc.exit_code) from None
         except KeyboardInterrupt:
             err.print("interrupted; re-run the same command to resume", highlight=False)

@@ -115,8 +115,14 @@ class LLMConfig(_Strict):
     @field_validator("roles")
     @classmethod
     def _check_roles(cls, v: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-        for override in v.values():
-            EndpointConfig(**override)  # fail early, naming the bad field
+        for role, override in v.items():
+            try:
+                EndpointConfig(**override)  # fail early, naming the bad field
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                msg = "unknown field" if first["type"] == "extra_forbidden" else first["msg"]
+                # A plain ValueError: the outer error then names roles.<role>.<field> in one line.
+                raise ValueError(f"{role}.{'.'.join(str(p) for p in first['loc'])}: {msg}") from None
         return v
 
     def endpoint(self, role: Role) -> EndpointConfig:
@@ -138,6 +144,10 @@ class RunSettings(_Strict):
     reply_max_tokens: int = Field(256, ge=8)
     simulator_max_tokens: int = Field(160, ge=8)
     simulator_history_turns: int = Field(6, ge=0, description="Recent messages the simulator sees.")
+    resimulate_leaks: bool = Field(
+        False, description="Redraw a simulator turn that names an unexposed schema value before the agent sees it."
+    )
+    resimulate_attempts: int = Field(2, ge=0, description="Redraws of a leaking simulator turn (resimulate_leaks).")
     context_window: int = Field(
         16384, ge=512, description="Agent context budget in tokens; older turns are dropped beyond it."
     )
@@ -158,15 +168,27 @@ def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def yaml_problem(exc: yaml.YAMLError) -> str:
+    """A YAML error as one line (PyYAML's own message spans several, with a source excerpt)."""
+    mark = getattr(exc, "problem_mark", None)
+    where = f" at line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    return f"{where}: {problem}"
+
+
 def _read_file(path: Path) -> dict[str, Any]:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read config: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path.name}: not UTF-8 text (byte {exc.start})") from None
     try:
         data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        raise ConfigError(f"{path.name}: not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path.name}: not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path.name}: not valid YAML{yaml_problem(exc)}") from None
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -194,7 +216,7 @@ def _parse_set(item: str) -> dict[str, Any]:
 def _format_validation(name: str, exc: ValidationError) -> str:
     err = exc.errors()[0]
     loc = ".".join(str(p) for p in err["loc"])
-    msg = "unknown field" if err["type"] == "extra_forbidden" else err["msg"]
+    msg = "unknown field" if err["type"] == "extra_forbidden" else str(err["msg"]).removeprefix("Value error, ")
     more = f" (and {len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
     return f"{name}: {loc}: {msg}{more}"
 
@@ -226,7 +248,8 @@ def load_config(preset_or_file: str | None = None, sets: list[str] | None = None
                 base = dict(PRESETS.get(str(raw.get("name")), {}))
                 base.update({k: v for k, v in raw.items() if k in env_fields})
                 raw = {"env": base}
-            elif isinstance(raw.get("env"), dict) and raw["env"].get("name") in PRESETS:
+            elif isinstance(raw.get("env"), dict) and isinstance(raw["env"].get("name"), str) \
+                    and raw["env"]["name"] in PRESETS:
                 preset = raw["env"]["name"]
                 raw["env"] = _deep_merge(PRESETS[preset], raw["env"])
                 raw["run"] = _deep_merge(PRESET_RUN.get(preset, {}), raw.get("run") or {})

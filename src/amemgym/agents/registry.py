@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import ValidationError
 
+from ..config import EndpointConfig, yaml_problem
 from ..errors import ConfigError
 from ..llm.client import LLMClient
 from .base import AgentContext, AgentFactory, MemoryAgent
@@ -55,23 +57,37 @@ def known_agents() -> list[str]:
     return [h for _, _, h in _BUILDERS]
 
 
-def _from_name(name: str, options: dict[str, Any]) -> AgentFactory:
+def _lookup(name: str) -> Callable[[dict[str, Any]], AgentFactory]:
+    """What ``name`` refers to, as a function of the options (raises ConfigError for a bad name only)."""
     _load_builtins()
     for pattern, builder, _ in _BUILDERS:
         m = pattern.match(name)
         if m:
-            return builder(**{k: v for k, v in m.groupdict().items() if v is not None}, **options)
+            groups = {k: v for k, v in m.groupdict().items() if v is not None}
+            return lambda options: builder(**groups, **options)
     if ":" in name:
         module_name, _, attr = name.partition(":")
         try:
             module = importlib.import_module(module_name)
-        except ImportError as exc:
+        except (ImportError, ValueError, TypeError) as exc:  # empty or relative module names raise the latter two
             raise ConfigError(f"agent {name!r}: cannot import module {module_name!r}: {exc}") from None
         factory = getattr(module, attr, None)
         if factory is None or not callable(factory):
             raise ConfigError(f"agent {name!r}: module {module_name!r} has no callable {attr!r}")
-        return factory  # type: ignore[no-any-return]
+        return lambda options: factory  # type: ignore[no-any-return]
     raise ConfigError(f"unknown agent {name!r}; known: {'; '.join(known_agents())}; or module:factory, or a file")
+
+
+def _from_name(name: str, options: dict[str, Any]) -> AgentFactory:
+    return _lookup(name)(options)
+
+
+def _first_problem(exc: Exception) -> str:
+    if not isinstance(exc, ValidationError):
+        return str(exc)  # a non-string key in the mapping
+    first = exc.errors()[0]
+    msg = "unknown field" if first["type"] == "extra_forbidden" else first["msg"]
+    return f"{'.'.join(str(p) for p in first['loc'])}: {msg}"
 
 
 def resolve_agent(spec: str) -> AgentSpec:
@@ -90,8 +106,10 @@ def resolve_agent(spec: str) -> AgentSpec:
         try:
             text = path.read_text(encoding="utf-8")
             data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
-        except (OSError, json.JSONDecodeError, yaml.YAMLError) as exc:
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise ConfigError(f"{path.name}: cannot parse agent config: {exc}") from None
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{path.name}: cannot parse agent config: not valid YAML{yaml_problem(exc)}") from None
         if not isinstance(data, dict) or not isinstance(data.get("type"), str):
             raise ConfigError(f"{path.name}: type: required field is missing (an agent name such as 'awe-2-4-30')")
         unknown = set(data) - {"type", "name", "options", "llm"}
@@ -99,11 +117,22 @@ def resolve_agent(spec: str) -> AgentSpec:
             raise ConfigError(f"{path.name}: {sorted(unknown)[0]}: unknown field")
         options = data.get("options") or {}
         llm = data.get("llm") or {}
-        if not isinstance(options, dict) or not isinstance(llm, dict):
-            raise ConfigError(f"{path.name}: options and llm must be mappings")
+        for key, value in (("options", options), ("llm", llm)):
+            if not isinstance(value, dict):
+                raise ConfigError(f"{path.name}: {key}: expected a mapping, got {type(value).__name__}")
+        if not isinstance(data.get("name"), str | None):
+            raise ConfigError(f"{path.name}: name: expected a string, got {type(data['name']).__name__}")
         try:
-            factory = _from_name(data["type"], options)
-        except TypeError as exc:
+            EndpointConfig(**llm)
+        except (TypeError, ValidationError) as exc:
+            raise ConfigError(f"{path.name}: llm: {_first_problem(exc)}") from None
+        try:
+            make = _lookup(data["type"])
+        except ConfigError as exc:
+            raise ConfigError(f"{path.name}: type: {exc}") from None
+        try:
+            factory = make(options)
+        except (TypeError, ConfigError) as exc:
             raise ConfigError(f"{path.name}: options: {exc}") from None
         return AgentSpec(str(data.get("name") or data["type"]), factory, options, llm)
     try:

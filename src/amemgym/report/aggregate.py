@@ -10,6 +10,8 @@ from typing import Any
 CURVES: tuple[tuple[str, str], ...] = (
     ("overall", "Overall"), ("upper_bound", "Upper bound"), ("random", "Random"), ("memory_score", "Memory score"),
 )
+#: The extra curve of self-evolution runs (memory factual recall per period), drawn after the four.
+RECALL_CURVE: tuple[str, str] = ("memory_recall", "Memory recall")
 #: The three failure kinds of the diagnosis.
 FAILURES: tuple[str, ...] = ("write", "read", "utilization")
 
@@ -79,6 +81,7 @@ class Summary:
     complete: bool
     wall_seconds: float | None
     usage: tuple[RoleUsage, ...] = field(default_factory=tuple)
+    memory_recall: Stat = Stat(None)
 
     @property
     def total_tokens(self) -> int:
@@ -114,11 +117,12 @@ def summarize(label: str, agent: str, metrics: dict[str, Any]) -> Summary:
         write=_num(rates.get("write")), read=_num(rates.get("read")), utilization=_num(rates.get("utilization")),
         users=int(ov.get("users") or 0), complete=bool(metrics.get("complete")),
         wall_seconds=_num(metrics.get("wall_seconds_last_invocation")), usage=usage_rows(metrics),
+        memory_recall=Stat.of(ov.get("memory_recall")),
     )
 
 
 def period_series(metrics: dict[str, Any], name: str) -> list[Stat]:
-    """One curve (``overall``, ``upper_bound``, ``random`` or ``memory_score``) over periods."""
+    """One curve (``overall``, ``upper_bound``, ``random``, ``memory_score`` or ``memory_recall``) over periods."""
     rows = sorted(metrics.get("per_period") or [], key=lambda r: int(r.get("period", 0)))
     return [Stat.of(r.get(name)) for r in rows]
 

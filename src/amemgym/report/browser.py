@@ -1,5 +1,8 @@
 """The trace browser's data: per run, user and period, the conversation, true state, memory and questions.
 
+Self-evolution runs add the period's policy cycle (the policy in force, the evolver's verdict and the next
+policy); runs with the simulator's leak guard add per session how many draws it redid.
+
 Everything here is plain JSON-ready data; the page renders it with ``textContent`` only, because most of
 it (replies, memories, probe answers, even generated environment text) is untrusted model output.
 """
@@ -10,6 +13,7 @@ import json
 from typing import Any
 
 from ..data.model import Environment, UserEnv
+from .extras import read_evolution
 from .load import RunRecord, eval_records, session_records
 
 
@@ -45,7 +49,7 @@ def _question(q: dict[str, Any], user: UserEnv | None, period: int) -> dict[str,
 
 
 def _period(run: RunRecord, uid: str, p: int, user: UserEnv | None, sessions: dict[tuple[int, int], Any],
-            evals: dict[int, dict[str, Any]]) -> dict[str, Any]:
+            evals: dict[int, dict[str, Any]], evolution: dict[int, dict[str, Any]]) -> dict[str, Any]:
     env_period = user.periods[p] if user is not None and p < len(user.periods) else None
     recs = sorted((s, rec) for (pp, s), rec in sessions.items() if pp == p)
     ev = evals.get(p)
@@ -57,7 +61,8 @@ def _period(run: RunRecord, uid: str, p: int, user: UserEnv | None, sessions: di
         "state": dict(env_period.state) if env_period else None,
         "updates": {k: {"old": u.old, "new": u.new} for k, u in env_period.updates.items()} if env_period else None,
         "sessions": [
-            {"session": s, "time": rec.get("time"),
+            {"session": s, "time": rec.get("time"), "resimulated": rec.get("resimulated"),
+             "unresolved_leaks": rec.get("unresolved_leaks"),
              "messages": [{"role": str(m.get("role")), "content": str(m.get("content"))}
                           for m in rec.get("messages") or [] if isinstance(m, dict)]}
             for s, rec in recs
@@ -66,6 +71,7 @@ def _period(run: RunRecord, uid: str, p: int, user: UserEnv | None, sessions: di
         "memory": _memory_text(ev.get("memory")) if ev else None,
         "questions": [_question(q, user, p) for q in ev.get("questions", [])] if ev else [],
         "cell": cell,
+        "evolution": evolution.get(p),
     }
 
 
@@ -77,7 +83,8 @@ def browser_run(run: RunRecord, env: Environment | None, env_note: str | None) -
         user = by_id.get(uid)
         sessions = session_records(run, uid)
         evals = eval_records(run, uid)
-        users.append({"id": uid, "periods": [_period(run, uid, p, user, sessions, evals)
+        evolution = read_evolution(run, uid)
+        users.append({"id": uid, "periods": [_period(run, uid, p, user, sessions, evals, evolution)
                                              for p in range(run.num_periods)]})
     return {"label": run.label, "agent": run.agent, "env_note": env_note, "users": users}
 

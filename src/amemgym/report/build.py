@@ -6,14 +6,27 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .aggregate import CURVES, failure_series, period_series, question_period_grid, summarize, user_period_grid
+from .aggregate import (
+    CURVES,
+    RECALL_CURVE,
+    failure_series,
+    period_series,
+    question_period_grid,
+    summarize,
+    user_period_grid,
+)
 from .browser import browser_run
+from .extras import has_recall, leak_guard, read_sim_audit
 from .figures import curves_figure, diagnosis_figure, encode, heatmap_figure
-from .html import FigureImage, render_report
-from .load import RunRecord, eval_records, load_run_environment, load_runs
+from .html import FigureImage, SimulatorRow, render_report
+from .load import RunRecord, eval_records, load_run_environment, load_runs, session_records
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
+
+
+RECALL_NOTE = (" Memory recall: share of the facts revealed in a period that the judge finds in the agent's"
+               " memory (self-evolution runs).")
 
 
 @dataclass
@@ -30,9 +43,11 @@ def _safe(label: str) -> str:
 
 
 def run_figures(runs: list[RunRecord]) -> dict[str, Figure]:
-    """Curves, diagnosis bars and per-run heat maps of several runs."""
+    """Curves (with a memory-recall panel when a run carries recall), diagnosis bars and per-run heat maps."""
+    panels = CURVES + ((RECALL_CURVE,) if any(has_recall(r.metrics) for r in runs) else ())
     figures: dict[str, Figure] = {
-        "curves": curves_figure({r.label: {n: period_series(r.metrics, n) for n, _ in CURVES} for r in runs}),
+        "curves": curves_figure({r.label: {n: period_series(r.metrics, n) for n, _ in panels} for r in runs},
+                                panels),
         "diagnosis": diagnosis_figure({r.label: failure_series(r.metrics) for r in runs}),
     }
     for r in runs:
@@ -59,7 +74,9 @@ def build_report(roots: list[Path], *, env_override: Path | None = None, title: 
     if len(hashes) > 1:
         notes.append("These runs were made on different environments; their numbers are not comparable.")
     browser: list[dict[str, Any]] = []
-    for r in runs:
+    simulator: list[SimulatorRow] = []
+    summaries = [summarize(r.label, r.agent, r.metrics) for r in runs]
+    for r, summary in zip(runs, summaries, strict=True):
         env, why = load_run_environment(r, env_override)
         if why:
             notes.append(f"{r.label}: true states not shown ({why}).")
@@ -67,19 +84,26 @@ def build_report(roots: list[Path], *, env_override: Path | None = None, title: 
             missing = len(r.metrics.get("missing") or [])
             notes.append(f"{r.label}: incomplete run ({missing} user-period cells not evaluated).")
         browser.append(browser_run(r, env, why))
+        audit, problem = read_sim_audit(r)
+        if problem:
+            notes.append(f"{r.label}: simulator audit not shown ({problem}).")
+        guard = leak_guard(rec for u in r.users for rec in session_records(r, u).values())
+        simulator.append((summary, audit, guard))
     figures = run_figures(runs)
     heat = [(r.label, [FigureImage(f"{kind} heat map of {r.label}", encode(figures[f"heat_{kind}_{_safe(r.label)}"],
                                                                            "svg"))
                        for kind in ("memory", "questions")]) for r in runs]
     html = render_report(
         title=title,
-        summaries=[summarize(r.label, r.agent, r.metrics) for r in runs],
+        summaries=summaries,
         notes=notes,
         curves=FigureImage("per-period curves", encode(figures["curves"], "svg"),
-                           "Shaded bands: 95 % intervals over users."),
+                           "Shaded bands: 95 % intervals over users."
+                           + (RECALL_NOTE if any(has_recall(r.metrics) for r in runs) else "")),
         diagnosis=FigureImage("failure diagnosis", encode(figures["diagnosis"], "svg"),
                               "Write and read rates per probed variable; utilization per question."),
         heatmaps=heat,
         browser=browser,
+        simulator=simulator,
     )
     return Report(html=html, figures=figures, notes=notes)

@@ -36,16 +36,19 @@ def colour(i: int) -> str:
     return PALETTE[i % len(PALETTE)]
 
 
-def curves_figure(series: Mapping[str, Mapping[str, Sequence[Stat]]]) -> Figure:
+def curves_figure(series: Mapping[str, Mapping[str, Sequence[Stat]]],
+                  panels: Sequence[tuple[str, str]] = CURVES) -> Figure:
     """Per-period curves: one panel per quantity (overall, upper bound, random, memory score), a line per run.
 
     Args:
         series: ``series[run_label][curve_name]`` is the list of per-period stats (see ``aggregate.CURVES``).
             Shaded bands are the 95 % intervals where defined.
+        panels: ``(curve_name, title)`` per panel, in order; self-evolution reports add
+            ``aggregate.RECALL_CURVE``.
     """
-    fig = _figure_class()(figsize=(11, 3.0), layout="constrained")
-    axes = fig.subplots(1, len(CURVES), sharex=True)
-    for ax, (name, title) in zip(axes, CURVES, strict=True):
+    fig = _figure_class()(figsize=(11 * len(panels) / len(CURVES), 3.0), layout="constrained")
+    axes = fig.subplots(1, len(panels), sharex=True, squeeze=False)[0]
+    for ax, (name, title) in zip(axes, panels, strict=True):
         for i, (label, curves) in enumerate(series.items()):
             stats = list(curves.get(name, []))
             xs = [p for p, s in enumerate(stats) if s.mean is not None]

@@ -18,6 +18,10 @@ from typing import Any
 
 from .aggregate import Summary, fmt
 from .browser import embed_json
+from .extras import AUDIT_ORDER, AuditSummary, LeakGuard
+
+#: One run's row of the simulator table: its summary, its audit (if any) and its leak-guard counts (if known).
+SimulatorRow = tuple[Summary, AuditSummary | None, LeakGuard | None]
 
 
 @dataclass(frozen=True)
@@ -38,12 +42,15 @@ def _pct(x: float | None) -> str:
 
 
 def summary_table(summaries: Sequence[Summary]) -> str:
-    """The per-run headline table."""
-    head = ("run", "agent", "memory score [95 % CI]", "overall", "upper bound", "random", "write", "read",
-            "utilization", "users", "tokens", "cost (USD)", "wall s (last)", "complete")
+    """The per-run headline table; a memory-recall column appears when some run carries recall."""
+    recall = any(s.memory_recall.mean is not None for s in summaries)
+    head = ("run", "agent", "memory score [95 % CI]", *(("memory recall",) if recall else ()), "overall",
+            "upper bound", "random", "write", "read", "utilization", "users", "tokens", "cost (USD)",
+            "wall s (last)", "complete")
     rows = []
     for s in summaries:
-        cells = (s.label, s.agent, s.memory_score.text(), s.overall.text(), s.upper_bound.text(), s.random.text(),
+        cells = (s.label, s.agent, s.memory_score.text(), *((s.memory_recall.text(),) if recall else ()),
+                 s.overall.text(), s.upper_bound.text(), s.random.text(),
                  _pct(s.write), _pct(s.read), _pct(s.utilization), str(s.users), f"{s.total_tokens:,}",
                  f"{s.total_cost:.4f}", fmt(s.wall_seconds, 1), "yes" if s.complete else "NO")
         rows.append("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in cells) + "</tr>")
@@ -62,6 +69,31 @@ def usage_table(summaries: Sequence[Summary]) -> str:
     if not rows:
         rows.append(f'<tr><td colspan="{len(head)}">no usage recorded</td></tr>')
     return _table(head, rows, "usage")
+
+
+def simulator_table(rows: Sequence[SimulatorRow]) -> str:
+    """Simulator audit rates per check next to each run's memory score, with the leak guard's counts.
+
+    Empty (no table) when no run has an audit or a leak-guard event, so ordinary reports are unchanged.
+    """
+    guarded = any(g is not None and (g.resimulated or g.unresolved) for _, _, g in rows)
+    if not guarded and all(a is None for _, a, _ in rows):
+        return ""
+    seen = {c for _, a, _ in rows if a is not None for c, _ in a.rates}
+    checks = [c for c in AUDIT_ORDER if c in seen] + sorted(seen - set(AUDIT_ORDER))
+    head = ("run", "memory score", "turns audited", *(c.replace("_", " ") for c in checks), "judge failures",
+            "resimulated draws", "unresolved leaks")
+    body = []
+    for s, audit, guard in rows:
+        rates = dict(audit.rates) if audit else {}
+        cells = (s.label, s.memory_score.text(), str(audit.turns) if audit else "-",
+                 *(_pct(rates.get(c)) if audit and c in rates else "-" for c in checks),
+                 str(audit.judge_failures) if audit and audit.judged is not None else "-",
+                 str(guard.resimulated) if guard else "-", str(guard.unresolved) if guard else "-")
+        body.append("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in cells) + "</tr>")
+    return ("<h3>User simulator</h3>\n<p class=\"hint\">Share of simulator turns failing each check of "
+            "<code>amemgym audit-sim</code> (- = not audited), and the turns the leak guard of "
+            "<code>run.resimulate_leaks</code> redrew or could not fix.</p>\n" + _table(head, body, "simulator"))
 
 
 def _table(head: Sequence[str], rows: Sequence[str], css_id: str) -> str:
@@ -85,6 +117,7 @@ def render_report(
     diagnosis: FigureImage,
     heatmaps: Sequence[tuple[str, Sequence[FigureImage]]],
     browser: list[dict[str, Any]],
+    simulator: Sequence[SimulatorRow] = (),
 ) -> str:
     """The whole HTML document.
 
@@ -96,6 +129,7 @@ def render_report(
         diagnosis: the failure-rate bars figure.
         heatmaps: per run label, its heat map figures.
         browser: per run, the data of :func:`amemgym.report.browser.browser_run`.
+        simulator: per run, its simulator audit and leak-guard counts (see :func:`simulator_table`).
     """
     script = _asset("viewer.js")
     script_hash = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
@@ -122,6 +156,7 @@ def render_report(
 <p class="hint">Memory score = (overall - random) / (upper bound - random) per user and period;
 intervals are 95 % over users. Failure rates: write and read per probed variable, utilization per question.</p>
 {summary_table(summaries)}
+{simulator_table(simulator)}
 <h3>Usage per role (all invocations)</h3>
 {usage_table(summaries)}
 </section>

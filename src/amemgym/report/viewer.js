@@ -78,6 +78,10 @@
     p.sessions.forEach(function (s) {
       var sess = el("div", "session");
       sess.appendChild(el("div", "session-head", "Session " + s.session + (s.time ? " \u00b7 " + s.time : "")));
+      if (s.resimulated || s.unresolved_leaks) {
+        sess.appendChild(el("div", "guard", "leak guard: " + (s.resimulated || 0) + " simulator turn(s) redrawn" +
+          (s.unresolved_leaks ? ", " + s.unresolved_leaks + " replaced by a neutral follow-up" : "")));
+      }
       s.messages.forEach(function (m) {
         var msg = el("div", "msg " + (m.role === "user" ? "user" : "assistant"));
         msg.appendChild(el("div", "role", m.role));
@@ -86,6 +90,33 @@
       });
       box.appendChild(sess);
     });
+  }
+
+  function renderEvolution(ev, box) {
+    // Self-evolution: the policy this period ran with and what the evolver made of it. Policies and
+    // changes are model text, so they go through textContent like everything else.
+    var sec = el("div", "evolution");
+    sec.appendChild(el("h4", null, "Memory policy (self-evolution)"));
+    var meta = "version " + (ev.policy_version === null || ev.policy_version === undefined ? "?" : ev.policy_version) +
+      " \u00b7 feedback " + (ev.feedback_kind || "?") + " \u00b7 cycle " + (ev.status || "?");
+    if (ev.reason) meta += " (" + ev.reason + ")";
+    if (ev.recall !== null && ev.recall !== undefined) {
+      meta += " \u00b7 memory recall " + num(ev.recall) + " (" + ev.supported + "/" + ev.revealed + " facts)";
+    }
+    sec.appendChild(el("p", "evo-meta", meta));
+    sec.appendChild(el("pre", "policy", ev.policy === null ? "(none)" : ev.policy));
+    if (ev.changes.length) {
+      var list = el("ul", "changes");
+      ev.changes.forEach(function (c) { list.appendChild(el("li", null, c)); });
+      sec.appendChild(list);
+    }
+    if (ev.next_policy !== null && ev.next_policy !== ev.policy) {
+      var next = el("details");
+      next.appendChild(el("summary", null, "policy for the next period (version " + ev.next_policy_version + ")"));
+      next.appendChild(el("pre", "policy next", ev.next_policy));
+      sec.appendChild(next);
+    }
+    box.appendChild(sec);
   }
 
   function renderQuestion(q) {
@@ -145,7 +176,8 @@
       panel.appendChild(el("p", "cell", "overall " + num(p.cell.overall) + " \u00b7 upper bound " +
         num(p.cell.upper_bound) + " \u00b7 random " + num(p.cell.random) + " \u00b7 memory score " +
         num(p.cell.memory_score) + " \u00b7 failures write " + p.cell.write_failures + ", read " +
-        p.cell.read_failures + ", utilization " + p.cell.utilization_failures));
+        p.cell.read_failures + ", utilization " + p.cell.utilization_failures +
+        (p.cell.memory_recall !== undefined ? " \u00b7 memory recall " + num(p.cell.memory_recall) : "")));
     }
     var cols = el("div", "cols");
     var left = el("div", "col");
@@ -154,6 +186,7 @@
     renderState(p, right);
     right.appendChild(el("h4", null, "Agent memory at the snapshot"));
     right.appendChild(el("pre", "memory", p.evaluated ? (p.memory === null ? "(empty)" : p.memory) : "(not evaluated)"));
+    if (p.evolution) renderEvolution(p.evolution, right);
     cols.appendChild(left);
     cols.appendChild(right);
     panel.appendChild(cols);

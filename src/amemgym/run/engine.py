@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from .. import __version__
 from ..agents.registry import AgentSpec
-from ..config import AppConfig
+from ..config import AppConfig, RunSettings
 from ..data.io import dump_environment
 from ..data.model import Environment, UserEnv
 from ..errors import RunError
@@ -100,7 +100,13 @@ class Runner:
             except (OSError, json.JSONDecodeError) as exc:
                 raise RunError(f"{path}: unreadable manifest ({exc}); use a new --out directory") from None
             for key, value in protocol.items():
-                if old.get("protocol", {}).get(key) != value:
+                before = old.get("protocol", {}).get(key)
+                if key == "run" and isinstance(before, dict):
+                    # A setting added in a later version, left at its default, does not change the protocol.
+                    defaults = RunSettings().model_dump()
+                    before = {**{k: v for k, v in value.items() if k not in before and v == defaults.get(k)},
+                              **before}
+                if before != value:
                     raise RunError(
                         f"{self.rundir.root}: holds a run with a different {key.replace('_', ' ')}; "
                         "refusing to mix results (use a new --out directory)"

@@ -16,7 +16,7 @@ from ..data.model import UserEnv
 from ..errors import AMemGymError
 from ..llm.client import LLMClient
 from ..seeding import derive_seed
-from ..simulate import UserSimulator, replay_session, run_session
+from ..simulate import LeakTally, UserSimulator, replay_session, run_session
 from ..storage import append_jsonl, atomic_write_json, read_jsonl
 from .evaluation import evaluate_period, upper_bound_answers
 from .layout import RunDir
@@ -88,8 +88,10 @@ class Episode:
             eval_max_tokens=cfg.run.eval_max_tokens, context_window=cfg.run.context_window,
             state_schema=dict(user.state_schema),
         )
-        self.simulator = UserSimulator(llm, history_messages=cfg.run.simulator_history_turns,
-                                       max_tokens=cfg.run.simulator_max_tokens)
+        self.simulator = UserSimulator(
+            llm, history_messages=cfg.run.simulator_history_turns, max_tokens=cfg.run.simulator_max_tokens,
+            resimulate_attempts=cfg.run.resimulate_attempts if cfg.run.resimulate_leaks else 0,
+        )
         self._ub: asyncio.Task[dict[str, Any]] | None = None
         self._writes: asyncio.Task[None] | None = None
 
@@ -182,6 +184,7 @@ class Episode:
                 rounds = rounds_for(user, self.cfg, p)
                 for s in range(start_s if p == start_p else 0, len(period.sessions)):
                     session = period.sessions[s]
+                    leaks = LeakTally()
                     if self.off_policy is not None:
                         if (p, s) not in recorded:
                             raise AMemGymError(f"off-policy run has no recorded session {s} of period {p}")
@@ -189,10 +192,11 @@ class Episode:
                         await replay_session(agent, session, messages)
                     else:
                         messages = await run_session(agent, self.simulator, user, session, rounds,
-                                                     seed=derive_seed(self.seed, p, s))
+                                                     seed=derive_seed(self.seed, p, s), tally=leaks)
                     # Commit order: the session record first, then the checkpoint that points past it; both
                     # are queued (see _persist) so their fsyncs stay off the conversation's critical path.
-                    record = {"period": p, "session": s, "time": session.session_time, "messages": messages}
+                    record = {"period": p, "session": s, "time": session.session_time, "messages": messages,
+                              **leaks.record_fields()}
                     self._persist(append_jsonl, rd.sessions(user.id), [record])
                     snap = await agent.snapshot()
                     self._persist(partial(atomic_write_json, compact=True), rd.state(user.id),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..agents.base import MemoryAgent
 from ..data.model import Session, UserEnv
 from ..llm.types import ChatMessage
-from .simulator import UserSimulator
+from .simulator import LeakTally, UserSimulator
 
 
 def opening_message(session: Session) -> str:
@@ -20,15 +20,21 @@ async def run_session(
     session: Session,
     rounds: int,
     seed: int,
+    *,
+    tally: LeakTally | None = None,
 ) -> list[ChatMessage]:
-    """Play one session for ``rounds`` user+assistant rounds and return its messages."""
+    """Play one session for ``rounds`` user+assistant rounds and return its messages.
+
+    ``tally`` receives the simulator's leak-guard counts for this session (see :class:`UserSimulator`).
+    """
     opening = opening_message(session)
     messages: list[ChatMessage] = []
     user_text = opening
     for r in range(rounds):
         if r > 0:
             user_text = await simulator.next_turn(user, session.session_time.split(" ")[0], session.query,
-                                                  messages, seed=seed * 100 + r)
+                                                  messages, seed=seed * 100 + r,
+                                                  exposed=session.exposed_states, tally=tally)
         reply = await agent.reply(user_text, time=session.session_time)
         messages += [{"role": "user", "content": user_text}, {"role": "assistant", "content": reply}]
     return messages

@@ -103,8 +103,11 @@ class PolicyEpisode:
         self.options = options
         # The same per-user seed as the runner's episode, so simulator calls and fallbacks match.
         self.seed = derive_seed(cfg.run.seed, user.id)
-        self.simulator = UserSimulator(llm, history_messages=cfg.run.simulator_history_turns,
-                                       max_tokens=cfg.run.simulator_max_tokens)
+        # Built exactly as the runner builds it, so a policy meets the same user turns in both.
+        self.simulator = UserSimulator(
+            llm, history_messages=cfg.run.simulator_history_turns, max_tokens=cfg.run.simulator_max_tokens,
+            resimulate_attempts=cfg.run.resimulate_attempts if cfg.run.resimulate_leaks else 0,
+        )
         self.outcomes: list[QuestionOutcome] = []
         self.failures: list[dict[str, Any]] = []
         self._ub_task: asyncio.Task[dict[str, Any]] | None = None

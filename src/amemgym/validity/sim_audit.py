@@ -2,7 +2,7 @@
 
 Every user message after the opening one (round >= 1) is checked for:
 
-- ``reveals_value`` (lexical): a schema value's name, or its words with the underscores as spaces,
+- ``reveals_value`` (lexical, :func:`amemgym.simulate.leaks.leaked_values`): a schema value's name, or its words,
   appears in the turn while the session's opening did not expose that value;
 - ``ends_conversation`` (lexical): a goodbye or "that's all" phrase;
 - ``empty`` and ``copies_opening``: a blank turn, or one that repeats the opening utterance;
@@ -28,6 +28,7 @@ from ..llm.client import LLMClient
 from ..prompts import render
 from ..run.episode import load_json, recorded_sessions
 from ..run.layout import RunDir
+from ..simulate.leaks import leaked_values
 from ..storage import atomic_write_json
 from .strategies import jaccard, words
 
@@ -72,12 +73,6 @@ class TurnAudit:
     judge_error: str | None = None
 
 
-def value_pattern(value: str) -> re.Pattern[str]:
-    """Matches a schema value as written (``hot_plate_only``) or as words (``hot plate only``, ``hot-plate``)."""
-    parts = [re.escape(p) for p in re.split(r"[_\s-]+", value.strip()) if p]
-    return re.compile(r"(?<![A-Za-z0-9])" + r"[\s_-]+".join(parts) + r"(?![A-Za-z0-9])", re.IGNORECASE)
-
-
 def unexposed(session: Session, variable: str, value: str) -> bool:
     """Whether stating ``variable=value`` would tell the agent more than the session's opening did."""
     return session.exposed_states.get(variable) != value
@@ -85,13 +80,7 @@ def unexposed(session: Session, variable: str, value: str) -> bool:
 
 def lexical_reveals(user: UserEnv, session: Session, text: str) -> list[str]:
     """``variable=value`` for every schema value named in ``text`` that the opening did not expose."""
-    return [f"{var}={val}" for var, values in user.state_schema.items() for val in values
-            if _distinctive(val) and unexposed(session, var, val) and value_pattern(val).search(text)]
-
-
-def _distinctive(value: str) -> bool:
-    # A short one-word value ("low", "none") occurs in ordinary talk, so it would mostly raise false alarms.
-    return bool(re.search(r"[_\s-]", value.strip())) or len(value.strip()) >= 5
+    return [f"{var}={val}" for var, val in leaked_values(text, user.state_schema, session.exposed_states)]
 
 
 def lexical_flags(user: UserEnv, session: Session, text: str) -> tuple[list[str], list[str]]:

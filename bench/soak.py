@@ -1,0 +1,153 @@
+"""Fault + kill soak: many CLI runs against a faulty endpoint, each SIGKILLed and resumed, must match a clean run.
+
+    PYTHONPATH=src python bench/soak.py --runs 10
+
+Every run is ``python -m amemgym run`` on the bundled tiny environment with its own run directory and
+response cache, against one fake OpenAI-compatible endpoint (in this process) that injects a fault into
+``--fault-rate`` of the chat requests (every kind: 429 with and without Retry-After, 5xx, connection resets,
+timeouts, truncated and malformed bodies, empty choices). Each run is killed with SIGKILL at 1-3 random
+moments and re-run until it exits 0. At the end every run's metrics must equal those of a fault-free
+reference run, every JSON file and JSONL line must parse, and no conversation turn may appear twice in a
+trace. Prints the counts; exits 1 on any mismatch or damaged file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from tempfile import TemporaryDirectory
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "src"))
+
+from amemgym.testing.fake_endpoint import FakeEndpoint  # noqa: E402
+
+#: A client timeout below the endpoint's held "timeout" fault, and enough retries that a 20 % rate never
+#: exhausts them (0.2 ** 9 per call).
+#: No model name: each process then lists the endpoint's models first, which marks the start of its work.
+SETTINGS = ["--set", "llm.default.timeout_s=1.0", "--set", "llm.default.max_retries=8"]
+SCORE_KEYS = ("overall", "per_period", "per_user", "complete", "missing", "answers")
+
+
+def start(ep: FakeEndpoint, rundir: Path, cache: Path) -> subprocess.Popen[bytes]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AMEMGYM_"))}
+    env.update(PYTHONPATH=str(ROOT / "src"), OPENAI_BASE_URL=ep.base_url, OPENAI_API_KEY="soak-key",
+               AMEMGYM_CACHE_DIR=str(cache))
+    cmd = [sys.executable, "-m", "amemgym", "run", "--out", str(rundir), *SETTINGS]
+    return subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def wait_for_work(ep: FakeEndpoint, proc: subprocess.Popen[bytes], before: int) -> None:
+    """Block until the process has reached the endpoint (start-up takes a variable second or so)."""
+    while ep.model_calls == before and proc.poll() is None:
+        time.sleep(0.01)
+
+
+def run_to_end(ep: FakeEndpoint, rundir: Path, cache: Path, max_attempts: int = 10) -> int:
+    """Re-run until exit 0 (a run whose retries ran out exits 1 and is resumed too); returns the attempts."""
+    for attempt in range(1, max_attempts + 1):
+        proc = start(ep, rundir, cache)
+        _, stderr = proc.communicate(timeout=600)
+        if proc.returncode == 0:
+            return attempt
+        if proc.returncode != 1:
+            raise SystemExit(f"run exited {proc.returncode}: {stderr.decode(errors='replace')[-2000:]}")
+    raise SystemExit(f"{rundir}: not finished after {max_attempts} attempts")
+
+
+def damaged_files(rundir: Path) -> list[str]:
+    """Files that do not parse, and traces in which a conversation turn appears twice."""
+    bad = []
+    for path in sorted(p for p in rundir.rglob("*") if p.is_file()):
+        try:
+            if path.suffix == ".json":
+                json.loads(path.read_text(encoding="utf-8"))
+            elif path.suffix == ".jsonl":
+                text = path.read_text(encoding="utf-8")
+                records = [json.loads(line) for line in text.splitlines()]
+                if text and not text.endswith("\n"):
+                    raise ValueError("torn last line")
+                if path.name == "trace.jsonl":
+                    keys = [(r["period"], r["session"], r["round"], r["role"]) for r in records
+                            if r.get("kind") == "message"]
+                    if len(keys) != len(set(keys)):
+                        raise ValueError("duplicate conversation turns")
+        except (ValueError, KeyError) as exc:
+            bad.append(f"{path.relative_to(rundir)}: {exc}")
+    return bad
+
+
+def scores(rundir: Path) -> dict[str, Any]:
+    metrics = json.loads((rundir / "metrics.json").read_text(encoding="utf-8"))
+    return {k: metrics[k] for k in SCORE_KEYS}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=10, help="independent faulty runs (default 10)")
+    parser.add_argument("--fault-rate", type=float, default=0.2)
+    parser.add_argument("--seed", type=int, default=1, help="seed of the kill moments and the fault draws")
+    parser.add_argument("--keep", type=Path, help="keep the run directories here instead of a temp folder")
+    args = parser.parse_args(argv)
+    rng = random.Random(args.seed)
+    with TemporaryDirectory(prefix="amemgym-soak-") as tmp, \
+            FakeEndpoint(timeout_sleep=1.3, retry_after=0.01, seed=args.seed) as ep:
+        root = args.keep or Path(tmp)
+        root.mkdir(parents=True, exist_ok=True)
+        t0 = time.perf_counter()
+        proc = start(ep, root / "reference", root / "reference-cache")
+        wait_for_work(ep, proc, 0)
+        work = time.perf_counter()
+        if proc.wait(timeout=600) != 0:
+            raise SystemExit(f"reference run failed: {proc.stderr.read().decode(errors='replace')[-2000:]}")
+        work = time.perf_counter() - work
+        reference = scores(root / "reference")
+        print(f"reference run: {work:.1f} s of work, {ep.served} requests served", flush=True)
+        ep.reset_counters()
+        ep.fault_rate = args.fault_rate
+        kills = resumes = mismatches = 0
+        damaged: list[str] = []
+        for k in range(args.runs):
+            rundir, cache = root / f"run_{k:02d}", root / f"cache_{k:02d}"
+            # Faults slow a run down, so kill moments range past the clean run's length.
+            cuts = sorted(rng.uniform(0.05, 1.5 * work) for _ in range(rng.randint(1, 3)))
+            for delay in (b - a for a, b in zip([0.0, *cuts], cuts, strict=False)):
+                proc = start(ep, rundir, cache)
+                resumes += 1
+                wait_for_work(ep, proc, ep.model_calls)
+                try:
+                    proc.wait(timeout=delay)
+                except subprocess.TimeoutExpired:
+                    proc.send_signal(signal.SIGKILL)
+                    kills += 1
+                proc.communicate(timeout=60)
+                damaged += [f"run_{k:02d}/{d}" for d in damaged_files(rundir)]
+            resumes += run_to_end(ep, rundir, cache)
+            resumes -= 1  # the first start of each run is not a resume
+            damaged += [f"run_{k:02d}/{d}" for d in damaged_files(rundir)]
+            if scores(rundir) != reference:
+                mismatches += 1
+                print(f"run {k}: metrics differ from the reference", flush=True)
+        injected = sum(ep.faults.values())
+        print(f"runs: {args.runs}")
+        print(f"faults injected: {injected} ({', '.join(f'{n} {kind}' for kind, n in sorted(ep.faults.items()))})")
+        print(f"kills: {kills}")
+        print(f"resumes: {resumes}")
+        print(f"metrics mismatches: {mismatches}")
+        print(f"files damaged: {len(damaged)}")
+        for line in damaged:
+            print(f"  {line}")
+        print(f"wall time: {time.perf_counter() - t0:.1f} s")
+    return 1 if mismatches or damaged else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
