@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from amemgym.errors import BackendUnavailable, ConfigError
-from amemgym.llm import embedded, embedder
+from amemgym.llm import embedded_model, embedder
 from amemgym.llm.embedded import (
     DEFAULT_EMBEDDED_MODEL,
     EMBEDDED_MODELS,
@@ -87,8 +87,8 @@ def test_assembles_parts_in_order_and_reuses_the_file(tmp_path: Path, monkeypatc
     assert [p.name for p in path.parent.iterdir() if p.name.endswith(".tmp")] == []
 
     # Later calls trust the sidecar: no hashing, and the parts are no longer needed.
-    monkeypatch.setattr(embedded, "_sha256_file", lambda p: pytest.fail("hashed again"))
-    monkeypatch.setattr(embedded, "_resolve_parts", lambda s: pytest.fail("reassembled"))
+    monkeypatch.setattr(embedded_model, "_sha256_file", lambda p: pytest.fail("hashed again"))
+    monkeypatch.setattr(embedded_model, "_resolve_parts", lambda s: pytest.fail("reassembled"))
     assert ensure_model_file(spec=spec, cache_dir=cache) == path
 
 

@@ -87,14 +87,14 @@ class LLMEvolver:
             {"role": "system", "content": render("evolve_system", max_chars=self.max_chars)},
             {"role": "user", "content": render("evolve_request", policy=policy, feedback=feedback)},
         ]
-        problem = "no attempt made"
+        problem: str | None = "no attempt made"
         for i in range(self.attempts):
             res = await self.llm.chat(self.role, messages, json_schema=PROPOSAL_SCHEMA, schema_name="evolve_policy",
                                       seed=seed + 7919 * i, temperature=0.0 if i == 0 else 0.5,
                                       max_tokens=self.max_tokens, tag="evolve.policy")
             value = parse_json_reply(res.text)
             problem = "reply is not valid JSON" if value is None else proposal_problem(value)
-            if problem is None:
+            if problem is None and value is not None:
                 return Proposal(value["policy"].strip(), [c.strip() for c in value["changes"] if c.strip()])
             self.llm.ledger.role(self.role).schema_retries += 1
         return Proposal(None, [], f"evolver gave no valid reply after {self.attempts} attempts: {problem}")

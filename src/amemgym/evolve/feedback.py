@@ -66,7 +66,10 @@ def _graded_question(user: UserEnv, q: dict[str, Any]) -> str:
 class FeedbackBuilder(Protocol):
     """Turns a finished period into the evolver's input; None means "do not evolve"."""
 
-    kind: str
+    @property
+    def kind(self) -> str:
+        """The feedback kind's name (none, question-only, complete, or a user's own)."""
+        ...
 
     def build(self, user: UserEnv, period: int, evaluation: dict[str, Any], memory: str) -> str | None:
         """Feedback text for ``period`` of ``user`` given its evaluation record and the memory view."""

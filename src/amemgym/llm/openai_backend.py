@@ -14,7 +14,7 @@ import json
 from time import perf_counter
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
-from urllib.request import getproxies_environment, proxy_bypass_environment
+from urllib.request import getproxies_environment, proxy_bypass_environment  # type: ignore[attr-defined]
 
 import aiohttp
 import numpy as np

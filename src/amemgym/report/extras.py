@@ -106,8 +106,9 @@ def evolution_view(record: Any) -> dict[str, Any] | None:
     """
     if not isinstance(record, dict) or "policy" not in record:
         return None
-    recall = record.get("recall") if isinstance(record.get("recall"), dict) else {}
-    changes = record.get("changes") if isinstance(record.get("changes"), list) else []
+    raw_recall, raw_changes = record.get("recall"), record.get("changes")
+    recall: dict[str, Any] = raw_recall if isinstance(raw_recall, dict) else {}
+    changes: list[Any] = raw_changes if isinstance(raw_changes, list) else []
     return {
         "feedback_kind": _text(record.get("feedback_kind")),
         "policy_version": record.get("policy_version"),
