@@ -127,7 +127,11 @@ def aggregate(outcomes: list[QuestionOutcome], num_periods: int) -> dict[str, An
             xs = [c[name] for c in cells_u if c[name] is not None]
             if xs:
                 vals.append(sum(xs) / len(xs))
-        return mean_ci(vals)
+        ci = mean_ci(vals)
+        if name != "memory_score" and ci["lo"] is not None:
+            # Accuracies live in [0, 1]; a t-interval over few users can reach past either end.
+            ci["lo"], ci["hi"] = max(0.0, float(ci["lo"])), min(1.0, float(ci["hi"]))  # type: ignore[arg-type]
+        return ci
 
     def rates(period: int | None = None) -> dict[str, float | None]:
         sel = [c for u in users for p, c in per_cell[u].items() if period is None or p == period]

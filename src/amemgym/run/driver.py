@@ -44,6 +44,11 @@ def print_summary(console: Console, metrics: dict[str, Any], rundir: Path) -> No
         v = rates.get(name)
         table.add_row(f"{name} failure rate", "n/a" if v is None else f"{v:.3f}")
     console.print(table)
+    ub, rnd = o["upper_bound"].get("mean"), o["random"].get("mean")
+    if ub is not None and rnd is not None and ub - rnd < 0.1:
+        console.print(f"note: the upper bound ({ub:.3f}) is within 0.1 of random ({rnd:.3f}): this model can "
+                      "hardly use the state even when told, so the memory score says little here.",
+                      highlight=False)
     usage = metrics.get("usage", {}).get("last_invocation", {}).get("total", {})
     console.print(
         f"this invocation: {usage.get('calls', 0)} model calls, {usage.get('cache_hits', 0)} cache hits, "
