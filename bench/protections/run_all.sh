@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Breaks each protection in turn (a pytest plugin from this folder monkeypatches it; the repository is not
+# modified) and runs the test that guards it: every block must show a FAILED test.
+# Usage, from anywhere: bash bench/protections/run_all.sh   (PYTHON defaults to `python`)
+cd "$(dirname "$0")/../.." || exit 1
+py=${PYTHON:-python}
+run() {
+  local plugin=$1 test=$2
+  echo "### $plugin"
+  PYTHONPATH=src:bench/protections timeout 300 "$py" -m pytest -p "$plugin" "$test" -x -q -p no:cacheprovider 2>&1 \
+    | grep -E "^FAILED|^E  +[A-Za-z]|passed|failed" | head -4
+}
+run break_atomic "tests/test_bad_input_properties.py::test_interrupted_write_keeps_the_old_file"
+run break_torn "tests/test_bad_input_properties.py::test_torn_jsonl_line_is_skipped_and_the_next_append_starts_clean"
+run break_retry "tests/test_llm_client.py::test_transient_faults_are_retried_and_counted"
+run break_4xx "tests/test_llm_client.py::test_client_error_is_not_retried"
+run break_secret "tests/test_llm_client.py::test_api_key_is_sent_but_never_stored_or_shown"
+run break_manifest "tests/test_bad_input_properties.py::test_run_directory_of_another_run_is_refused"
+run break_one_line "tests/test_bad_input_properties.py::test_mutated_environment_is_refused_in_one_line"
