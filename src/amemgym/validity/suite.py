@@ -179,6 +179,9 @@ def run_suite(env: Environment, vectors: TextVectors, *, margin: float = 0.03, s
         if multi:
             ci = mean_ci(list(per_user.values()))
             acc, lo, hi, interval = float(ci["mean"] or 0.0), ci["lo"], ci["hi"], "t over users"
+            # An accuracy lies in [0, 1]; a t-interval over few users can reach past either end.
+            lo = None if lo is None else max(0.0, float(lo))
+            hi = None if hi is None else min(1.0, float(hi))
         else:
             acc, lo, hi, interval = hits / n if n else 0.0, w_lo, w_hi, "wilson over answers"
         gate_lo = min(x for x in (lo, w_lo) if x is not None) if (lo is not None or w_lo is not None) else None
