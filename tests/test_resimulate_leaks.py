@@ -132,3 +132,29 @@ async def test_run_with_resimulate_leaks(original_env_path: Path, tmp_path: Path
         assert any("trail ultra" in text for text in script.agent_inputs)
         assert all("resimulated" not in r for r in records)
         assert audit["counts"]["reveals_value"] == audit["turns"] > 0
+
+
+def test_echo_of_the_assistant_is_redrawn_once() -> None:
+    from amemgym.simulate.simulator import echoes_assistant
+
+    reply = "To make your trip more enjoyable, plan in advance and pack light for every flight."
+    assert echoes_assistant("Sure! To make your trip more enjoyable, plan in advance and pack light.", reply)
+    assert not echoes_assistant("Any tips for sleeping on red-eye flights?", reply)
+
+
+async def test_simulator_redraws_an_echo_and_counts_it(original_env_path) -> None:
+    from amemgym.data import load_environment
+    from amemgym.llm import LLMClient
+    from amemgym.llm.fake import ScriptedBackend
+    from amemgym.simulate import UserSimulator
+
+    user = load_environment(original_env_path).users[0]
+    reply = "To make your trip more enjoyable, plan in advance and pack light for every flight."
+    drafts = iter([reply, "Which snacks keep well on a long flight?"])
+    backend = ScriptedBackend(lambda req: next(drafts))
+    sim = UserSimulator(LLMClient(backends={"simulator": backend}))
+    exchange = [{"role": "user", "content": "I fly a lot."}, {"role": "assistant", "content": reply}]
+    text = await sim.next_turn(user, "2021-01-01", "I fly a lot.", exchange, seed=1)
+    assert text == "Which snacks keep well on a long flight?"
+    assert sim.tally.echoes == 1 and len(backend.requests) == 2
+    assert "not the assistant" in backend.requests[0].messages[-1]["content"]

@@ -34,15 +34,18 @@ class LeakTally:
     Attributes:
         resimulated: extra simulator calls made because a draft turn leaked.
         unresolved: turns that still leaked after the last attempt (sent as the neutral follow-up).
+        echoes: drafts redrawn because they mostly repeated the assistant's last reply.
     """
 
     resimulated: int = 0
     unresolved: int = 0
+    echoes: int = 0
 
     def add(self, other: LeakTally) -> None:
         """Add another tally's counts to this one."""
         self.resimulated += other.resimulated
         self.unresolved += other.unresolved
+        self.echoes += other.echoes
 
     def record_fields(self) -> dict[str, int]:
         """The non-zero counts, as extra keys for a session record (nothing when the guard never fired)."""
@@ -51,7 +54,21 @@ class LeakTally:
             out["resimulated"] = self.resimulated
         if self.unresolved:
             out["unresolved_leaks"] = self.unresolved
+        if self.echoes:
+            out["echo_redraws"] = self.echoes
         return out
+
+
+def _words(text: str) -> set[str]:
+    return {w.strip(".,!?;:*()[]\"'").lower() for w in text.split()} - {""}
+
+
+def echoes_assistant(draft: str, assistant: str) -> bool:
+    """Whether a draft user turn mostly repeats the assistant's last reply (small models do this)."""
+    a, b = _words(draft), _words(assistant)
+    if not a or not b:
+        return False
+    return len(a & b) / len(a | b) >= 0.6 or draft.strip()[:60] == assistant.strip()[:60]
 
 
 def humanize(variable: str) -> str:
@@ -97,6 +114,11 @@ class UserSimulator:
             recent = recent[1:]
         flipped = [{"role": "user" if m["role"] == "assistant" else "assistant", "content": m["content"]}
                    for m in recent]
+        if flipped:
+            # Small models drift into the assistant's voice; the reminder sits where they look last.
+            name = user.user_profile.name.split()[0] if user.user_profile.name else "the user"
+            flipped[-1] = {"role": "user", "content": render("simulator_reminder", reply=flipped[-1]["content"],
+                                                             person=name)}
         return [{"role": "system", "content": system}, *flipped]
 
     async def _draft(self, messages: list[ChatMessage], seed: int) -> str:
@@ -129,9 +151,14 @@ class UserSimulator:
         """
         messages = self.messages(user, date, opening, exchange)
         text = await self._draft(messages, seed)
-        if exposed is None or not self.resimulate_attempts:
-            return text or NEUTRAL_FOLLOW_UP
         turn = LeakTally()
+        if exchange and exchange[-1]["role"] == "assistant" and echoes_assistant(text, exchange[-1]["content"]):
+            # One redraw; a second echo is sent as it is (the audit can flag it), never silently rewritten.
+            turn.echoes += 1
+            text = await self._draft(messages, derive_seed(seed, "echo"))
+        if exposed is None or not self.resimulate_attempts:
+            self._count(turn, tally)
+            return text or NEUTRAL_FOLLOW_UP
         attempt = 0
         while leaked_values(text, user.state_schema, exposed):
             if attempt == self.resimulate_attempts:
@@ -142,7 +169,10 @@ class UserSimulator:
             turn.resimulated += 1
             # A derived seed gives a fresh sample that is still reproducible (and cached) on a rerun.
             text = await self._draft(messages, derive_seed(seed, "resimulate", attempt))
+        self._count(turn, tally)
+        return text or NEUTRAL_FOLLOW_UP
+
+    def _count(self, turn: LeakTally, tally: LeakTally | None) -> None:
         self.tally.add(turn)
         if tally is not None:
             tally.add(turn)
-        return text or NEUTRAL_FOLLOW_UP
