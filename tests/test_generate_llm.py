@@ -354,3 +354,20 @@ def test_rerun_with_another_seed_in_the_same_folder_is_refused(tmp_path: Path) -
     llm, _ = client(GenScript())
     with pytest.raises(Exception, match="different seed"):
         asyncio.run(generate_llm(CFG, llm, tmp_path, personas=PERSONAS, seed=8, num_users=1))
+
+
+def test_grouping_that_never_passes_falls_back_to_one_variable_per_info_type(tmp_path: Path) -> None:
+    # A model that cannot group (small models map one type to two variables) must not sink the user:
+    # every info type becomes its own variable, and the report counts the fallback.
+    def overlapping(req: ChatRequest) -> Any:
+        types = props(req)["variables"]["items"]["properties"]["info_types"]["items"]["enum"]
+        return {"variables": [{"name": "everything", "info_types": list(types)},
+                              {"name": "again", "info_types": [types[0]]}]}
+
+    script = GenScript(bad={"gen.schema.group": [overlapping] * 10})
+    result = generate(script, tmp_path, num_users=1)
+    assert result.ok, result.failed
+    assert result.report["steps"]["schema.group"]["failed"] == 1
+    assert result.report["steps"]["schema.group_fallback"]["first_try"] == 1
+    user = result.environment.users[0]
+    assert "schedule" in user.state_schema

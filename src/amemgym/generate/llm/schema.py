@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...data import UserProfile
-from .base import GenContext, ask_json, gather_in_order
+from .base import GenContext, StepFailure, ask_json, gather_in_order
 from .formats import arr, bullet_schema, obj, snake, string
 from .records import DraftQuestion, FinalQuestion, QuestionsOut, SchemaOut
 
@@ -71,6 +71,20 @@ def check_values(value: dict[str, Any], n: int) -> str | None:
     return None
 
 
+def ungrouped(types: list[str]) -> list[dict[str, Any]]:
+    """One variable per info type, with unique snake_case names."""
+    out: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for t in types:
+        name = snake(t) or "variable"
+        base, k = name, 2
+        while name in seen:
+            name, k = f"{base}_{k}", k + 1
+        seen.add(name)
+        out.append({"name": name, "info_types": [t]})
+    return out
+
+
 async def _unified_values(
     ctx: GenContext, name: str, uses: list[_Use], questions: list[DraftQuestion], profile: UserProfile
 ) -> list[str]:
@@ -119,10 +133,18 @@ async def run_schema(ctx: GenContext, profile: UserProfile, drafts: QuestionsOut
     types = list(uses)
     n_s = ctx.cfg.num_states_per_question
     group_schema = obj(variables=arr(obj(name=string(), info_types=arr(string(types), 1)), 1, len(types)))
-    value = await ask_json(
-        ctx, "schema.group", "gen_schema_group", group_schema, lambda v: check_groups(v, types, n_s),
-        max_tokens=60 + 30 * len(types), profile=profile.formatted_str, info_types=_describe_types(questions, uses),
-    )
+    try:
+        value = await ask_json(
+            ctx, "schema.group", "gen_schema_group", group_schema, lambda v: check_groups(v, types, n_s),
+            max_tokens=60 + 30 * len(types), profile=profile.formatted_str,
+            info_types=_describe_types(questions, uses),
+        )
+    except StepFailure:
+        # Grouping only merges overlapping info types; when the model cannot do it, every type becomes its
+        # own variable. That may keep two near-duplicate variables, so it is counted as a step of its own
+        # and shows in the report; the later steps validate the result as usual.
+        ctx.step("schema.group_fallback").add_unit("first_try")
+        value = {"variables": ungrouped(types)}
     mapping: dict[str, str] = {}
     members: dict[str, list[str]] = {}
     for g in value["variables"]:
