@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
-import signal
 import subprocess
 import sys
 import time
@@ -29,6 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
 from amemgym.testing.fake_endpoint import FakeEndpoint  # noqa: E402
+from amemgym.testing.runs import damaged_files, kill_after, start_run, wait_for_work  # noqa: E402
 
 #: A client timeout below the endpoint's held "timeout" fault, and enough retries that a 20 % rate never
 #: exhausts them (0.2 ** 9 per call).
@@ -37,52 +36,21 @@ SETTINGS = ["--set", "llm.default.timeout_s=1.0", "--set", "llm.default.max_retr
 SCORE_KEYS = ("overall", "per_period", "per_user", "complete", "missing", "answers")
 
 
-def start(ep: FakeEndpoint, rundir: Path, cache: Path) -> subprocess.Popen[bytes]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AMEMGYM_"))}
-    env.update(PYTHONPATH=str(ROOT / "src"), OPENAI_BASE_URL=ep.base_url, OPENAI_API_KEY="soak-key",
-               AMEMGYM_CACHE_DIR=str(cache))
-    cmd = [sys.executable, "-m", "amemgym", "run", "--out", str(rundir), *SETTINGS]
-    return subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-
-
-def wait_for_work(ep: FakeEndpoint, proc: subprocess.Popen[bytes], before: int) -> None:
-    """Block until the process has reached the endpoint (start-up takes a variable second or so)."""
-    while ep.model_calls == before and proc.poll() is None:
-        time.sleep(0.01)
+def start(ep: FakeEndpoint, rundir: Path, cache: Path) -> subprocess.Popen[str]:
+    return start_run(ep, ["run", "--out", str(rundir), *SETTINGS], cache, api_key="soak-key",
+                     pythonpath=ROOT / "src", capture=False)
 
 
 def run_to_end(ep: FakeEndpoint, rundir: Path, cache: Path, max_attempts: int = 10) -> int:
     """Re-run until exit 0 (a run whose retries ran out exits 1 and is resumed too); returns the attempts."""
     for attempt in range(1, max_attempts + 1):
         proc = start(ep, rundir, cache)
-        _, stderr = proc.communicate(timeout=600)
+        proc.communicate(timeout=600)
         if proc.returncode == 0:
             return attempt
         if proc.returncode != 1:
-            raise SystemExit(f"run exited {proc.returncode}: {stderr.decode(errors='replace')[-2000:]}")
+            raise SystemExit(f"run exited {proc.returncode}")
     raise SystemExit(f"{rundir}: not finished after {max_attempts} attempts")
-
-
-def damaged_files(rundir: Path) -> list[str]:
-    """Files that do not parse, and traces in which a conversation turn appears twice."""
-    bad = []
-    for path in sorted(p for p in rundir.rglob("*") if p.is_file()):
-        try:
-            if path.suffix == ".json":
-                json.loads(path.read_text(encoding="utf-8"))
-            elif path.suffix == ".jsonl":
-                text = path.read_text(encoding="utf-8")
-                records = [json.loads(line) for line in text.splitlines()]
-                if text and not text.endswith("\n"):
-                    raise ValueError("torn last line")
-                if path.name == "trace.jsonl":
-                    keys = [(r["period"], r["session"], r["round"], r["role"]) for r in records
-                            if r.get("kind") == "message"]
-                    if len(keys) != len(set(keys)):
-                        raise ValueError("duplicate conversation turns")
-        except (ValueError, KeyError) as exc:
-            bad.append(f"{path.relative_to(rundir)}: {exc}")
-    return bad
 
 
 def scores(rundir: Path) -> dict[str, Any]:
@@ -123,12 +91,7 @@ def main(argv: list[str] | None = None) -> int:
                 proc = start(ep, rundir, cache)
                 resumes += 1
                 wait_for_work(ep, proc, ep.model_calls)
-                try:
-                    proc.wait(timeout=delay)
-                except subprocess.TimeoutExpired:
-                    proc.send_signal(signal.SIGKILL)
-                    kills += 1
-                proc.communicate(timeout=60)
+                kills += kill_after(proc, delay)
                 damaged += [f"run_{k:02d}/{d}" for d in damaged_files(rundir)]
             resumes += run_to_end(ep, rundir, cache)
             resumes -= 1  # the first start of each run is not a resume

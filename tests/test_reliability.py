@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import random
-import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -25,6 +22,7 @@ from amemgym.llm import LLMClient, ResponseCache
 from amemgym.run import Runner
 from amemgym.run.driver import run_command
 from amemgym.testing.fake_endpoint import FakeEndpoint
+from amemgym.testing.runs import damaged_files, kill_after, start_run, wait_for_work
 
 SECRET = "sk-test-SECRET-123456"
 SRC = Path(__file__).resolve().parent.parent / "src"
@@ -127,18 +125,8 @@ class CliRun:
 
 
 def start_cli(ep: FakeEndpoint, rundir: Path, cache: Path) -> subprocess.Popen[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AMEMGYM_"))}
-    env.update(PYTHONPATH=str(SRC), OPENAI_BASE_URL=ep.base_url, OPENAI_API_KEY=SECRET,
-               AMEMGYM_CACHE_DIR=str(cache), COLUMNS="200")
-    cmd = [sys.executable, "-c", "from amemgym.cli import main; main()", "run", "--env", str(FIXTURE),
-           "--out", str(rundir)]
-    return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-
-
-def wait_for_work(ep: FakeEndpoint, proc: subprocess.Popen[str], before: int) -> None:
-    """Block until the process has started talking to the endpoint (each process lists the models first)."""
-    while ep.model_calls == before and proc.poll() is None:
-        time.sleep(0.01)
+    return start_run(ep, ["run", "--env", str(FIXTURE), "--out", str(rundir)], cache, api_key=SECRET,
+                     pythonpath=SRC)
 
 
 def finish(proc: subprocess.Popen[str]) -> str:
@@ -174,14 +162,7 @@ def test_api_key_is_never_written_or_printed(reference: tuple[FakeEndpoint, CliR
 
 
 def assert_intact(rundir: Path) -> None:
-    for path in every_file(rundir):
-        if path.suffix == ".json":
-            json.loads(path.read_text(encoding="utf-8"))
-        elif path.suffix == ".jsonl":
-            text = path.read_text(encoding="utf-8")
-            assert text.endswith("\n"), path
-            for line in text.splitlines():
-                json.loads(line)
+    assert damaged_files(rundir) == []
 
 
 def messages_of(rundir: Path) -> list[dict[str, Any]]:
@@ -204,12 +185,7 @@ def test_killed_at_random_moments_then_resumed_gives_the_same_results(
     for delay in (b - a for a, b in zip([0.0, *cuts], cuts, strict=False)):
         proc = start_cli(ep, rundir, cache)
         wait_for_work(ep, proc, ep.model_calls)
-        try:
-            proc.wait(timeout=delay)
-        except subprocess.TimeoutExpired:
-            proc.send_signal(signal.SIGKILL)
-            kills += 1
-        proc.communicate(timeout=30)
+        kills += kill_after(proc, delay, timeout=30)
         assert_intact(rundir)
     assert kills >= 1
     finish(start_cli(ep, rundir, cache))
