@@ -21,6 +21,7 @@ from ..llm.client import LLMClient
 from ..llm.types import ChatMessage
 from ..prompts import render
 from ..seeding import derive_seed
+from ..textsim import jaccard, words
 from .leaks import leaked_values
 
 #: Sent instead of an empty turn, or of one that kept leaking: it cannot reveal anything.
@@ -59,16 +60,12 @@ class LeakTally:
         return out
 
 
-def _words(text: str) -> set[str]:
-    return {w.strip(".,!?;:*()[]\"'").lower() for w in text.split()} - {""}
-
-
 def echoes_assistant(draft: str, assistant: str) -> bool:
     """Whether a draft user turn mostly repeats the assistant's last reply (small models do this)."""
-    a, b = _words(draft), _words(assistant)
+    a, b = words(draft), words(assistant)
     if not a or not b:
         return False
-    return len(a & b) / len(a | b) >= 0.6 or draft.strip()[:60] == assistant.strip()[:60]
+    return jaccard(a, b) >= 0.6 or draft.strip()[:60] == assistant.strip()[:60]
 
 
 def humanize(variable: str) -> str:

@@ -30,7 +30,7 @@ from ..run.episode import load_json, recorded_sessions
 from ..run.layout import RunDir
 from ..simulate.leaks import leaked_values
 from ..storage import atomic_write_json
-from .strategies import jaccard, words
+from ..textsim import jaccard, words
 
 LEXICAL_CHECKS = ("reveals_value", "ends_conversation", "empty", "copies_opening")
 JUDGE_CHECKS = ("judge_reveals_value", "judge_contradicts_state", "judge_ends_conversation")

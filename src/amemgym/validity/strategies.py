@@ -18,7 +18,6 @@ Kinds, which decide how the suite judges a strategy:
 from __future__ import annotations
 
 import random
-import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -28,12 +27,12 @@ import numpy as np
 
 from ..data.model import UserEnv
 from ..seeding import derive_seed
+from ..textsim import jaccard, words
 
 Pick = Callable[[UserEnv, int, int], int]
 Kind = Literal["options", "context", "prior", "random", "reference"]
 Embed = Callable[[Sequence[str]], np.ndarray]
 
-_WORD = re.compile(r"[a-z0-9]+")
 
 
 @dataclass(frozen=True)
@@ -51,17 +50,6 @@ class Strategy:
     kind: Kind
     description: str
     pick: Pick
-
-
-def words(text: str) -> frozenset[str]:
-    """The set of lower-cased alphanumeric words of ``text``."""
-    return frozenset(_WORD.findall(text.lower()))
-
-
-def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
-    """|a & b| / |a | b| (0 for two empty sets)."""
-    union = len(a | b)
-    return len(a & b) / union if union else 0.0
 
 
 def argmax_tiebreak(scores: Sequence[float], rng: random.Random) -> int:
