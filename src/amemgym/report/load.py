@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -10,8 +9,7 @@ from typing import Any
 from ..data.io import load_environment
 from ..data.model import Environment
 from ..errors import AMemGymError, RunError
-from ..run.layout import RunDir
-from ..storage import read_jsonl
+from ..run.layout import RunDir, read_run_json
 
 
 @dataclass(frozen=True)
@@ -61,16 +59,6 @@ class RunRecord:
         return [str(u) for u in self.manifest.get("users") or sorted(self.metrics.get("per_user") or {})]
 
 
-def _read_json(path: Path) -> Any:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            return json.load(fh)
-    except FileNotFoundError:
-        raise RunError(f"{path}: missing; is this a finished run directory?") from None
-    except (OSError, json.JSONDecodeError) as exc:
-        raise RunError(f"{path}: unreadable ({exc})") from None
-
-
 def load_run(root: Path, label: str | None = None) -> RunRecord:
     """Read ``manifest.json`` and ``metrics.json`` of one run directory.
 
@@ -81,7 +69,7 @@ def load_run(root: Path, label: str | None = None) -> RunRecord:
     if not root.is_dir():
         raise RunError(f"{root}: no such run directory")
     rd = RunDir(root)
-    manifest, metrics = _read_json(rd.manifest), _read_json(rd.metrics)
+    manifest, metrics = read_run_json(rd.manifest), read_run_json(rd.metrics)
     if not isinstance(manifest, dict) or not isinstance(metrics, dict) or "overall" not in metrics:
         raise RunError(f"{root}: manifest.json or metrics.json does not have the runner's shape")
     return RunRecord(root=root, label=label or root.name, manifest=manifest, metrics=metrics)
@@ -135,7 +123,7 @@ def eval_records(run: RunRecord, user: str) -> dict[int, dict[str, Any]]:
     for p in range(run.num_periods):
         path = rd.evaluation(user, p)
         if path.exists():
-            rec = _read_json(path)
+            rec = read_run_json(path)
             if isinstance(rec, dict):
                 out[p] = rec
     return out
@@ -143,10 +131,4 @@ def eval_records(run: RunRecord, user: str) -> dict[int, dict[str, Any]]:
 
 def session_records(run: RunRecord, user: str) -> dict[tuple[int, int], dict[str, Any]]:
     """Recorded sessions of one user by (period, session); a redone session replaces the first record."""
-    out: dict[tuple[int, int], dict[str, Any]] = {}
-    for rec in read_jsonl(RunDir(run.root).sessions(user)):
-        try:
-            out[(int(rec["period"]), int(rec["session"]))] = rec
-        except (KeyError, TypeError, ValueError):
-            continue
-    return out
+    return RunDir(run.root).session_records(user)

@@ -17,7 +17,7 @@ from ..errors import AMemGymError
 from ..llm.client import LLMClient
 from ..seeding import derive_seed
 from ..simulate import LeakTally, UserSimulator, replay_session, run_session
-from ..storage import append_jsonl, atomic_write_json, read_jsonl
+from ..storage import append_jsonl, atomic_write_json
 from .evaluation import evaluate_period, upper_bound_answers
 from .layout import RunDir
 
@@ -38,10 +38,7 @@ def load_json(path: Any) -> Any:
 
 def recorded_sessions(rundir: RunDir, user_id: str) -> dict[tuple[int, int], list[dict[str, str]]]:
     """Finished sessions of a user, last record winning (a session redone after a kill replaces the first)."""
-    out: dict[tuple[int, int], list[dict[str, str]]] = {}
-    for rec in read_jsonl(rundir.sessions(user_id)):
-        out[(int(rec["period"]), int(rec["session"]))] = rec["messages"]
-    return out
+    return {key: rec["messages"] for key, rec in rundir.session_records(user_id).items()}
 
 
 #: Called with (user, live agent, period, evaluation record or None) once a period's evaluation is done and

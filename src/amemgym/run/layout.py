@@ -16,8 +16,13 @@ RUNDIR/
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from pathlib import Path
+from typing import Any
+
+from ..errors import RunError
+from ..storage import read_jsonl
 
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]")
 
@@ -73,3 +78,24 @@ class RunDir:
 
     def trace(self, user_id: str) -> Path:
         return self.user(user_id) / "trace.jsonl"
+
+    def session_records(self, user_id: str) -> dict[tuple[int, int], dict[str, Any]]:
+        """Finished session records by (period, session); a session redone after a kill replaces the first."""
+        out: dict[tuple[int, int], dict[str, Any]] = {}
+        for rec in read_jsonl(self.sessions(user_id)):
+            try:
+                out[(int(rec["period"]), int(rec["session"]))] = rec
+            except (KeyError, TypeError, ValueError):
+                continue
+        return out
+
+
+def read_run_json(path: Path) -> Any:
+    """A JSON file of a run directory; a missing or unreadable one is a :class:`RunError` naming it."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh)
+    except FileNotFoundError:
+        raise RunError(f"{path}: missing; is this a finished run directory?") from None
+    except (OSError, json.JSONDecodeError) as exc:
+        raise RunError(f"{path}: unreadable ({exc})") from None

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import RunError
-from ..run.layout import RunDir
-from ..storage import read_jsonl
+from ..run.layout import RunDir, read_run_json
 
 
 @dataclass(frozen=True)
@@ -31,13 +29,6 @@ class RecordedUser:
     evaluations: list[dict[str, Any]] = field(default_factory=list)
 
 
-def _load(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise RunError(f"{path}: unreadable ({exc})") from None
-
-
 def read_run(root: Path) -> list[RecordedUser]:
     """Every user of the run in ``root``, in the manifest's order.
 
@@ -47,18 +38,15 @@ def read_run(root: Path) -> list[RecordedUser]:
     rd = RunDir(root)
     if not rd.manifest.exists():
         raise RunError(f"{root}: not a run directory (no manifest.json)")
-    manifest = _load(rd.manifest)
+    manifest = read_run_json(rd.manifest)
     users: list[RecordedUser] = []
     for uid in manifest.get("users") or []:
-        # A session redone after a kill is appended again: the last record wins, as in the runner.
-        latest: dict[tuple[int, int], RecordedSession] = {}
-        for rec in read_jsonl(rd.sessions(uid)):
-            key = (int(rec["period"]), int(rec["session"]))
-            latest[key] = RecordedSession(key[0], key[1], rec.get("time"), list(rec["messages"]))
+        latest = {key: RecordedSession(key[0], key[1], rec.get("time"), list(rec["messages"]))
+                  for key, rec in rd.session_records(uid).items()}
         evals = []
         for p in range(int(manifest.get("periods") or 0)):
             path = rd.evaluation(uid, p)
             if path.exists():
-                evals.append(_load(path))
+                evals.append(read_run_json(path))
         users.append(RecordedUser(uid, [latest[k] for k in sorted(latest)], evals))
     return users
