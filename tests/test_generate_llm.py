@@ -13,7 +13,8 @@ import pytest
 
 from amemgym.config import EnvConfig
 from amemgym.data import load_environment
-from amemgym.generate.llm import GenerationError, Limits, generate_llm
+from amemgym.generate.llm import GenerationError, Limits, StepFailure, generate_llm
+from amemgym.generate.llm.answers import answer_problem, patch_answer
 from amemgym.generate.llm.evolution import check_changes, check_events
 from amemgym.generate.llm.questions import check_questions
 from amemgym.generate.llm.schema import check_groups
@@ -128,8 +129,23 @@ class GenScript:
         if "utterances" in props(req):
             state = re.findall(r"^- (\w+) = (\w+)$", text, flags=re.M)
             return {"utterances": [{"query": f"Lately my life is {val}.", "variables": [var]} for var, val in state]}
-        changes = re.findall(r"^- (\w+): (\w+) -> (\w+)$", text, flags=re.M)
+        changes = re.findall(r"^- ([\w ]+): ([\w ]+) -> ([\w ]+)$", text, flags=re.M)
         return {"query": " ".join(f"Things turned {new} now." for _, _, new in changes)}
+
+    def utterances_write_single(self, req: ChatRequest) -> Any:
+        fact = re.search(r"^([\w ]+) = ([\w ]+)$", first_user(req), flags=re.M)
+        assert fact is not None
+        return {"query": f"Just so you know, it is {fact.group(2)} these days."}
+
+    def evolution_events_each(self, req: ChatRequest) -> Any:
+        return {"period_summary": "Quiet months.",
+                "events": {v: f"Something shifted in {v}." for v in props(req)["events"]["properties"]}}
+
+    def answers_fix(self, req: ChatRequest) -> Any:
+        target = re.search(r"for a user in this situation: (.+)$", first_user(req), flags=re.M)
+        assert target is not None  # shown in plain words; answered in the form the reflection script reads
+        pairs = [part.split(": ") for part in target.group(1).split("; ")]
+        return {"answer": "Advice for " + "; ".join(f"{v.replace(' ', '_')} = {x}" for v, x in pairs) + "."}
 
     def utterances_exposure(self, req: ChatRequest) -> Any:
         said = re.search(r'sent to an assistant:\n"(.*)"\n', first_user(req))
@@ -209,6 +225,31 @@ def test_wrong_question_count_is_shown_and_reasked(tmp_path: Path) -> None:
     retry = result.report["steps"]["questions"]
     assert retry["after_retry"] == 1 and retry["calls"] == 2
     assert check_questions({"questions": []}, 2, 2, 3) == "expected 2 questions, got 0"
+
+
+def test_valid_questions_are_kept_and_only_the_rest_asked_again(tmp_path: Path) -> None:
+    def one_broken(req: ChatRequest) -> Any:
+        reply = GenScript().questions(req)
+        reply["questions"][1]["required_info"][1] = reply["questions"][1]["required_info"][0]
+        return reply
+
+    def both_broken(req: ChatRequest) -> Any:
+        reply = one_broken(req)
+        reply["questions"][0] = reply["questions"][1]
+        return reply
+
+    script = GenScript(bad={"gen.questions": [one_broken, both_broken]})
+    result = generate(script, tmp_path, num_users=1)
+    assert result.ok and script.tags["gen.questions"] == 3
+    assert result.report["steps"]["questions"]["after_retry"] == 1
+    queries = [qa.query for qa in result.environment.users[0].qas]
+    assert len(set(queries)) == CFG.num_questions
+
+    script = GenScript(bad={"gen.questions": [both_broken] * 3})
+    with pytest.raises(GenerationError) as info:
+        generate(script, tmp_path / "never", num_users=1)
+    assert "only 0 of 2 valid questions after 3 rounds" in info.value.result.failed[0].reason
+    assert "lists the same info type twice" in info.value.result.failed[0].reason
 
 
 def test_check_questions_rejects_duplicate_values() -> None:
@@ -295,15 +336,105 @@ def test_failed_reflection_is_refined_until_it_passes(tmp_path: Path) -> None:
     assert script.tags["gen.answers.refine"] >= 1
 
 
-def test_reflection_that_never_passes_fails_the_user_honestly(tmp_path: Path) -> None:
-    script = GenScript()
-    script.answers_refine = lambda req: {"answer": "Generic advice that fits nobody."}  # type: ignore[method-assign]
+def _never_reflected(script: GenScript) -> None:
+    # The classifier always picks choice 1, and every refinement is a vague (but distinct) answer.
+    script.answers_refine = lambda req: {  # type: ignore[method-assign]
+        "answer": f"Vague advice {req.seed}."}
     script.bad["gen.answers.reflection"] = [{"choice": 1}] * 100
+
+
+def test_reflection_that_never_passes_fails_the_user_under_strict_checks(tmp_path: Path) -> None:
+    script = GenScript()
+    _never_reflected(script)
     with pytest.raises(GenerationError) as info:
-        generate(script, tmp_path, num_users=1, limits=Limits(refinements=2))
+        generate(script, tmp_path, num_users=1, limits=Limits(refinements=2, strict_checks=True))
     failure = info.value.result.failed[0]
     assert failure.step == "answers.reflection" and "after 2 refinements" in failure.reason
     assert not (tmp_path / "data.json").exists()
+
+
+def test_reflection_that_never_passes_is_kept_and_listed_by_default(tmp_path: Path) -> None:
+    script = GenScript()
+    _never_reflected(script)
+    result = generate(script, tmp_path, num_users=1, limits=Limits(refinements=2))
+    assert result.ok and (tmp_path / "data.json").exists()
+    user = result.report["users"][0]
+    rates = user["answer_reflection"]
+    assert rates["failed"] > 0 and rates["pass_rate"] < 1.0
+    assert len(user["unverified"]) == rates["failed"] == result.report["unverified_items"]
+    assert all("still picks choice 1 after 2 refinements" in u for u in user["unverified"])
+    assert user["unverified"] == sorted(user["unverified"], key=lambda u: [int(n) for n in re.findall(r"\d+", u)])
+    kept = result.environment.users[0].qas[0].answer_choices
+    assert len({c.answer for c in kept}) == len(kept)
+
+
+def test_answer_that_breaks_a_rule_is_rewritten_on_its_own(tmp_path: Path) -> None:
+    def repeated(req: ChatRequest) -> Any:
+        answers = GenScript().answers_write(req)["answers"]
+        return {"answers": [answers[0], answers[0], *answers[2:]]}
+
+    script = GenScript(bad={"gen.answers.write": [repeated]})
+    result = generate(script, tmp_path, num_users=1)
+    assert result.ok and script.tags["gen.answers.fix"] == 1
+    assert result.report["steps"]["answers.fix"]["first_try"] == 1
+    assert "identical" in (answer_problem("Same.", [], ["Same."]) or "")
+    assert "quotes" in (answer_problem("Try it as a night_owl.", ["night_owl", "early_bird"], []) or "")
+
+
+def test_answer_whose_rewrites_keep_failing_is_patched_and_listed(tmp_path: Path) -> None:
+    def repeated(req: ChatRequest) -> Any:
+        answers = GenScript().answers_write(req)["answers"]
+        return {"answers": [answers[0], answers[0], *answers[2:]]}
+
+    def copy_first(req: ChatRequest) -> Any:
+        return {"answer": re.findall(r'^  - "(.*)"$', first_user(req), flags=re.M)[0]}
+
+    script = GenScript(bad={"gen.answers.write": [repeated], "gen.answers.fix": [copy_first] * 3})
+    result = generate(script, tmp_path, num_users=1)
+    assert result.ok, result.failed
+    assert result.report["steps"]["answers.fix"]["failed"] == 1
+    unverified = result.report["users"][0]["unverified"]
+    assert len(unverified) == 1 and "prefixed with its situation" in unverified[0]
+    for qa in result.environment.users[0].qas:
+        assert len({c.answer for c in qa.answer_choices}) == len(qa.answer_choices)
+    # The patched draft still reads like choice 1, so reflection catches it and refines it as usual.
+    assert script.tags["gen.answers.refine"] >= 1
+    assert patch_answer("Try it as a night_owl.", "sleep: night owl", ["night_owl"]) == (
+        "For someone with sleep: night owl: Try it as a night owl.")
+
+    with pytest.raises(GenerationError):
+        generate(GenScript(bad={"gen.answers.write": [repeated], "gen.answers.fix": [copy_first] * 3}),
+                 tmp_path / "strict", num_users=1, limits=Limits(strict_checks=True))
+
+
+def test_events_that_never_pass_fall_back_to_one_event_per_change(tmp_path: Path) -> None:
+    def twice(req: ChatRequest) -> Any:
+        changed = props(req)["events"]["items"]["properties"]["variables"]["items"]["enum"]
+        return {"period_summary": "x", "events": [{"event": "a", "variables": changed},
+                                                  {"event": "b", "variables": changed}]}
+
+    script = GenScript(bad={"gen.evolution.events": [twice] * 3})
+    result = generate(script, tmp_path, num_users=1)
+    assert result.ok, result.failed
+    steps = result.report["steps"]
+    assert steps["evolution.events"]["failed"] == 1 and steps["evolution.events_each"]["first_try"] == 1
+    period = result.environment.users[0].periods[1]
+    assert all(len(s.exposed_states) == 1 for s in period.sessions)
+    assert len(period.sessions) == len(period.updates)
+
+
+def test_initial_utterances_that_never_pass_fall_back_to_one_per_variable(tmp_path: Path) -> None:
+    def one_only(req: ChatRequest) -> Any:
+        if "utterances" not in props(req):
+            return GenScript().utterances_write(req)
+        return {"utterances": GenScript().utterances_write(req)["utterances"][:1]}
+
+    script = GenScript(bad={"gen.utterances.write": [one_only] * 3})
+    result = generate(script, tmp_path, num_users=1)
+    assert result.ok, result.failed
+    user = result.environment.users[0]
+    assert [list(s.exposed_states) for s in user.periods[0].sessions] == [[v] for v in user.state_schema]
+    assert result.report["steps"]["utterances.write_single"]["units"] == len(user.state_schema)
 
 
 # ---- resume and partial failure ---------------------------------------------------------------------------
@@ -371,3 +502,63 @@ def test_grouping_that_never_passes_falls_back_to_one_variable_per_info_type(tmp
     assert result.report["steps"]["schema.group_fallback"]["first_try"] == 1
     user = result.environment.users[0]
     assert "schedule" in user.state_schema
+
+
+def test_utterance_that_keeps_quoting_value_names_is_put_in_plain_words(tmp_path: Path) -> None:
+    from amemgym.generate.llm.base import GenContext
+    from amemgym.generate.llm.utterances import _write_one
+
+    schema = {"sleep": ["night_owl", "early_bird"]}
+    llm, backend = client(GenScript(bad={"gen.utterances.write": [{"query": "I am a night_owl now."}] * 6}))
+
+    def run(limits: Limits) -> tuple[str, GenContext]:
+        ctx = GenContext(llm=llm, cfg=CFG, user_seed=1, limits=limits)
+        facts = {"profile": "p", "date": "2020-01-01", "event": "e", "changes": "c", "schema": "s"}
+        return asyncio.run(_write_one(ctx, "utterances.write", "gen_utterance_update", (1, 0), schema, ["sleep"],
+                                      **facts)), ctx
+
+    text, ctx = run(Limits())
+    assert text == "I am a night owl now." and len(backend.requests) == 3
+    assert ctx.unverified_list() == ["period 1, session 1: [1/0] it quotes the value name(s) night_owl; imply them "
+                                     "through the situation instead (still wrong after 3 tries); the quoted names "
+                                     "were put in plain words"]
+    with pytest.raises(StepFailure, match="quotes the value name"):
+        run(Limits(strict_checks=True))
+
+
+def test_a_variable_changed_twice_keeps_its_first_change(tmp_path: Path) -> None:
+    def doubled(req: ChatRequest) -> Any:
+        reply = GenScript().evolution_updates(req)
+        return {"changes": [*reply["changes"], reply["changes"][0]]}
+
+    script = GenScript(bad={"gen.evolution.updates": [doubled]})
+    result = generate(script, tmp_path, num_users=1)
+    assert result.ok and script.tags["gen.evolution.updates"] == CFG.num_periods
+    steps = result.report["steps"]
+    assert steps["evolution.updates_deduplicated"]["units"] == 1 and steps["evolution.updates"]["first_try"] == 2
+
+
+def test_unusable_unified_values_and_rewrites_fall_back_to_valid_choices(tmp_path: Path) -> None:
+    def repeated(req: ChatRequest) -> Any:
+        n = props(req)["values"]["minItems"]
+        return {"values": ["same"] * n}
+
+    script = GenScript(bad={"gen.schema.values": [repeated] * 3})
+    result = generate(script, tmp_path, num_users=1)
+    assert result.ok, result.failed
+    user = result.environment.users[0]
+    assert user.state_schema["schedule_level"] == ["slot00", "slot01", "slot02"]  # question 1's values
+    assert result.report["steps"]["schema.values_fallback"]["units"] == 1
+
+    def twice(req: ChatRequest) -> Any:
+        others = props(req)["added_variables"]["items"]
+        return {"question": "Q?", "added_variables": [others.get("enum", ["x"])[0]] * 2}
+
+    merged = GenScript(bad={"gen.schema.rewrite": [twice] * 10})
+    merged.schema_group = lambda req: {"variables": [  # type: ignore[method-assign]
+        {"name": "everything", "info_types": ["budget", "schedule"]}, {"name": "mood", "info_types": ["mood"]}]}
+    result = generate(merged, tmp_path / "merged", num_users=1)
+    assert result.ok, result.failed
+    assert result.report["steps"]["schema.rewrite_fallback"]["units"] == 2  # both questions touch "everything"
+    qa = result.environment.users[0].qas[0]
+    assert qa.required_info == ["everything", "mood"] and qa.query.startswith("How should I plan my week")

@@ -197,3 +197,38 @@ def test_killed_at_random_moments_then_resumed_gives_the_same_results(
     keys = [(m["period"], m["session"], m["round"], m["role"]) for m in messages]
     assert len(keys) == len(set(keys))
     assert messages == messages_of(ref.rundir)
+
+
+# ---- usage of killed invocations -------------------------------------------------------------------------
+async def test_usage_flushed_by_a_killed_invocation_is_added_once(endpoint: FakeEndpoint, tmp_path: Path) -> None:
+    from amemgym.llm.usage import UsageLedger
+
+    out, cache = tmp_path / "run", tmp_path / "cache"
+    await run_in_process(endpoint, out, cache)
+    first = json.loads((out / "usage.json").read_text())
+    assert not (out / "usage.pending.json").exists()
+
+    # What a SIGKILLed invocation leaves behind: its usage up to the last flush.
+    killed = UsageLedger()
+    killed.role("agent").calls = 5
+    killed.role("agent").prompt_tokens = 123
+    pending = {"invocation": "killed-one", "usage": killed.to_dict()}
+    (out / "usage.pending.json").write_text(json.dumps(pending))
+    await run_in_process(endpoint, out, cache)  # everything is done: this invocation only folds and finishes
+    second = json.loads((out / "usage.json").read_text())
+    total = second["cumulative"]["total"]
+    assert total["calls"] == first["cumulative"]["total"]["calls"] + 5
+    assert total["prompt_tokens"] == first["cumulative"]["total"]["prompt_tokens"] + 123
+    assert not (out / "usage.pending.json").exists()
+
+    # Killed after folding but before removing the pending file: the next invocation does not count it again.
+    folded = json.loads((out / "usage.json").read_text())
+    folded["invocation"] = "killed-two"
+    (out / "usage.json").write_text(json.dumps(folded))
+    (out / "usage.pending.json").write_text(json.dumps({**pending, "invocation": "killed-two"}))
+    await run_in_process(endpoint, out, cache)
+    assert json.loads((out / "usage.json").read_text())["cumulative"]["total"]["calls"] == total["calls"]
+
+    (out / "usage.pending.json").write_text('{"invocation": "torn", "usa')  # torn by the kill
+    await run_in_process(endpoint, out, cache)
+    assert not (out / "usage.pending.json").exists()

@@ -39,6 +39,9 @@ def register(app: typer.Typer) -> None:
         salt: Annotated[int, typer.Option("--salt", help="Procedural only: vary surface forms.")] = 0,
         allow_partial: Annotated[bool, typer.Option("--allow-partial", help="LLM only: exit 0 even if some users "
                                                     "failed (they are listed in the report).")] = False,
+        strict_checks: Annotated[bool, typer.Option(
+            "--strict-checks", help="LLM only: fail a user whose answer or utterance still fails its reflection "
+            "or exposure check after the refinements (default: keep it and list it as unverified).")] = False,
     ) -> None:
         """Generate an environment (SPEC §3): data.json plus a generation report."""
         from ..data.io import save_environment
@@ -56,7 +59,7 @@ def register(app: typer.Typer) -> None:
             out.print(f"wrote {out_dir / 'data.json'} ({len(env.users)} users, {env.num_periods} periods) and "
                       f"{out_dir / 'generation_report.json'}")
             return
-        from ..generate.llm.base import STAGES
+        from ..generate.llm.base import STAGES, Limits
         from ..generate.llm.pipeline import generate_llm
         from ..generate.progress import GenerationProgress
         from ..llm.client import LLMClient
@@ -68,7 +71,7 @@ def register(app: typer.Typer) -> None:
             try:
                 return await generate_llm(cfg.env, llm, out_dir, num_users=users, seed=seed, personas=pool,
                                           allow_partial=True, concurrency=cfg.run.user_concurrency,
-                                          progress=progress)
+                                          limits=Limits(strict_checks=strict_checks), progress=progress)
             finally:
                 progress.close()
                 await llm.aclose()
@@ -78,6 +81,12 @@ def register(app: typer.Typer) -> None:
         out.print(f"report: {out_dir / 'generation_report.json'}")
         if getattr(result, "data_path", None):
             out.print(f"wrote {result.data_path}")  # type: ignore[attr-defined]
+        report = getattr(result, "report", {})
+        if report:
+            rates = {k: report[k]["pass_rate"] for k in ("answer_reflection", "exposure_check")}
+            out.print(f"check pass rates: answer reflection {rates['answer_reflection']}, exposure "
+                      f"{rates['exposure_check']}; {report['unverified_items']} unverified item(s) kept (listed "
+                      "in the report)", highlight=False)
         if failed:
             for f in failed:
                 out.print(f"failed user {f.user_id} ({f.name}) at step {f.step}: {f.reason}", highlight=False,

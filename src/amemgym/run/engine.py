@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import platform
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -25,6 +27,9 @@ from .episode import Episode, EpisodeEvents, PeriodHook, load_json
 from .layout import RunDir
 from .progress import RunProgress
 from .results import compute_metrics, write_trace
+
+#: How often a running invocation writes its usage so far (a SIGKILL loses at most this much of it).
+USAGE_FLUSH_SECONDS = 2.0
 
 
 def environment_hash(env: Environment) -> str:
@@ -149,13 +154,19 @@ class Runner:
                 await Episode(user, self.spec, self.llm, self.cfg, self.rundir, off_policy=self.off_policy,
                               events=events, after_period=self.after_period).run()
 
+        self._fold_pending_usage()
+        invocation = uuid.uuid4().hex
+        flusher = asyncio.create_task(self._flush_usage(invocation))
         try:
             if executor is None:
                 await asyncio.gather(*(one(u) for u in users))
             else:
                 await executor.run_users(self, users, events)
         finally:
-            self._save_usage()
+            flusher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await flusher
+            self._save_usage(invocation)
         for user in users:
             write_trace(user, self.rundir)
         metrics = compute_metrics(self.env, self.rundir)
@@ -169,14 +180,42 @@ class Runner:
         atomic_write_json(self.rundir.metrics, metrics)
         return RunOutcome(metrics, events.failures, self.llm.ledger, elapsed)
 
-    def _save_usage(self) -> None:
-        # Usage accumulates across invocations of the same run (a resume adds what it spent).
-        total = UsageLedger()
-        if self.rundir.usage.exists():
-            try:
-                total = UsageLedger.from_dict(load_json(self.rundir.usage).get("cumulative", {}))
-            except (OSError, json.JSONDecodeError):
-                total = UsageLedger()
-        total.merge(self.llm.ledger)
-        atomic_write_json(self.rundir.usage, {"cumulative": total.to_dict(),
-                                              "last_invocation": self.llm.ledger.to_dict()})
+    def _cumulative_usage(self) -> dict[str, Any]:
+        try:
+            data = load_json(self.rundir.usage) if self.rundir.usage.exists() else {}
+        except (OSError, json.JSONDecodeError):
+            data = {}
+        return data if isinstance(data, dict) else {}
+
+    def _save_usage(self, invocation: str, ledger: UsageLedger | None = None) -> None:
+        # Usage accumulates across invocations of the same run (a resume adds what it spent). The id of the
+        # last invocation folded in keeps a kill between this write and the unlink below from counting twice.
+        data = self._cumulative_usage()
+        if data.get("invocation") == invocation:
+            self.rundir.usage_pending.unlink(missing_ok=True)
+            return
+        total = UsageLedger.from_dict(data.get("cumulative", {})) if data.get("cumulative") else UsageLedger()
+        spent = ledger if ledger is not None else self.llm.ledger
+        total.merge(spent)
+        atomic_write_json(self.rundir.usage, {"cumulative": total.to_dict(), "last_invocation": spent.to_dict(),
+                                              "invocation": invocation})
+        self.rundir.usage_pending.unlink(missing_ok=True)
+
+    def _fold_pending_usage(self) -> None:
+        """Add the usage a killed invocation flushed before it died."""
+        try:
+            pending = load_json(self.rundir.usage_pending)
+            ledger = UsageLedger.from_dict(pending["usage"])
+            invocation = str(pending["invocation"])
+        except FileNotFoundError:
+            return
+        except (OSError, json.JSONDecodeError, KeyError, TypeError):
+            self.rundir.usage_pending.unlink(missing_ok=True)  # torn by the kill: nothing trustworthy to add
+            return
+        self._save_usage(invocation, ledger)
+
+    async def _flush_usage(self, invocation: str) -> None:
+        while True:
+            await asyncio.sleep(USAGE_FLUSH_SECONDS)
+            atomic_write_json(self.rundir.usage_pending, {"invocation": invocation,
+                                                          "usage": self.llm.ledger.to_dict()})

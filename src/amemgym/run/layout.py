@@ -4,6 +4,8 @@ RUNDIR/
   manifest.json               protocol: config, seeds, versions, env hash, prompt hashes, models (no secrets)
   metrics.json                every number, per period and overall, plus usage per role
   usage.json                  usage of the last invocation(s), merged
+  usage.pending.json          usage of the running invocation, flushed every few seconds; folded into
+                              usage.json by the next invocation if this one was killed
   failures.json               users/periods that failed in the last invocation
   users/<id>/sessions.jsonl   one record per finished session (append-only)
   users/<id>/state.json       the live agent's checkpoint after the last finished session
@@ -53,6 +55,10 @@ class RunDir:
     @property
     def usage(self) -> Path:
         return self.root / "usage.json"
+
+    @property
+    def usage_pending(self) -> Path:
+        return self.root / "usage.pending.json"
 
     @property
     def failures(self) -> Path:

@@ -6,9 +6,19 @@ from itertools import product
 from typing import Any
 
 from ...data import QA, AnswerChoice
-from .base import GenContext, StepFailure, ask_json, gather_in_order
-from .formats import arr, combination_text, integer, named_values, numbered_combinations, obj, string
-from .records import FinalQuestion
+from .base import CallFailure, GenContext, StepFailure, ask_json, gather_in_order
+from .formats import (
+    arr,
+    combination_text,
+    integer,
+    named_values,
+    numbered_combinations,
+    obj,
+    plain_combination,
+    string,
+    unquote,
+)
+from .records import AnswersOut, FinalQuestion
 
 MAX_ANSWER_WORDS = 120
 
@@ -32,18 +42,10 @@ def answer_variants(
     return combos
 
 
-def check_answers(value: dict[str, Any], k: int, values: list[str]) -> str | None:
-    """``k`` distinct answers of reasonable length that do not quote value names."""
-    answers = [a.strip() for a in value["answers"]]
-    if len(answers) != k:
-        return f"write exactly {k} answers, one per combination, in order; got {len(answers)}"
-    if len(set(answers)) != k:
-        return "two answers are identical; each combination needs its own advice"
-    for i, a in enumerate(answers, start=1):
-        problem = check_answer_text(a, values)
-        if problem:
-            return f"answer {i}: {problem}"
-    return None
+def check_answers(value: dict[str, Any], k: int) -> str | None:
+    """Exactly ``k`` answers; the rules on each text are checked, and repaired, one answer at a time."""
+    n = len(value["answers"])
+    return None if n == k else f"write exactly {k} answers, one per combination, in order; got {n}"
 
 
 def check_answer_text(text: str, values: list[str]) -> str | None:
@@ -56,6 +58,46 @@ def check_answer_text(text: str, values: list[str]) -> str | None:
     return None
 
 
+def answer_problem(text: str, values: list[str], others: list[str]) -> str | None:
+    """:func:`check_answer_text`, plus: not identical to an answer of another combination."""
+    if text in others:
+        return "it is identical to the answer for another situation; each situation needs its own advice"
+    return check_answer_text(text, values)
+
+
+async def _fix(ctx: GenContext, qi: int, i: int, qa: FinalQuestion, combo: list[str], values: list[str],
+               draft: str, others: list[str]) -> str:
+    """A draft answer that broke a rule, written again on its own (small models manage one where a batch fails).
+
+    The broken draft is not shown: small models copy it back. If no rewrite passes, non-strict generation
+    keeps the draft made valid by :func:`patch_answer` and lists it as unverified.
+    """
+    where = f"question {qi + 1}, choice {i + 1}"
+    try:
+        value = await ask_json(
+            ctx, "answers.fix", "gen_answer_single", obj(answer=string()),
+            lambda v: answer_problem(v["answer"].strip(), values, others), max_tokens=200, key=(qi, i),
+            question=qa.query, target=plain_combination(qa.required_info, combo),
+            others="\n".join(f'  - "{o}"' for o in others) or "  (none yet)",
+        )
+    except CallFailure:
+        raise
+    except StepFailure as exc:
+        ctx.keep_unverified("answers.fix", (qi, i, 0), f"{where}: no valid rewrite ({exc.reason}); the draft was "
+                                                      "prefixed with its situation in plain words")
+        return patch_answer(draft, plain_combination(qa.required_info, combo), values)
+    return str(value["answer"]).strip()
+
+
+def patch_answer(draft: str, situation: str, values: list[str]) -> str:
+    """``draft`` made valid without a model: value names put in plain words, the situation stated up front.
+
+    The situation is unique to the choice, so the result differs from every other choice's answer.
+    """
+    words = unquote(draft, values).split()[: MAX_ANSWER_WORDS - len(situation.split()) - 3]
+    return f"For someone with {situation}: {' '.join(words)}"
+
+
 async def _classify(ctx: GenContext, qi: int, i: int, r: int, query: str, answer: str, combos_text: str, k: int
                     ) -> int:
     value = await ask_json(
@@ -66,45 +108,45 @@ async def _classify(ctx: GenContext, qi: int, i: int, r: int, query: str, answer
 
 
 async def _settle(
-    ctx: GenContext, qi: int, i: int, qa: FinalQuestion, answer: str, combos: list[list[str]], values: list[str]
+    ctx: GenContext, qi: int, i: int, qa: FinalQuestion, drafts: list[str], combos: list[list[str]], values: list[str]
 ) -> str:
-    """Return ``answer`` once the classifier maps it to combination ``i``, refining it when it does not."""
-    try:
-        return await _settle_once(ctx, qi, i, qa, answer, combos, values)
-    except StepFailure:
-        ctx.step("answers.reflection").add_unit("failed")
-        raise
+    """``answer`` once the classifier maps it to combination ``i``, refining it when it does not.
 
-
-async def _settle_once(
-    ctx: GenContext, qi: int, i: int, qa: FinalQuestion, answer: str, combos: list[list[str]], values: list[str]
-) -> str:
+    When the refinements run out, :meth:`GenContext.give_up` decides: the user fails (strict) or the last
+    answer is kept and listed as unverified.
+    """
     stats = ctx.step("answers.reflection")
+    answer, others_text = drafts[i], drafts[:i] + drafts[i + 1:]
     variables = qa.required_info
     combos_text = numbered_combinations(variables, combos)
     picked = await _classify(ctx, qi, i, 0, qa.query, answer, combos_text, len(combos))
     if picked == i + 1:
         stats.add_unit("first_try")
         return answer
+    where = f"question {qi + 1}, choice {i + 1}"
     for r in range(1, ctx.limits.refinements + 1):
         others = [c for j, c in enumerate(combos) if j != i]
-        value = await ask_json(
-            ctx, "answers.refine", "gen_refine_answer", obj(answer=string()),
-            lambda v: check_answer_text(v["answer"].strip(), values), max_tokens=200, key=(qi, i, r),
-            question=qa.query, answer=answer, target=combination_text(variables, combos[i]),
-            confused=combination_text(variables, combos[picked - 1]),
-            others="\n".join(f"- {combination_text(variables, c)}" for c in others),
-        )
+        try:
+            value = await ask_json(
+                ctx, "answers.refine", "gen_refine_answer", obj(answer=string()),
+                lambda v: answer_problem(v["answer"].strip(), values, others_text), max_tokens=200, key=(qi, i, r),
+                question=qa.query, answer=answer, target=combination_text(variables, combos[i]),
+                confused=combination_text(variables, combos[picked - 1]),
+                others="\n".join(f"- {combination_text(variables, c)}" for c in others),
+            )
+        except CallFailure:
+            raise
+        except StepFailure as exc:
+            ctx.give_up("answers.reflection", (qi, i, 1), f"{where}: no usable refinement ({exc.reason})")
+            return answer
         answer = value["answer"].strip()
         picked = await _classify(ctx, qi, i, r, qa.query, answer, combos_text, len(combos))
         if picked == i + 1:
             stats.add_unit("after_retry")
             return answer
-    raise StepFailure(
-        "answers.reflection",
-        f"question {qi + 1}, choice {i + 1}: the classifier still picks choice {picked} after "
-        f"{ctx.limits.refinements} refinements",
-    )
+    ctx.give_up("answers.reflection", (qi, i, 1),
+                f"{where}: the classifier still picks choice {picked} after {ctx.limits.refinements} refinements")
+    return answer
 
 
 async def _question(
@@ -117,14 +159,17 @@ async def _question(
     k = len(combos)
     values = sorted({v for var in qa.required_info for v in schema[var]})
     value = await ask_json(
-        ctx, "answers.write", "gen_answers", obj(answers=arr(string(), k, k)), lambda v: check_answers(v, k, values),
+        ctx, "answers.write", "gen_answers", obj(answers=arr(string(), k, k)), lambda v: check_answers(v, k),
         max_tokens=40 + 130 * k, key=(qi,), question=qa.query, combinations=numbered_combinations(
             qa.required_info, combos), num_answers=k,
     )
     drafts = [a.strip() for a in value["answers"]]
-    settled = await gather_in_order(
-        _settle(ctx, qi, i, qa, a, combos, values) for i, a in enumerate(drafts)
-    )
+    for i in range(k):  # in order, so that a rewrite is compared with the answers already settled
+        if answer_problem(drafts[i], values, drafts[:i]):
+            drafts[i] = await _fix(ctx, qi, i, qa, combos[i], values, drafts[i], drafts[:i])
+    settled = await gather_in_order(_settle(ctx, qi, i, qa, drafts, combos, values) for i in range(k))
+    if len(set(settled)) != k:  # two refinements, made side by side, converged on the same text
+        raise StepFailure("answers.reflection", f"question {qi + 1}: two choices ended with the same answer")
     return QA(
         query=qa.query, required_info=list(qa.required_info),
         answer_choices=[AnswerChoice(state=c, answer=a, type=t)  # type: ignore[arg-type]
@@ -134,6 +179,7 @@ async def _question(
 
 async def run_answers(
     ctx: GenContext, questions: list[FinalQuestion], schema: dict[str, list[str]], states: list[dict[str, str]]
-) -> list[QA]:
+) -> AnswersOut:
     """Answer choices for every question; ``states`` are the states of periods 0..N_p."""
-    return await gather_in_order(_question(ctx, qi, qa, schema, states) for qi, qa in enumerate(questions))
+    qas = await gather_in_order(_question(ctx, qi, qa, schema, states) for qi, qa in enumerate(questions))
+    return AnswersOut(qas=qas, unverified=ctx.unverified_list())

@@ -26,6 +26,9 @@ STAGES: tuple[str, ...] = (
 
 ROLE = "generator"
 
+#: Temperature of a retry after a broken reply: at the role's low temperature a model repeats its mistake.
+RETRY_TEMPERATURE = 0.7
+
 T = TypeVar("T")
 
 
@@ -35,12 +38,18 @@ class StepFailure(AMemGymError):
     Attributes:
         step: the step that failed (e.g. ``"answers.reflection"``).
         reason: what went wrong, in one line.
+        last: the last schema-valid reply that broke a rule, for callers that can repair it (else None).
     """
 
-    def __init__(self, step: str, reason: str) -> None:
+    def __init__(self, step: str, reason: str, last: Any = None) -> None:
         super().__init__(f"{step}: {reason}")
         self.step = step
         self.reason = reason
+        self.last = last
+
+
+class CallFailure(StepFailure):
+    """The model could not be called at all (retries exhausted); never softened into an unverified item."""
 
 
 @dataclass(frozen=True)
@@ -51,11 +60,15 @@ class Limits:
         attempts: tries of one structured call, the first included; later tries show the model its error.
         refinements: refinements of one answer (reflection) or one utterance (exposure check).
         json_attempts: samples per try when a reply is not JSON at all (handled by ``chat_json``).
+        strict_checks: when True, an answer or utterance that still fails its reflection or exposure check
+            after the refinements fails its user; when False (the default) it is kept, counted as failed in
+            the check's pass rate and listed under the user's ``unverified`` items in the report.
     """
 
     attempts: int = 3
     refinements: int = 3
     json_attempts: int = 2
+    strict_checks: bool = False
 
 
 @dataclass
@@ -139,6 +152,7 @@ class GenContext:
     user_seed: int
     limits: Limits = Limits()
     stats: Stats = field(default_factory=dict)
+    unverified: dict[tuple[int, ...], str] = field(default_factory=dict)
 
     def step(self, name: str) -> StepStats:
         """The counters of step ``name``."""
@@ -151,6 +165,25 @@ class GenContext:
     def rng(self, *parts: object) -> random.Random:
         """A private RNG derived like :meth:`seed`."""
         return random.Random(self.seed(*parts))
+
+    def give_up(self, step: str, key: tuple[int, ...], reason: str) -> None:
+        """Record a check that never passed: fail the user (strict) or keep the item and list it.
+
+        Raises:
+            StepFailure: under ``strict_checks``.
+        """
+        self.step(step).add_unit("failed")
+        self.keep_unverified(step, key, reason)
+
+    def keep_unverified(self, step: str, key: tuple[int, ...], reason: str) -> None:
+        """Like :meth:`give_up` for a unit already counted as failed."""
+        if self.limits.strict_checks:
+            raise StepFailure(step, reason)
+        self.unverified[key] = reason
+
+    def unverified_list(self) -> list[str]:
+        """The kept-but-unverified items in a stable order (checks finish in any order)."""
+        return [self.unverified[k] for k in sorted(self.unverified)]
 
 
 # ---- the structured call ------------------------------------------------------------------------------
@@ -191,19 +224,24 @@ async def ask_json(
     stats = ctx.step(step)
     messages = [{"role": "user", "content": render(prompt, **variables)}]
     problem = ""
+    last: Any = None
     for attempt in range(ctx.limits.attempts):
         try:
             value, res = await ctx.llm.chat_json(
                 ROLE, messages, schema, check=_is_object, attempts=ctx.limits.json_attempts,
-                temperature=temperature, max_tokens=max_tokens, tag=f"gen.{step}",
+                temperature=temperature if attempt == 0 else max(temperature or 0.0, RETRY_TEMPERATURE),
+                max_tokens=max_tokens, tag=f"gen.{step}",
                 seed=ctx.seed(step, *key, attempt),
             )
         except LLMError as exc:
             if count_unit:
                 stats.add_unit("failed")
-            raise StepFailure(step, f"{_where(key)}{exc}") from None
+            raise CallFailure(step, f"{_where(key)}{exc}") from None
         stats.add_call(res)
-        problem = schema_problem(value, schema) or (check(value) if check else None) or ""
+        shape = schema_problem(value, schema)
+        problem = shape or (check(value) if check else None) or ""
+        if not shape:
+            last = value
         if not problem:
             if count_unit:
                 stats.add_unit("first_try" if attempt == 0 else "after_retry")
@@ -215,7 +253,7 @@ async def ask_json(
         ]
     if count_unit:
         stats.add_unit("failed")
-    raise StepFailure(step, f"{_where(key)}{problem} (still wrong after {ctx.limits.attempts} tries)")
+    raise StepFailure(step, f"{_where(key)}{problem} (still wrong after {ctx.limits.attempts} tries)", last)
 
 
 def _is_object(value: Any) -> str | None:

@@ -7,7 +7,7 @@ from typing import Any
 
 from ...config import HIGH_TEMPERATURE
 from ...data import UserProfile
-from .base import GenContext, StepFailure, ask_json
+from .base import CallFailure, GenContext, StepFailure, ask_json
 from .formats import arr, bullet_schema, bullet_state, obj, string
 from .records import Change, Event, EvolutionOut, EvolvedPeriod
 
@@ -62,6 +62,20 @@ def check_changes(
     return None
 
 
+def first_changes(value: dict[str, Any]) -> dict[str, Any]:
+    """``value`` with only the first proposed change of each variable (small models repeat a variable).
+
+    The rules are then checked on what is kept, so the count must still be in range.
+    """
+    seen: set[str] = set()
+    changes = []
+    for c in value["changes"]:
+        if c["variable"] not in seen:
+            seen.add(c["variable"])
+            changes.append(c)
+    return {**value, "changes": changes}
+
+
 def check_events(value: dict[str, Any], changed: list[str]) -> str | None:
     """Every changed variable explained by exactly one event; events only name changed variables."""
     owner: dict[str, int] = {}
@@ -105,13 +119,16 @@ async def _propose(
     )
     value = await ask_json(
         ctx, "evolution.updates", "gen_state_updates", changes_schema(schema, state, eligible, lo, hi),
-        lambda v: check_changes(v, schema, state, counts, cfg.max_changes_per_state, lo, hi),
+        lambda v: check_changes(first_changes(v), schema, state, counts, cfg.max_changes_per_state, lo, hi),
         max_tokens=40 + 30 * hi, key=(period,), temperature=HIGH_TEMPERATURE,
         profile=profile.formatted_str, period_start=bounds[0].isoformat(), period_end=bounds[1].isoformat(),
         months=cfg.num_months_per_period, remaining=cfg.num_periods - period, schema=bullet_schema(schema),
         state=bullet_state(state), history=_history(history), counts=count_lines, num_changes=n, lo=lo, hi=hi,
     )
-    return {c["variable"]: Change(old=state[c["variable"]], new=c["new_value"]) for c in value["changes"]}
+    kept = first_changes(value)
+    if len(kept["changes"]) < len(value["changes"]):
+        ctx.step("evolution.updates_deduplicated").add_unit("first_try")
+    return {c["variable"]: Change(old=state[c["variable"]], new=c["new_value"]) for c in kept["changes"]}
 
 
 async def _explain(
@@ -124,13 +141,29 @@ async def _explain(
         period_summary=string(),
         events=arr(obj(event=string(), variables=arr(string(changed), 1, len(changed))), 1, len(changed)),
     )
-    value = await ask_json(
-        ctx, "evolution.events", "gen_life_events", reply_schema, lambda v: check_events(v, changed),
-        max_tokens=120 + 110 * len(changed), key=(period,), profile=profile.formatted_str,
-        period_start=bounds[0].isoformat(), period_end=bounds[1].isoformat(),
-        changes="\n".join(f"- {v}: {c.old} -> {c.new}" for v, c in changes.items()),
-        unchanged=bullet_state(state, unchanged) if unchanged else "(none)",
-    )
+    facts = {
+        "profile": profile.formatted_str, "period_start": bounds[0].isoformat(), "period_end": bounds[1].isoformat(),
+        "changes": "\n".join(f"- {v}: {c.old} -> {c.new}" for v, c in changes.items()),
+        "unchanged": bullet_state(state, unchanged) if unchanged else "(none)",
+    }
+    try:
+        value = await ask_json(
+            ctx, "evolution.events", "gen_life_events", reply_schema, lambda v: check_events(v, changed),
+            max_tokens=120 + 110 * len(changed), key=(period,), **facts,
+        )
+    except CallFailure:
+        raise
+    except StepFailure:
+        # Small models keep assigning one change to two events; one event per change is always valid.
+        # Its calls are a step of their own, so the report shows how often this was needed.
+        each = obj(period_summary=string(), events=obj(**{v: string() for v in changed}))
+        value = await ask_json(
+            ctx, "evolution.events_each", "gen_life_events_each", each, None,
+            max_tokens=120 + 110 * len(changed), key=(period,),
+            event_keys=", ".join(f'"{v}": ...' for v in changed), **facts,
+        )
+        return value["period_summary"].strip(), [Event(event=value["events"][v].strip(), variables=[v])
+                                                 for v in changed]
     events = [Event(event=e["event"].strip(), variables=[v for v in changed if v in e["variables"]])
               for e in value["events"]]
     return value["period_summary"].strip(), events

@@ -24,8 +24,11 @@ def arr(items: dict[str, Any], lo: int | None = None, hi: int | None = None) -> 
 
 
 def string(enum: list[str] | None = None) -> dict[str, Any]:
-    """A string schema, optionally restricted to ``enum``."""
-    return {"type": "string", "enum": list(enum)} if enum is not None else {"type": "string"}
+    """A non-empty string schema, optionally restricted to ``enum``.
+
+    ``minLength`` lets a grammar-constrained server rule out the empty strings small models like to emit.
+    """
+    return {"type": "string", "enum": list(enum)} if enum is not None else {"type": "string", "minLength": 1}
 
 
 def integer(enum: list[int]) -> dict[str, Any]:
@@ -106,6 +109,26 @@ def named_values(text: str, values: list[str]) -> list[str]:
     """The snake_case values (with an underscore) that ``text`` quotes verbatim."""
     low = text.lower()
     return [v for v in values if "_" in v and v.lower() in low]
+
+
+def plain(name: str) -> str:
+    """A snake_case name in plain words (``"oud_music"`` -> ``"oud music"``), for prompts to small models.
+
+    Shown an identifier, a small model copies it verbatim; shown words, it writes them as words.
+    """
+    return name.replace("_", " ")
+
+
+def unquote(text: str, values: list[str]) -> str:
+    """``text`` with every snake_case value of ``values`` it quotes put in plain words."""
+    for name in named_values(text, values):
+        text = re.sub(re.escape(name), plain(name), text, flags=re.IGNORECASE)
+    return text
+
+
+def plain_combination(variables: list[str], combo: list[str]) -> str:
+    """One value combination in plain words: ``marital status: divorced; hobby: oud music``."""
+    return "; ".join(f"{plain(var)}: {plain(val)}" for var, val in zip(variables, combo, strict=True))
 
 
 def bullet_schema(schema: dict[str, list[str]], variables: list[str] | None = None) -> str:

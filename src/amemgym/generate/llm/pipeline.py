@@ -65,6 +65,7 @@ class UserRun:
     name: str
     stats: Stats = field(default_factory=dict)
     resumed: list[str] = field(default_factory=list)
+    unverified: list[str] = field(default_factory=list)
     user: UserEnv | None = None
     failure: UserFailure | None = None
 
@@ -161,7 +162,7 @@ async def _compute(
     periods = done["evolution"].periods
     if stage == "answers":
         states = [initial, *(p.state for p in periods)]
-        return AnswersOut(qas=await run_answers(ctx, schema.questions, schema.state_schema, states))
+        return await run_answers(ctx, schema.questions, schema.state_schema, states)
     if stage == "utterances":
         return await run_utterances(ctx, profile, schema.state_schema, initial, periods)
     utterances: UtterancesOut = done["utterances"]
@@ -170,10 +171,12 @@ async def _compute(
     return AssembleOut(user=user)
 
 
-def _name_from(run: UserRun, done: dict[str, Any]) -> None:
+def _note(run: UserRun, done: dict[str, Any], stage: str) -> None:
+    """Take the user's name and the stage's unverified items into ``run``."""
     profile = done.get("profile")
     if isinstance(profile, ProfileOut):
         run.name = profile.profile.name
+    run.unverified += getattr(done[stage], "unverified", [])
 
 
 async def run_user(
@@ -194,7 +197,7 @@ async def run_user(
             merge_stats(run.stats, stage_stats)
             run.resumed.append(stage)
             notify(user_id, stage, "resumed")
-            _name_from(run, done)
+            _note(run, done, stage)
             continue
         ctx = GenContext(llm=llm, cfg=cfg, user_seed=user_seed, limits=limits)
         notify(user_id, stage, "start")
@@ -215,7 +218,7 @@ async def run_user(
         })
         done[stage] = record
         notify(user_id, stage, "done")
-        _name_from(run, done)
+        _note(run, done, stage)
     run.user = done["assemble"].user
     return run
 

@@ -84,9 +84,13 @@ class EvolutionOut(_Out):
 
 
 class AnswersOut(_Out):
-    """Stage ``answers``: the final questions with their answer choices."""
+    """Stage ``answers``: the final questions with their answer choices.
+
+    ``unverified`` names the choices kept although the reflection check never picked them (non-strict).
+    """
 
     qas: list[QA]
+    unverified: list[str] = []
 
 
 class Utterance(_Out):
@@ -97,9 +101,13 @@ class Utterance(_Out):
 
 
 class UtterancesOut(_Out):
-    """Stage ``utterances``: one list per period (period 0 first); later periods follow their events."""
+    """Stage ``utterances``: one list per period (period 0 first); later periods follow their events.
+
+    ``unverified`` names the utterances kept although the exposure check never recovered them (non-strict).
+    """
 
     periods: list[list[Utterance]]
+    unverified: list[str] = []
 
 
 class ProfileOut(_Out):

@@ -41,6 +41,7 @@ def _user_entry(run: UserRun) -> dict[str, Any]:
         "completion_tokens": total.completion_tokens,
         "exposure_check": check_rates(run.stats, "utterances.exposure"),
         "answer_reflection": check_rates(run.stats, "answers.reflection"),
+        "unverified": list(run.unverified),
         "steps": stats_to_dict(run.stats),
     })
     return entry
@@ -53,6 +54,8 @@ def build_report(
 
     ``steps`` and the per-user figures cover the whole generation, including stages loaded from
     checkpoints of earlier runs; ``usage_this_run`` is what this process spent on the generator role.
+    Under non-strict checks, an answer or utterance that never passed its check is kept and listed in its
+    user's ``unverified``; ``unverified_items`` counts them over the users that were written.
     Step counters: ``calls`` (cache hits included, as ``cache_hits``), tokens, and per unit of work
     ``first_try`` / ``after_retry`` (after showing the error or refining) / ``failed``.
     """
@@ -78,6 +81,7 @@ def build_report(
         "steps": stats_to_dict(steps),
         "exposure_check": check_rates(steps, "utterances.exposure"),
         "answer_reflection": check_rates(steps, "answers.reflection"),
+        "unverified_items": sum(len(r.unverified) for r in runs if r.failure is None),
         "users": [_user_entry(r) for r in runs],
         "usage_this_run": usage,
     }

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...data import UserProfile
-from .base import GenContext, StepFailure, ask_json, gather_in_order
+from .base import CallFailure, GenContext, StepFailure, ask_json, gather_in_order
 from .formats import arr, bullet_schema, obj, snake, string
 from .records import DraftQuestion, FinalQuestion, QuestionsOut, SchemaOut
 
@@ -94,11 +94,19 @@ async def _unified_values(
         f"{', '.join(u.choices)}"
         for u in uses
     )
-    value = await ask_json(
-        ctx, "schema.values", "gen_schema_values", obj(values=arr(string(), n, n)),
-        lambda v: check_values(v, n), max_tokens=40 + 16 * n, key=(name,),
-        profile=profile.formatted_str, variable=name, sources=sources, num_choices=n,
-    )
+    try:
+        value = await ask_json(
+            ctx, "schema.values", "gen_schema_values", obj(values=arr(string(), n, n)),
+            lambda v: check_values(v, n), max_tokens=40 + 16 * n, key=(name,),
+            profile=profile.formatted_str, variable=name, sources=sources, num_choices=n,
+        )
+    except CallFailure:
+        raise
+    except StepFailure:
+        # The first question's values are a valid list (checked at the questions step); the other questions
+        # of the group are then rewritten onto it like any question whose values changed.
+        ctx.step("schema.values_fallback").add_unit("first_try")
+        return list(uses[0].choices)
     return [snake(v) for v in value["values"]]
 
 
@@ -117,12 +125,21 @@ async def _rewrite(
         return None
 
     original = "\n".join(f"- {t.name}: {', '.join(t.choices)}" for t in q.required_info)
-    value = await ask_json(
-        ctx, "schema.rewrite", "gen_rewrite_question", obj(question=string(), added_variables=added), check,
-        max_tokens=120 + 16 * k, key=(qi,), question=q.question, original_info=original,
-        variables=bullet_schema(schema, mapped), other_variables=bullet_schema(schema, others) or "(none)",
-        num_states=n_s, num_added=k,
-    )
+    try:
+        value = await ask_json(
+            ctx, "schema.rewrite", "gen_rewrite_question", obj(question=string(), added_variables=added), check,
+            max_tokens=120 + 16 * k, key=(qi,), question=q.question, original_info=original,
+            variables=bullet_schema(schema, mapped), other_variables=bullet_schema(schema, others) or "(none)",
+            num_states=n_s, num_added=k,
+        )
+    except CallFailure:
+        raise
+    except StepFailure:
+        if k > len(others):
+            raise
+        # Keep the question as written and add seeded variables: valid, if less fitting than a rewrite.
+        ctx.step("schema.rewrite_fallback").add_unit("first_try")
+        return FinalQuestion(query=q.question, required_info=mapped + ctx.rng("schema.rewrite", qi).sample(others, k))
     return FinalQuestion(query=value["question"].strip(), required_info=mapped + list(value["added_variables"]))
 
 
@@ -139,6 +156,8 @@ async def run_schema(ctx: GenContext, profile: UserProfile, drafts: QuestionsOut
             max_tokens=60 + 30 * len(types), profile=profile.formatted_str,
             info_types=_describe_types(questions, uses),
         )
+    except CallFailure:
+        raise
     except StepFailure:
         # Grouping only merges overlapping info types; when the model cannot do it, every type becomes its
         # own variable. That may keep two near-duplicate variables, so it is counted as a step of its own

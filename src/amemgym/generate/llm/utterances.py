@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from ...data import UserProfile
-from .base import GenContext, StepFailure, ask_json, gather_in_order
-from .formats import arr, bullet_schema, bullet_state, named_values, obj, string
+from .base import CallFailure, GenContext, StepFailure, ask_json, gather_in_order
+from .formats import arr, bullet_schema, bullet_state, named_values, obj, plain, string, unquote
 from .records import EvolvedPeriod, Utterance, UtterancesOut
 
 MAX_PER_UTTERANCE = 3
@@ -42,15 +42,32 @@ async def _initial(ctx: GenContext, profile: UserProfile, schema: dict[str, list
     n = len(schema)
     lo = -(-n // MAX_PER_UTTERANCE)
     reply = obj(utterances=arr(obj(query=string(), variables=arr(string(list(schema)), 1, MAX_PER_UTTERANCE)), lo, n))
-    value = await ask_json(
-        ctx, "utterances.write", "gen_utterances_initial", reply, lambda v: check_initial(v, schema),
-        max_tokens=60 + 90 * n, key=(0,), profile=profile.formatted_str, date=ctx.cfg.start_date,
-        state=bullet_state(state), schema=bullet_schema(schema), min_utterances=lo,
-    )
+    try:
+        value = await ask_json(
+            ctx, "utterances.write", "gen_utterances_initial", reply, lambda v: check_initial(v, schema),
+            max_tokens=60 + 90 * n, key=(0,), profile=profile.formatted_str, date=ctx.cfg.start_date,
+            state=bullet_state(state), schema=bullet_schema(schema), min_utterances=lo,
+        )
+    except CallFailure:
+        raise
+    except StepFailure:
+        # Covering every variable in one reply is too much for small models; one message per variable is
+        # a valid (if longer) first period. Its calls are a step of their own, so the report shows it.
+        return await gather_in_order(_single(ctx, profile, schema, state, var) for var in schema)
     return [
         Utterance(query=u["query"].strip(), exposed_states={v: state[v] for v in schema if v in u["variables"]})
         for u in value["utterances"]
     ]
+
+
+async def _single(ctx: GenContext, profile: UserProfile, schema: dict[str, list[str]], state: dict[str, str],
+                  var: str) -> Utterance:
+    query = await _write_one(
+        ctx, "utterances.write_single", "gen_utterance_single", (0, list(schema).index(var)), schema, [var],
+        profile=profile.formatted_str, date=ctx.cfg.start_date, variable=plain(var), value=plain(state[var]),
+        alternatives=", ".join(plain(x) for x in schema[var] if x != state[var]),
+    )
+    return Utterance(query=query, exposed_states={var: state[var]})
 
 
 async def _update(
@@ -58,14 +75,33 @@ async def _update(
 ) -> Utterance:
     event = period.events[j]
     variables = event.variables
-    value = await ask_json(
-        ctx, "utterances.write", "gen_utterance_update", obj(query=string()),
-        lambda v: _quotes(v["query"], schema, variables), max_tokens=160, key=(p, j),
-        profile=profile.formatted_str, date=period.period_end, event=event.event,
-        changes="\n".join(f"- {v}: {period.changes[v].old} -> {period.changes[v].new}" for v in variables),
-        schema=bullet_schema(schema, variables),
+    values = [x for var in schema for x in schema[var]]
+    query = await _write_one(
+        ctx, "utterances.write", "gen_utterance_update", (p, j), schema, variables,
+        profile=profile.formatted_str, date=period.period_end, event=unquote(event.event, values),
+        changes="\n".join(f"- {plain(v)}: {plain(period.changes[v].old)} -> {plain(period.changes[v].new)}"
+                           for v in variables),
+        schema="\n".join(f"- {plain(v)}: {', '.join(map(plain, schema[v]))}" for v in variables),
     )
-    return Utterance(query=value["query"].strip(), exposed_states={v: period.changes[v].new for v in variables})
+    return Utterance(query=query, exposed_states={v: period.changes[v].new for v in variables})
+
+
+async def _write_one(ctx: GenContext, step: str, prompt: str, key: tuple[int, int], schema: dict[str, list[str]],
+                     variables: list[str], /, **facts: str) -> str:
+    """One utterance that must not quote value names; when the model keeps quoting them, non-strict
+    generation puts the quoted names in plain words and lists the utterance as unverified."""
+    try:
+        value = await ask_json(ctx, step, prompt, obj(query=string()), lambda v: _quotes(v["query"], schema, variables),
+                               max_tokens=160, key=key, **facts)
+    except CallFailure:
+        raise
+    except StepFailure as exc:
+        if exc.last is None:
+            raise
+        ctx.keep_unverified(step, (*key, 0), f"period {key[0]}, session {key[1] + 1}: {exc.reason}; the quoted "
+                                             "names were put in plain words")
+        return unquote(str(exc.last["query"]), [x for v in variables for x in schema[v]]).strip()
+    return str(value["query"]).strip()
 
 
 async def _read(ctx: GenContext, key: tuple[int, int, int], query: str, schema: dict[str, list[str]],
@@ -78,15 +114,11 @@ async def _read(ctx: GenContext, key: tuple[int, int, int], query: str, schema: 
 
 
 async def _settle(ctx: GenContext, p: int, j: int, u: Utterance, schema: dict[str, list[str]]) -> Utterance:
-    """Return ``u`` once a reader who sees only the utterance recovers every exposed value, refining it if not."""
-    try:
-        return await _settle_once(ctx, p, j, u, schema)
-    except StepFailure:
-        ctx.step("utterances.exposure").add_unit("failed")
-        raise
+    """``u`` once a reader who sees only the utterance recovers every exposed value, refining it if not.
 
-
-async def _settle_once(ctx: GenContext, p: int, j: int, u: Utterance, schema: dict[str, list[str]]) -> Utterance:
+    When the refinements run out, :meth:`GenContext.give_up` decides: the user fails (strict) or the last
+    utterance is kept and listed as unverified.
+    """
     stats = ctx.step("utterances.exposure")
     variables = list(u.exposed_states)
     query = u.query
@@ -95,25 +127,30 @@ async def _settle_once(ctx: GenContext, p: int, j: int, u: Utterance, schema: di
     if not wrong:
         stats.add_unit("first_try")
         return u
+    where = f"period {p}, session {j + 1}"
     for r in range(1, ctx.limits.refinements + 1):
-        value = await ask_json(
-            ctx, "utterances.refine", "gen_refine_utterance", obj(query=string()),
-            lambda v: _quotes(v["query"], schema, variables), max_tokens=160, key=(p, j, r),
-            utterance=query, intended=bullet_state(u.exposed_states),
-            misread="\n".join(f"- {v}: read as {read[v]}, but it is {u.exposed_states[v]}" for v in wrong),
-            schema=bullet_schema(schema, variables),
-        )
+        try:
+            value = await ask_json(
+                ctx, "utterances.refine", "gen_refine_utterance", obj(query=string()),
+                lambda v: _quotes(v["query"], schema, variables), max_tokens=160, key=(p, j, r),
+                utterance=query, intended=bullet_state(u.exposed_states),
+                misread="\n".join(f"- {v}: read as {read[v]}, but it is {u.exposed_states[v]}" for v in wrong),
+                schema=bullet_schema(schema, variables),
+            )
+        except CallFailure:
+            raise
+        except StepFailure as exc:
+            ctx.give_up("utterances.exposure", (p, j, 1), f"{where}: no usable refinement ({exc.reason})")
+            return Utterance(query=query, exposed_states=u.exposed_states)
         query = value["query"].strip()
         read = await _read(ctx, (p, j, r), query, schema, variables)
         wrong = [v for v in variables if read[v] != u.exposed_states[v]]
         if not wrong:
             stats.add_unit("after_retry")
             return Utterance(query=query, exposed_states=u.exposed_states)
-    raise StepFailure(
-        "utterances.exposure",
-        f"period {p}, session {j + 1}: {', '.join(wrong)} still not recovered after {ctx.limits.refinements} "
-        "refinements",
-    )
+    ctx.give_up("utterances.exposure", (p, j, 1),
+                f"{where}: {', '.join(wrong)} still not recovered after {ctx.limits.refinements} refinements")
+    return Utterance(query=query, exposed_states=u.exposed_states)
 
 
 async def run_utterances(
@@ -130,4 +167,4 @@ async def run_utterances(
     drafts = [await _initial(ctx, profile, schema, initial)]
     drafts += await gather_in_order(period_drafts(p, period) for p, period in enumerate(periods, start=1))
     checked = await gather_in_order(period_checked(p, us) for p, us in enumerate(drafts))
-    return UtterancesOut(periods=checked)
+    return UtterancesOut(periods=checked, unverified=ctx.unverified_list())
