@@ -562,3 +562,23 @@ def test_unusable_unified_values_and_rewrites_fall_back_to_valid_choices(tmp_pat
     assert result.report["steps"]["schema.rewrite_fallback"]["units"] == 2  # both questions touch "everything"
     qa = result.environment.users[0].qas[0]
     assert qa.required_info == ["everything", "mood"] and qa.query.startswith("How should I plan my week")
+
+
+def test_a_profile_summary_that_never_parses_falls_back_to_the_persona_details(tmp_path: Path) -> None:
+    # What a looping small model leaves at the token limit: JSON cut off in the middle of the summary.
+    class CutOff(GenScript):
+        def __call__(self, req: ChatRequest) -> str | BaseException:
+            if req.tag == "gen.profile":
+                self.tags[req.tag] += 1
+                return '{"name": "Ana Silva", "summary": "She is kind. She is kind. She is kind'
+            return super().__call__(req)
+
+    script = CutOff()
+    result = generate(script, tmp_path, num_users=1)
+    assert result.ok, result.failed
+    assert script.tags["gen.profile"] == 3 * 2  # three tries, each with one resample of the unparsable reply
+    steps = result.report["steps"]
+    assert steps["profile"]["failed"] == 1 and steps["profile_fallback"]["units"] == 1
+    user = result.environment.users[0]
+    assert user.user_profile.name == next(p.name for p in PERSONAS if p.uuid == user.id)
+    assert "bakes bread at dawn" in (user.user_profile.complementary_info or "")

@@ -36,6 +36,10 @@ class LLMError(AMemGymError):
     """A model call failed after its retries, or returned something unusable."""
 
 
+class MalformedOutput(LLMError):
+    """The model answered, but no reply parsed as the requested structure (e.g. it ran into the token limit)."""
+
+
 class BackendUnavailable(LLMError):
     """A backend (embedded model, embedder, optional library) is not installed or cannot start.
 

@@ -16,7 +16,7 @@ import numpy as np
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
 
 from ..config import ROLE_TEMPERATURE, EndpointConfig, LLMConfig
-from ..errors import BackendUnavailable, LLMError
+from ..errors import BackendUnavailable, LLMError, MalformedOutput
 from .backends import ChatBackend, EmbedBackend, PermanentError, TransientError
 from .cache import ResponseCache
 from .types import ChatMessage, ChatRequest, ChatResult
@@ -341,7 +341,8 @@ class LLMClient:
         retry; the broken reply is never cached as the answer.
 
         Raises:
-            LLMError: if no attempt produced valid output.
+            MalformedOutput: if no attempt produced valid output.
+            LLMError: if a call itself failed.
         """
         from .parsing import parse_json_reply
 
@@ -360,7 +361,7 @@ class LLMClient:
                 return value, res
             last = problem
             self.ledger.role(role).schema_retries += 1
-        raise LLMError(f"{role} produced no valid structured output after {attempts} attempts: {last}")
+        raise MalformedOutput(f"{role} produced no valid structured output after {attempts} attempts: {last}")
 
     # ---- embeddings --------------------------------------------------------------------------------
     async def embed(self, texts: list[str]) -> np.ndarray:

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any, TypeVar
 
 from ...config import EnvConfig
-from ...errors import AMemGymError, LLMError
+from ...errors import AMemGymError, LLMError, MalformedOutput
 from ...llm import ChatResult, LLMClient
 from ...prompts import render
 from .formats import schema_problem
@@ -233,6 +233,9 @@ async def ask_json(
                 max_tokens=max_tokens, tag=f"gen.{step}",
                 seed=ctx.seed(step, *key, attempt),
             )
+        except MalformedOutput as exc:
+            problem = str(exc)  # a broken try like any other: the next one samples afresh
+            continue
         except LLMError as exc:
             if count_unit:
                 stats.add_unit("failed")

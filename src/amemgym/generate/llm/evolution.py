@@ -141,7 +141,7 @@ async def _explain(
         period_summary=string(),
         events=arr(obj(event=string(), variables=arr(string(changed), 1, len(changed))), 1, len(changed)),
     )
-    facts = {
+    facts: dict[str, Any] = {
         "profile": profile.formatted_str, "period_start": bounds[0].isoformat(), "period_end": bounds[1].isoformat(),
         "changes": "\n".join(f"- {v}: {c.old} -> {c.new}" for v, c in changes.items()),
         "unchanged": bullet_state(state, unchanged) if unchanged else "(none)",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..personas import Persona, make_name, to_user_profile
-from .base import GenContext, ask_json
+from .base import CallFailure, GenContext, StepFailure, ask_json
 from .formats import obj, string
 from .records import ProfileOut
 
@@ -36,11 +36,20 @@ async def run_profile(ctx: GenContext, persona: Persona) -> ProfileOut:
     """Summarise the persona for role play; take the name from the description when the table had none."""
     data = persona.model_dump()
     extra = [k for k in data if k not in BASIC_FIELDS and k != "uuid"]
-    value = await ask_json(
-        ctx, "profile", "gen_profile_summary", obj(name=string(), summary=string()), check_profile,
-        max_tokens=700, basic=_lines(data, list(BASIC_FIELDS)), details=_lines(data, extra),
-        max_words=MAX_SUMMARY_WORDS,
-    )
+    try:
+        value = await ask_json(
+            ctx, "profile", "gen_profile_summary", obj(name=string(), summary=string()), check_profile,
+            max_tokens=700, basic=_lines(data, list(BASIC_FIELDS)), details=_lines(data, extra),
+            max_words=MAX_SUMMARY_WORDS,
+        )
+    except CallFailure:
+        raise
+    except StepFailure:
+        # Small models can loop until the token limit. The persona's own details are a faithful (if less
+        # polished) role-play summary; the report counts how often they were used.
+        ctx.step("profile_fallback").add_unit("first_try")
+        own = " ".join(str(data[k]).strip() for k in extra if data.get(k) not in (None, ""))
+        value = {"name": persona.name, "summary": " ".join(own.split()[:MAX_SUMMARY_WORDS - 1]) or persona.name}
     name_was_made_up = persona.name == make_name(persona.uuid, persona.gender)
     if name_was_made_up and value["name"].strip() != persona.name:
         persona = persona.model_copy(update={"name": " ".join(value["name"].split())})

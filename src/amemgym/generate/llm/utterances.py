@@ -87,7 +87,7 @@ async def _update(
 
 
 async def _write_one(ctx: GenContext, step: str, prompt: str, key: tuple[int, int], schema: dict[str, list[str]],
-                     variables: list[str], /, **facts: str) -> str:
+                     variables: list[str], /, **facts: Any) -> str:
     """One utterance that must not quote value names; when the model keeps quoting them, non-strict
     generation puts the quoted names in plain words and lists the utterance as unverified."""
     try:
