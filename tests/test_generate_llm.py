@@ -422,6 +422,16 @@ def test_events_that_never_pass_fall_back_to_one_event_per_change(tmp_path: Path
     assert all(len(s.exposed_states) == 1 for s in period.sessions)
     assert len(period.sessions) == len(period.updates)
 
+    # A model that cannot even close that JSON: each change is stated plainly as its own event.
+    script = GenScript(bad={"gen.evolution.events": [twice] * 3, "gen.evolution.events_each": ['{"period_summ'] * 6})
+    result = generate(script, tmp_path / "plain", num_users=1)
+    assert result.ok, result.failed
+    assert result.report["steps"]["evolution.events_plain"]["units"] == 1
+    session = result.environment.users[0].periods[1].sessions[0]
+    (var, value), = session.exposed_states.items()
+    assert session.event is not None and session.event.startswith(f"Their {var.replace('_', ' ')} went from")
+    assert session.event.endswith(f" to {value}.")
+
 
 def test_initial_utterances_that_never_pass_fall_back_to_one_per_variable(tmp_path: Path) -> None:
     def one_only(req: ChatRequest) -> Any:

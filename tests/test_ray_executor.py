@@ -179,3 +179,38 @@ def test_the_run_command_drives_ray_with_a_models_file(endpoint: FakeEndpoint, t
     metrics = json.loads((out / "metrics.json").read_text())
     assert code == 0 and metrics["complete"]
     assert json.loads((out / "manifest.json").read_text())["config"]["llm"]["roles"]["agent"]["max_concurrency"] == 3
+
+
+def test_progress_under_ray_counts_what_the_tasks_finish(endpoint: FakeEndpoint, tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    env = load_environment(ENV)
+    sessions = sum(len(p.sessions) for u in env.users for p in u.periods)
+    evaluations = sum(len(u.periods) for u in env.users)
+    log = io.StringIO()
+    code = run_command(config(endpoint, tmp_path / "ray.sqlite"), ENV, "native", tmp_path / "run", off_policy=None,
+                       console=Console(file=log, width=200), executor="ray")
+    assert code == 0
+    progress = " ".join(capsys.readouterr().err.split())  # the progress log goes to stderr, wrapped
+    assert f"sessions {sessions}/{sessions}, evaluations {evaluations}/{evaluations}" in progress
+
+
+def test_file_progress_reports_only_new_complete_records(tmp_path: Path) -> None:
+    from amemgym.run.episode import EpisodeEvents
+    from amemgym.run.ray_executor import FileProgress
+
+    user = load_environment(ENV).users[0]
+    rd = RunDir(tmp_path)
+    rd.sessions(user.id).parent.mkdir(parents=True)
+    rd.sessions(user.id).write_text('{"period": 0}\n')  # finished before this invocation: not reported
+    seen: list[str] = []
+    events = EpisodeEvents()
+    events.on_session = lambda u, p, s: seen.append("session")
+    events.on_eval = lambda u, p: seen.append(f"eval {p}")
+    watcher = FileProgress(rd, [user], events)
+    with rd.sessions(user.id).open("a") as fh:
+        fh.write('{"period": 0}\n{"period": 1, "mess')  # one complete record, one being written
+    rd.evaluation(user.id, 1).parent.mkdir(parents=True, exist_ok=True)
+    rd.evaluation(user.id, 1).write_text("{}")
+    watcher.poll()
+    watcher.poll()
+    assert seen == ["session", "eval 1"]

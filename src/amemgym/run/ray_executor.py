@@ -16,6 +16,7 @@ Ray is imported only when a run actually uses this executor.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -112,6 +113,46 @@ def user_finished(rundir: RunDir, user: UserEnv) -> bool:
     return done and all(rundir.evaluation(user.id, p).exists() for p in range(len(user.periods)))
 
 
+class FileProgress:
+    """Reports sessions and evaluations that tasks on other processes finish, by watching the run directory.
+
+    A session counts when its record line is complete in ``sessions.jsonl``; an evaluation when its file
+    exists. Only what appears after the watcher started is reported, as the local executor does.
+    """
+
+    def __init__(self, rundir: RunDir, users: list[UserEnv], events: EpisodeEvents) -> None:
+        self.rundir, self.users, self.events = rundir, users, events
+        self._sessions = {u.id: self._session_lines(u.id) for u in users}
+        self._evals = {u.id: self._evaluated(u) for u in users}
+
+    def _session_lines(self, user_id: str) -> int:
+        try:
+            return self.rundir.sessions(user_id).read_bytes().count(b"\n")
+        except FileNotFoundError:
+            return 0
+
+    def _evaluated(self, user: UserEnv) -> set[int]:
+        return {p for p in range(len(user.periods)) if self.rundir.evaluation(user.id, p).exists()}
+
+    def poll(self) -> None:
+        """Report what appeared since the last poll."""
+        for user in self.users:
+            lines = self._session_lines(user.id)
+            for _ in range(lines - self._sessions[user.id]):
+                self.events.on_session(user.id, -1, -1)
+            self._sessions[user.id] = max(lines, self._sessions[user.id])
+            done = self._evaluated(user)
+            for period in sorted(done - self._evals[user.id]):
+                self.events.on_eval(user.id, period)
+            self._evals[user.id] |= done
+
+    async def poll_forever(self, every: float = 1.0) -> None:
+        """:meth:`poll` every ``every`` seconds until cancelled."""
+        while True:
+            await asyncio.sleep(every)
+            await asyncio.to_thread(self.poll)
+
+
 @dataclass(frozen=True)
 class EpisodeJob:
     """Everything one Ray task needs to run one user's episode (pickled to the worker)."""
@@ -158,6 +199,9 @@ class RayExecutor:
         make_client: builds each task's client from the task's config.
         num_cpus: CPUs Ray reserves per task; episodes mostly wait on the network, so fractions are fine.
         init_kwargs: extra ``ray.init`` arguments when this executor starts Ray.
+
+    Progress comes from the run directory the tasks write (it must be shared anyway): finished sessions
+    and evaluations are reported as their files appear. Usage shows once the tasks return.
 
     Usage spent by a task attempt that died is not counted (its ledger died with it); its finished calls
     are in the cache, so the retry does not pay for them again.
@@ -213,9 +257,15 @@ class RayExecutor:
             ledger.merge(UsageLedger.from_dict(result["usage"]))
             events.failures.extend(result["failures"])
 
+        watcher = FileProgress(runner.rundir, todo, events)
+        poller = asyncio.create_task(watcher.poll_forever())
         try:
             await asyncio.gather(*(one(u) for u in todo))
         finally:
+            poller.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await poller
+            watcher.poll()
             runner.llm.ledger.merge(ledger)
             if started:
                 ray.shutdown()

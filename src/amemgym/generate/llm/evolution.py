@@ -8,7 +8,7 @@ from typing import Any
 from ...config import HIGH_TEMPERATURE
 from ...data import UserProfile
 from .base import CallFailure, GenContext, StepFailure, ask_json
-from .formats import arr, bullet_schema, bullet_state, obj, string
+from .formats import arr, bullet_schema, bullet_state, obj, plain, string
 from .records import Change, Event, EvolutionOut, EvolvedPeriod
 
 
@@ -157,11 +157,20 @@ async def _explain(
         # Small models keep assigning one change to two events; one event per change is always valid.
         # Its calls are a step of their own, so the report shows how often this was needed.
         each = obj(period_summary=string(), events=obj(**{v: string() for v in changed}))
-        value = await ask_json(
-            ctx, "evolution.events_each", "gen_life_events_each", each, None,
-            max_tokens=120 + 110 * len(changed), key=(period,),
-            event_keys=", ".join(f'"{v}": ...' for v in changed), **facts,
-        )
+        try:
+            value = await ask_json(
+                ctx, "evolution.events_each", "gen_life_events_each", each, None,
+                max_tokens=120 + 110 * len(changed), key=(period,),
+                event_keys=", ".join(f'"{v}": ...' for v in changed), **facts,
+            )
+        except CallFailure:
+            raise
+        except StepFailure:
+            # Last resort (a model that cannot close its JSON): each change stated plainly as its own event.
+            ctx.step("evolution.events_plain").add_unit("first_try")
+            plain_events = [Event(event=f"Their {plain(v)} went from {plain(c.old)} to {plain(c.new)}.", variables=[v])
+                            for v, c in changes.items()]
+            return " ".join(e.event for e in plain_events), plain_events
         return value["period_summary"].strip(), [Event(event=value["events"][v].strip(), variables=[v])
                                                  for v in changed]
     events = [Event(event=e["event"].strip(), variables=[v for v in changed if v in e["variables"]])
