@@ -592,3 +592,19 @@ def test_a_profile_summary_that_never_parses_falls_back_to_the_persona_details(t
     user = result.environment.users[0]
     assert user.user_profile.name == next(p.name for p in PERSONAS if p.uuid == user.id)
     assert "bakes bread at dawn" in (user.user_profile.complementary_info or "")
+
+
+def test_refinements_that_converge_on_one_text_are_told_apart(tmp_path: Path) -> None:
+    script = GenScript()
+    script.answers_refine = lambda req: {"answer": "Same vague advice."}  # type: ignore[method-assign]
+    script.bad["gen.answers.reflection"] = [{"choice": 1}] * 200
+    result = generate(script, tmp_path, num_users=1, limits=Limits(refinements=1))
+    assert result.ok, result.failed
+    unverified = result.report["users"][0]["unverified"]
+    assert any("refined into another choice's answer" in u for u in unverified)
+    for qa in result.environment.users[0].qas:
+        assert len({c.answer for c in qa.answer_choices}) == len(qa.answer_choices)
+    with pytest.raises(GenerationError):
+        strict = GenScript(bad={"gen.answers.reflection": [{"choice": 1}] * 200})
+        strict.answers_refine = script.answers_refine  # type: ignore[method-assign]
+        generate(strict, tmp_path / "strict", num_users=1, limits=Limits(refinements=1, strict_checks=True))

@@ -168,8 +168,13 @@ async def _question(
         if answer_problem(drafts[i], values, drafts[:i]):
             drafts[i] = await _fix(ctx, qi, i, qa, combos[i], values, drafts[i], drafts[:i])
     settled = await gather_in_order(_settle(ctx, qi, i, qa, drafts, combos, values) for i in range(k))
-    if len(set(settled)) != k:  # two refinements, made side by side, converged on the same text
-        raise StepFailure("answers.reflection", f"question {qi + 1}: two choices ended with the same answer")
+    seen: set[str] = set()
+    for i, answer in enumerate(settled):
+        if answer in seen:  # two refinements, made side by side, converged on the same text
+            ctx.keep_unverified("answers.reflection", (qi, i, 2), f"question {qi + 1}, choice {i + 1}: refined "
+                                "into another choice's answer; prefixed with its situation in plain words")
+            settled[i] = patch_answer(answer, plain_combination(qa.required_info, combos[i]), values)
+        seen.add(settled[i])
     return QA(
         query=qa.query, required_info=list(qa.required_info),
         answer_choices=[AnswerChoice(state=c, answer=a, type=t)  # type: ignore[arg-type]
