@@ -1,7 +1,10 @@
 """The LLM generation pipeline (SPEC §3.1): profile, questions, schema, initial state, evolution,
 answers with reflection, utterances with exposure checks, assembly; resumable, with a report."""
 
-from .base import STAGES, Limits, StepFailure
+from .base import STAGES, CallFailure, Limits, StepFailure
 from .pipeline import GenerationError, GenerationResult, UserFailure, generate_llm
 
-__all__ = ["STAGES", "GenerationError", "GenerationResult", "Limits", "StepFailure", "UserFailure", "generate_llm"]
+__all__ = [
+    "STAGES", "CallFailure", "GenerationError", "GenerationResult", "Limits", "StepFailure", "UserFailure",
+    "generate_llm",
+]

@@ -6,7 +6,7 @@ from itertools import product
 from typing import Any
 
 from ...data import QA, AnswerChoice
-from .base import CallFailure, GenContext, StepFailure, ask_json, gather_in_order
+from .base import GenContext, StepFailure, ask_json, gather_in_order
 from .formats import (
     arr,
     combination_text,
@@ -80,8 +80,6 @@ async def _fix(ctx: GenContext, qi: int, i: int, qa: FinalQuestion, combo: list[
             question=qa.query, target=plain_combination(qa.required_info, combo),
             others="\n".join(f'  - "{o}"' for o in others) or "  (none yet)",
         )
-    except CallFailure:
-        raise
     except StepFailure as exc:
         ctx.keep_unverified("answers.fix", (qi, i, 0), f"{where}: no valid rewrite ({exc.reason}); the draft was "
                                                       "prefixed with its situation in plain words")
@@ -110,7 +108,7 @@ async def _classify(ctx: GenContext, qi: int, i: int, r: int, query: str, answer
 async def _settle(
     ctx: GenContext, qi: int, i: int, qa: FinalQuestion, drafts: list[str], combos: list[list[str]], values: list[str]
 ) -> str:
-    """``answer`` once the classifier maps it to combination ``i``, refining it when it does not.
+    """The draft of choice ``i`` once the classifier maps it to combination ``i``, refined until it does.
 
     When the refinements run out, :meth:`GenContext.give_up` decides: the user fails (strict) or the last
     answer is kept and listed as unverified.
@@ -124,8 +122,8 @@ async def _settle(
         stats.add_unit("first_try")
         return answer
     where = f"question {qi + 1}, choice {i + 1}"
+    others = [c for j, c in enumerate(combos) if j != i]
     for r in range(1, ctx.limits.refinements + 1):
-        others = [c for j, c in enumerate(combos) if j != i]
         try:
             value = await ask_json(
                 ctx, "answers.refine", "gen_refine_answer", obj(answer=string()),
@@ -134,8 +132,6 @@ async def _settle(
                 confused=combination_text(variables, combos[picked - 1]),
                 others="\n".join(f"- {combination_text(variables, c)}" for c in others),
             )
-        except CallFailure:
-            raise
         except StepFailure as exc:
             ctx.give_up("answers.reflection", (qi, i, 1), f"{where}: no usable refinement ({exc.reason})")
             return answer

@@ -48,8 +48,19 @@ class StepFailure(AMemGymError):
         self.last = last
 
 
-class CallFailure(StepFailure):
-    """The model could not be called at all (retries exhausted); never softened into an unverified item."""
+class CallFailure(AMemGymError):
+    """A step could not call the model at all (retries exhausted); unlike :class:`StepFailure`, no
+    fallback applies: the user fails and a rerun retries it.
+
+    Attributes:
+        step: the step whose call failed.
+        reason: what went wrong, in one line.
+    """
+
+    def __init__(self, step: str, reason: str) -> None:
+        super().__init__(f"{step}: {reason}")
+        self.step = step
+        self.reason = reason
 
 
 @dataclass(frozen=True)
@@ -219,7 +230,8 @@ async def ask_json(
         variables: the template's variables (the arguments before ``/`` are positional, so any name works).
 
     Raises:
-        StepFailure: when every try broke a rule, or the model could not be called.
+        StepFailure: when every try broke a rule (``last`` holds the last reply that had the right shape).
+        CallFailure: when the model could not be called.
     """
     stats = ctx.step(step)
     messages = [{"role": "user", "content": render(prompt, **variables)}]

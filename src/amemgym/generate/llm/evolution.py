@@ -7,7 +7,7 @@ from typing import Any
 
 from ...config import HIGH_TEMPERATURE
 from ...data import UserProfile
-from .base import CallFailure, GenContext, StepFailure, ask_json
+from .base import GenContext, StepFailure, ask_json
 from .formats import arr, bullet_schema, bullet_state, obj, plain, string
 from .records import Change, Event, EvolutionOut, EvolvedPeriod
 
@@ -151,8 +151,6 @@ async def _explain(
             ctx, "evolution.events", "gen_life_events", reply_schema, lambda v: check_events(v, changed),
             max_tokens=120 + 110 * len(changed), key=(period,), **facts,
         )
-    except CallFailure:
-        raise
     except StepFailure:
         # Small models keep assigning one change to two events; one event per change is always valid.
         # Its calls are a step of their own, so the report shows how often this was needed.
@@ -163,8 +161,6 @@ async def _explain(
                 max_tokens=120 + 110 * len(changed), key=(period,),
                 event_keys=", ".join(f'"{v}": ...' for v in changed), **facts,
             )
-        except CallFailure:
-            raise
         except StepFailure:
             # Last resort (a model that cannot close its JSON): each change stated plainly as its own event.
             ctx.step("evolution.events_plain").add_unit("first_try")

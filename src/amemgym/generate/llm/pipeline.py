@@ -26,7 +26,18 @@ from ...storage import atomic_write_json
 from ..personas import Persona, load_personas, sample_personas
 from .answers import run_answers
 from .assemble import assemble_user
-from .base import ROLE, STAGES, GenContext, Limits, Stats, StepFailure, derive_seed, merge_stats, stats_from_dict
+from .base import (
+    ROLE,
+    STAGES,
+    CallFailure,
+    GenContext,
+    Limits,
+    Stats,
+    StepFailure,
+    derive_seed,
+    merge_stats,
+    stats_from_dict,
+)
 from .evolution import run_evolution
 from .initial_state import run_initial_state
 from .profile import run_profile
@@ -203,7 +214,7 @@ async def run_user(
         notify(user_id, stage, "start")
         try:
             record = await _compute(stage, ctx, persona, done, user_id, run_seed)
-        except StepFailure as exc:
+        except (StepFailure, CallFailure) as exc:
             run.failure = UserFailure(user_id, run.name, exc.step, exc.reason)
         except AMemGymError as exc:
             run.failure = UserFailure(user_id, run.name, stage, str(exc))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..personas import Persona, make_name, to_user_profile
-from .base import CallFailure, GenContext, StepFailure, ask_json
+from .base import GenContext, StepFailure, ask_json
 from .formats import obj, string
 from .records import ProfileOut
 
@@ -42,8 +42,6 @@ async def run_profile(ctx: GenContext, persona: Persona) -> ProfileOut:
             max_tokens=700, basic=_lines(data, list(BASIC_FIELDS)), details=_lines(data, extra),
             max_words=MAX_SUMMARY_WORDS,
         )
-    except CallFailure:
-        raise
     except StepFailure:
         # Small models can loop until the token limit. The persona's own details are a faithful (if less
         # polished) role-play summary; the report counts how often they were used.

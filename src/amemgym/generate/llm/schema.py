@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...data import UserProfile
-from .base import CallFailure, GenContext, StepFailure, ask_json, gather_in_order
+from .base import GenContext, StepFailure, ask_json, gather_in_order
 from .formats import arr, bullet_schema, obj, snake, string
 from .records import DraftQuestion, FinalQuestion, QuestionsOut, SchemaOut
 
@@ -100,8 +100,6 @@ async def _unified_values(
             lambda v: check_values(v, n), max_tokens=40 + 16 * n, key=(name,),
             profile=profile.formatted_str, variable=name, sources=sources, num_choices=n,
         )
-    except CallFailure:
-        raise
     except StepFailure:
         # The first question's values are a valid list (checked at the questions step); the other questions
         # of the group are then rewritten onto it like any question whose values changed.
@@ -132,8 +130,6 @@ async def _rewrite(
             variables=bullet_schema(schema, mapped), other_variables=bullet_schema(schema, others) or "(none)",
             num_states=n_s, num_added=k,
         )
-    except CallFailure:
-        raise
     except StepFailure:
         if k > len(others):
             raise
@@ -156,8 +152,6 @@ async def run_schema(ctx: GenContext, profile: UserProfile, drafts: QuestionsOut
             max_tokens=60 + 30 * len(types), profile=profile.formatted_str,
             info_types=_describe_types(questions, uses),
         )
-    except CallFailure:
-        raise
     except StepFailure:
         # Grouping only merges overlapping info types; when the model cannot do it, every type becomes its
         # own variable. That may keep two near-duplicate variables, so it is counted as a step of its own

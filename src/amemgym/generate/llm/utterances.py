@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...data import UserProfile
-from .base import CallFailure, GenContext, StepFailure, ask_json, gather_in_order
+from .base import GenContext, StepFailure, ask_json, gather_in_order
 from .formats import arr, bullet_schema, bullet_state, named_values, obj, plain, string, unquote
 from .records import EvolvedPeriod, Utterance, UtterancesOut
 
@@ -48,8 +48,6 @@ async def _initial(ctx: GenContext, profile: UserProfile, schema: dict[str, list
             max_tokens=60 + 90 * n, key=(0,), profile=profile.formatted_str, date=ctx.cfg.start_date,
             state=bullet_state(state), schema=bullet_schema(schema), min_utterances=lo,
         )
-    except CallFailure:
-        raise
     except StepFailure:
         # Covering every variable in one reply is too much for small models; one message per variable is
         # a valid (if longer) first period. Its calls are a step of their own, so the report shows it.
@@ -93,8 +91,6 @@ async def _write_one(ctx: GenContext, step: str, prompt: str, key: tuple[int, in
     try:
         value = await ask_json(ctx, step, prompt, obj(query=string()), lambda v: _quotes(v["query"], schema, variables),
                                max_tokens=160, key=key, **facts)
-    except CallFailure:
-        raise
     except StepFailure as exc:
         if exc.last is None:
             raise
@@ -137,8 +133,6 @@ async def _settle(ctx: GenContext, p: int, j: int, u: Utterance, schema: dict[st
                 misread="\n".join(f"- {v}: read as {read[v]}, but it is {u.exposed_states[v]}" for v in wrong),
                 schema=bullet_schema(schema, variables),
             )
-        except CallFailure:
-            raise
         except StepFailure as exc:
             ctx.give_up("utterances.exposure", (p, j, 1), f"{where}: no usable refinement ({exc.reason})")
             return Utterance(query=query, exposed_states=u.exposed_states)
