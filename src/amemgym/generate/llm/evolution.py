@@ -8,7 +8,7 @@ from typing import Any
 from ...config import HIGH_TEMPERATURE
 from ...data import UserProfile
 from .base import GenContext, StepFailure, ask_json
-from .formats import arr, bullet_schema, bullet_state, obj, plain, string
+from .formats import arr, bullet_schema, bullet_state, longest, name_tokens, obj, plain, string
 from .records import Change, Event, EvolutionOut, EvolvedPeriod
 
 
@@ -120,7 +120,8 @@ async def _propose(
     value = await ask_json(
         ctx, "evolution.updates", "gen_state_updates", changes_schema(schema, state, eligible, lo, hi),
         lambda v: check_changes(first_changes(v), schema, state, counts, cfg.max_changes_per_state, lo, hi),
-        max_tokens=40 + 30 * hi, key=(period,), temperature=HIGH_TEMPERATURE,
+        max_tokens=40 + hi * (16 + name_tokens(longest(eligible), longest(x for v in eligible for x in schema[v]))),
+        key=(period,), temperature=HIGH_TEMPERATURE,
         profile=profile.formatted_str, period_start=bounds[0].isoformat(), period_end=bounds[1].isoformat(),
         months=cfg.num_months_per_period, remaining=cfg.num_periods - period, schema=bullet_schema(schema),
         state=bullet_state(state), history=_history(history), counts=count_lines, num_changes=n, lo=lo, hi=hi,

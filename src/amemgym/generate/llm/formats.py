@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 
@@ -109,6 +109,20 @@ def named_values(text: str, values: list[str]) -> list[str]:
     """The snake_case values (with an underscore) that ``text`` quotes verbatim."""
     low = text.lower()
     return [v for v in values if "_" in v and v.lower() in low]
+
+
+def name_tokens(*names: str) -> int:
+    """A generous completion budget for writing ``names`` as JSON keys or enum values.
+
+    Fixed per-item budgets cut off long snake_case values (small models invent 20-word ones), and a reply
+    cut off mid-value does not parse.
+    """
+    return sum(len(n) // 2 + 6 for n in names)
+
+
+def longest(names: Iterable[str]) -> str:
+    """The longest of ``names`` (the first among equals)."""
+    return max(names, key=len)
 
 
 def plain(name: str) -> str:

@@ -6,7 +6,7 @@ from typing import Any
 
 from ...data import UserProfile
 from .base import GenContext, ask_json
-from .formats import bullet_schema, obj, string
+from .formats import bullet_schema, longest, name_tokens, obj, string
 from .records import InitialStateOut
 
 
@@ -33,7 +33,7 @@ async def run_initial_state(
     """Ask for the initial state and validate it against the schema."""
     value = await ask_json(
         ctx, "initial_state", "gen_initial_state", state_schema_json(schema), lambda v: check_state(v, schema),
-        max_tokens=40 + 20 * len(schema), profile=profile.formatted_str, start_date=ctx.cfg.start_date,
-        total_months=total_months, schema=bullet_schema(schema),
+        max_tokens=40 + name_tokens(*schema, *map(longest, schema.values())), profile=profile.formatted_str,
+        start_date=ctx.cfg.start_date, total_months=total_months, schema=bullet_schema(schema),
     )
     return InitialStateOut(state={var: value["state"][var] for var in schema})

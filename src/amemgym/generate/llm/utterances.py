@@ -6,7 +6,7 @@ from typing import Any
 
 from ...data import UserProfile
 from .base import GenContext, StepFailure, ask_json, gather_in_order
-from .formats import arr, bullet_schema, bullet_state, named_values, obj, plain, string, unquote
+from .formats import arr, bullet_schema, bullet_state, longest, name_tokens, named_values, obj, plain, string, unquote
 from .records import EvolvedPeriod, Utterance, UtterancesOut
 
 MAX_PER_UTTERANCE = 3
@@ -104,7 +104,8 @@ async def _read(ctx: GenContext, key: tuple[int, int, int], query: str, schema: 
                 variables: list[str]) -> dict[str, str]:
     reply = obj(**{v: string(schema[v]) for v in variables})
     return await ask_json(
-        ctx, "utterances.exposure", "gen_exposure_check", reply, None, max_tokens=20 + 20 * len(variables), key=key,
+        ctx, "utterances.exposure", "gen_exposure_check", reply, None,
+        max_tokens=20 + name_tokens(*variables, *(longest(schema[v]) for v in variables)), key=key,
         count_unit=False, utterance=query, candidates=bullet_schema(schema, variables),
     )
 
