@@ -608,3 +608,16 @@ def test_refinements_that_converge_on_one_text_are_told_apart(tmp_path: Path) ->
         strict = GenScript(bad={"gen.answers.reflection": [{"choice": 1}] * 200})
         strict.answers_refine = script.answers_refine  # type: ignore[method-assign]
         generate(strict, tmp_path / "strict", num_users=1, limits=Limits(refinements=1, strict_checks=True))
+
+
+def test_checkers_that_never_reply_usably_leave_items_unverified(tmp_path: Path) -> None:
+    script = GenScript(bad={"gen.utterances.exposure": [["not", "an", "object"]] * 500,
+                            "gen.answers.reflection": [["nor", "this"]] * 500})
+    result = generate(script, tmp_path, num_users=1)
+    assert result.ok, result.failed
+    user = result.report["users"][0]
+    assert user["exposure_check"]["failed"] == user["exposure_check"]["checked"] > 0
+    assert user["answer_reflection"]["failed"] == user["answer_reflection"]["checked"] > 0
+    assert any("the reader gave no usable reply" in u for u in user["unverified"])
+    assert any("the classifier gave no usable reply" in u for u in user["unverified"])
+    assert script.tags["gen.utterances.refine"] == script.tags["gen.answers.refine"] == 0

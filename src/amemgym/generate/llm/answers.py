@@ -97,11 +97,15 @@ def patch_answer(draft: str, situation: str, values: list[str]) -> str:
 
 
 async def _classify(ctx: GenContext, qi: int, i: int, r: int, query: str, answer: str, combos_text: str, k: int
-                    ) -> int:
-    value = await ask_json(
-        ctx, "answers.reflection", "gen_reflection", obj(choice=integer(list(range(1, k + 1)))), None,
-        max_tokens=20, key=(qi, i, r), count_unit=False, question=query, answer=answer, combinations=combos_text,
-    )
+                    ) -> int | str:
+    """The combination (1-based) the classifier picks, or why it gave no usable reply."""
+    try:
+        value = await ask_json(
+            ctx, "answers.reflection", "gen_reflection", obj(choice=integer(list(range(1, k + 1)))), None,
+            max_tokens=20, key=(qi, i, r), count_unit=False, question=query, answer=answer, combinations=combos_text,
+        )
+    except StepFailure as exc:
+        return exc.reason
     return int(value["choice"])
 
 
@@ -117,11 +121,14 @@ async def _settle(
     answer, others_text = drafts[i], drafts[:i] + drafts[i + 1:]
     variables = qa.required_info
     combos_text = numbered_combinations(variables, combos)
+    where = f"question {qi + 1}, choice {i + 1}"
     picked = await _classify(ctx, qi, i, 0, qa.query, answer, combos_text, len(combos))
     if picked == i + 1:
         stats.add_unit("first_try")
         return answer
-    where = f"question {qi + 1}, choice {i + 1}"
+    if isinstance(picked, str):
+        ctx.give_up("answers.reflection", (qi, i, 1), f"{where}: the classifier gave no usable reply ({picked})")
+        return answer
     others = [c for j, c in enumerate(combos) if j != i]
     for r in range(1, ctx.limits.refinements + 1):
         try:
@@ -139,6 +146,9 @@ async def _settle(
         picked = await _classify(ctx, qi, i, r, qa.query, answer, combos_text, len(combos))
         if picked == i + 1:
             stats.add_unit("after_retry")
+            return answer
+        if isinstance(picked, str):
+            ctx.give_up("answers.reflection", (qi, i, 1), f"{where}: the classifier gave no usable reply ({picked})")
             return answer
     ctx.give_up("answers.reflection", (qi, i, 1),
                 f"{where}: the classifier still picks choice {picked} after {ctx.limits.refinements} refinements")

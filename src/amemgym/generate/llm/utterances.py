@@ -101,13 +101,18 @@ async def _write_one(ctx: GenContext, step: str, prompt: str, key: tuple[int, in
 
 
 async def _read(ctx: GenContext, key: tuple[int, int, int], query: str, schema: dict[str, list[str]],
-                variables: list[str]) -> dict[str, str]:
+                variables: list[str]) -> dict[str, str] | str:
+    """The values a reader recovers from ``query``, or why the reader gave no usable reply."""
     reply = obj(**{v: string(schema[v]) for v in variables})
-    return await ask_json(
-        ctx, "utterances.exposure", "gen_exposure_check", reply, None,
-        max_tokens=20 + name_tokens(*variables, *(longest(schema[v]) for v in variables)), key=key,
-        count_unit=False, utterance=query, candidates=bullet_schema(schema, variables),
-    )
+    try:
+        value: dict[str, str] = await ask_json(
+            ctx, "utterances.exposure", "gen_exposure_check", reply, None,
+            max_tokens=20 + name_tokens(*variables, *(longest(schema[v]) for v in variables)), key=key,
+            count_unit=False, utterance=query, candidates=bullet_schema(schema, variables),
+        )
+    except StepFailure as exc:
+        return exc.reason
+    return value
 
 
 async def _settle(ctx: GenContext, p: int, j: int, u: Utterance, schema: dict[str, list[str]]) -> Utterance:
@@ -119,12 +124,15 @@ async def _settle(ctx: GenContext, p: int, j: int, u: Utterance, schema: dict[st
     stats = ctx.step("utterances.exposure")
     variables = list(u.exposed_states)
     query = u.query
+    where = f"period {p}, session {j + 1}"
     read = await _read(ctx, (p, j, 0), query, schema, variables)
+    if isinstance(read, str):
+        ctx.give_up("utterances.exposure", (p, j, 1), f"{where}: the reader gave no usable reply ({read})")
+        return u
     wrong = [v for v in variables if read[v] != u.exposed_states[v]]
     if not wrong:
         stats.add_unit("first_try")
         return u
-    where = f"period {p}, session {j + 1}"
     for r in range(1, ctx.limits.refinements + 1):
         try:
             value = await ask_json(
@@ -139,6 +147,9 @@ async def _settle(ctx: GenContext, p: int, j: int, u: Utterance, schema: dict[st
             return Utterance(query=query, exposed_states=u.exposed_states)
         query = value["query"].strip()
         read = await _read(ctx, (p, j, r), query, schema, variables)
+        if isinstance(read, str):
+            ctx.give_up("utterances.exposure", (p, j, 1), f"{where}: the reader gave no usable reply ({read})")
+            return Utterance(query=query, exposed_states=u.exposed_states)
         wrong = [v for v in variables if read[v] != u.exposed_states[v]]
         if not wrong:
             stats.add_unit("after_retry")
