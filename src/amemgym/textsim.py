@@ -1,10 +1,16 @@
-"""Cheap lexical similarity shared by the validity strategies and the simulator's echo guard."""
+"""Small text helpers shared across amemgym: snake_case names in words, and cheap lexical similarity (the
+validity strategies and the simulator's echo guard)."""
 
 from __future__ import annotations
 
 import re
 
 _WORD = re.compile(r"[a-z0-9]+")
+
+
+def plain(name: str) -> str:
+    """A snake_case name in plain words (``"oud_music"`` -> ``"oud music"``)."""
+    return name.replace("_", " ")
 
 
 def words(text: str) -> frozenset[str]:

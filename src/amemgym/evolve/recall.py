@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 from ..llm.client import LLMClient
 from ..prompts import render
+from ..textsim import plain
 from .feedback import RevealedFact
 
 
@@ -48,11 +49,6 @@ def fact_id(i: int) -> str:
     return f"F{i + 1}"
 
 
-def readable(name: str) -> str:
-    """A schema identifier in words (``work_shift`` -> ``work shift``)."""
-    return name.replace("_", " ")
-
-
 def recall_schema(n: int) -> dict[str, Any]:
     """One required boolean per fact id, nothing else."""
     ids = [fact_id(i) for i in range(n)]
@@ -83,7 +79,7 @@ class LLMRecallJudge:
         if not facts:
             return []
         ids = [fact_id(i) for i in range(len(facts))]
-        lines = "\n".join(f"{k}. {readable(f.variable)}: {readable(f.value)}" for k, f in zip(ids, facts, strict=True))
+        lines = "\n".join(f"{k}. {plain(f.variable)}: {plain(f.value)}" for k, f in zip(ids, facts, strict=True))
         prompt = render("judge_recall", memory=memory.strip() or "(empty)", facts=lines,
                         example=json.dumps({k: True for k in ids[:2]}))
 

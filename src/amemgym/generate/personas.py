@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from ..data.model import UserProfile
 from ..errors import BackendUnavailable, DataError
+from ..textsim import plain
 
 DEFAULT_PERSONAS = Path(__file__).parent / "data" / "personas.jsonl"
 
@@ -184,7 +185,7 @@ def sample_personas(
 
 
 def _plain(value: str | None) -> str | None:
-    return value.replace("_", " ") if value else value
+    return plain(value) if value else value
 
 
 def to_user_profile(persona: Persona, summary: str | None) -> UserProfile:

@@ -21,7 +21,7 @@ from ..llm.client import LLMClient
 from ..llm.types import ChatMessage
 from ..prompts import render
 from ..seeding import derive_seed
-from ..textsim import jaccard, words
+from ..textsim import jaccard, plain, words
 from .leaks import leaked_values
 
 #: Sent instead of an empty turn, or of one that kept leaking: it cannot reveal anything.
@@ -68,11 +68,6 @@ def echoes_assistant(draft: str, assistant: str) -> bool:
     return jaccard(a, b) >= 0.6 or draft.strip()[:60] == assistant.strip()[:60]
 
 
-def humanize(variable: str) -> str:
-    """``bridge_group_size`` -> ``bridge group size``."""
-    return variable.replace("_", " ")
-
-
 class UserSimulator:
     """Writes the user's next turn for one session.
 
@@ -103,7 +98,7 @@ class UserSimulator:
             profile=user.user_profile.formatted_str,
             date=date,
             opening=opening,
-            topics=", ".join(humanize(v) for v in user.state_schema),
+            topics=", ".join(plain(v) for v in user.state_schema),
         )
         recent = exchange[-self.history_messages :] if self.history_messages else exchange[-1:]
         # The first message of the window must be the assistant's (the simulator's "user") turn.

@@ -7,8 +7,9 @@ from typing import Any
 
 from ...config import HIGH_TEMPERATURE
 from ...data import UserProfile
+from ...textsim import plain
 from .base import GenContext, StepFailure, ask_json
-from .formats import arr, bullet_schema, bullet_state, longest, name_tokens, obj, plain, string
+from .formats import arr, bullet_schema, bullet_state, longest, name_tokens, obj, string
 from .records import Change, Event, EvolutionOut, EvolvedPeriod
 
 

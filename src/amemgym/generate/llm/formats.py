@@ -6,6 +6,8 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from ...textsim import plain
+
 
 # ---- JSON schema builders and validator ---------------------------------------------------------------
 def obj(**props: dict[str, Any]) -> dict[str, Any]:
@@ -125,14 +127,6 @@ def longest(names: Iterable[str]) -> str:
     return max(names, key=len)
 
 
-def plain(name: str) -> str:
-    """A snake_case name in plain words (``"oud_music"`` -> ``"oud music"``), for prompts to small models.
-
-    Shown an identifier, a small model copies it verbatim; shown words, it writes them as words.
-    """
-    return name.replace("_", " ")
-
-
 def unquote(text: str, values: list[str]) -> str:
     """``text`` with every snake_case value of ``values`` it quotes put in plain words."""
     for name in named_values(text, values):
@@ -141,7 +135,10 @@ def unquote(text: str, values: list[str]) -> str:
 
 
 def plain_combination(variables: list[str], combo: list[str]) -> str:
-    """One value combination in plain words: ``marital status: divorced; hobby: oud music``."""
+    """One value combination in plain words: ``marital status: divorced; hobby: oud music``.
+
+    Prompts to small models show names this way: shown an identifier, they copy it verbatim.
+    """
     return "; ".join(f"{plain(var)}: {plain(val)}" for var, val in zip(variables, combo, strict=True))
 
 

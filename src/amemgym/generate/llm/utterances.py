@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from ...data import UserProfile
+from ...textsim import plain
 from .base import GenContext, StepFailure, ask_json, gather_in_order
-from .formats import arr, bullet_schema, bullet_state, longest, name_tokens, named_values, obj, plain, string, unquote
+from .formats import arr, bullet_schema, bullet_state, longest, name_tokens, named_values, obj, string, unquote
 from .records import EvolvedPeriod, Utterance, UtterancesOut
 
 MAX_PER_UTTERANCE = 3

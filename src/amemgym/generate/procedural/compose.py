@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import random
 
-from .pack import Domain, label
+from ...textsim import plain
+from .pack import Domain
 from .timeline import Change
 
 # Lead-ins turn a value's phrasing into news; none of them hints at any variable or value.
@@ -92,13 +93,13 @@ class Phraser:
 
 def event_text(rng: random.Random, domain: Domain, changes: tuple[Change, ...]) -> str:
     """A short description of the life event behind ``changes`` (metadata; not shown to the agent)."""
-    what = "; ".join(f"{label(c.variable)} went from {label(c.old or '')} to {label(c.new)}" for c in changes)
+    what = "; ".join(f"{plain(c.variable)} went from {plain(c.old or '')} to {plain(c.new)}" for c in changes)
     return f"{_cap(rng.choice(domain.event_titles))} ({domain.label}): {what}."
 
 
 def initial_summary(first_name: str, state: dict[str, str]) -> str:
     """The period-0 summary: every variable's initial value."""
-    items = "; ".join(f"{label(k)}: {label(v)}" for k, v in state.items())
+    items = "; ".join(f"{plain(k)}: {plain(v)}" for k, v in state.items())
     return f"Where {first_name} stands at the start. {_cap(items)}."
 
 

@@ -110,9 +110,6 @@ def question(key: str, query: str, clauses: dict[str, dict[str, str]]) -> Questi
     return Question(key, query, tuple(clauses), clauses)
 
 
-def label(name: str) -> str:
-    """A snake_case name as plain words for metadata (``full_home_kitchen`` -> ``full home kitchen``)."""
-    return name.replace("_", " ")
 
 
 def pack_problems(domains: tuple[Domain, ...], max_length_ratio: float = 1.35) -> list[str]:
