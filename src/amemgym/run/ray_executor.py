@@ -122,14 +122,22 @@ class FileProgress:
 
     def __init__(self, rundir: RunDir, users: list[UserEnv], events: EpisodeEvents) -> None:
         self.rundir, self.users, self.events = rundir, users, events
-        self._sessions = {u.id: self._session_lines(u.id) for u in users}
+        self._offsets = dict.fromkeys((u.id for u in users), 0)  # bytes of sessions.jsonl already counted
+        for u in users:
+            self._new_session_lines(u.id)
         self._evals = {u.id: self._evaluated(u) for u in users}
 
-    def _session_lines(self, user_id: str) -> int:
+    def _new_session_lines(self, user_id: str) -> int:
+        """Complete lines appended since the last call (the file is append-only; only new bytes are read)."""
         try:
-            return self.rundir.sessions(user_id).read_bytes().count(b"\n")
+            with self.rundir.sessions(user_id).open("rb") as fh:
+                fh.seek(self._offsets[user_id])
+                new = fh.read()
         except FileNotFoundError:
             return 0
+        complete = new.rfind(b"\n") + 1  # a line still being written is counted on a later poll
+        self._offsets[user_id] += complete
+        return new.count(b"\n", 0, complete)
 
     def _evaluated(self, user: UserEnv) -> set[int]:
         return {p for p in range(len(user.periods)) if self.rundir.evaluation(user.id, p).exists()}
@@ -137,10 +145,8 @@ class FileProgress:
     def poll(self) -> None:
         """Report what appeared since the last poll."""
         for user in self.users:
-            lines = self._session_lines(user.id)
-            for _ in range(lines - self._sessions[user.id]):
+            for _ in range(self._new_session_lines(user.id)):
                 self.events.on_session(user.id, -1, -1)
-            self._sessions[user.id] = max(lines, self._sessions[user.id])
             done = self._evaluated(user)
             for period in sorted(done - self._evals[user.id]):
                 self.events.on_eval(user.id, period)
