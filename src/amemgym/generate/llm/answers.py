@@ -73,17 +73,18 @@ async def _fix(ctx: GenContext, qi: int, i: int, qa: FinalQuestion, combo: list[
     keeps the draft made valid by :func:`patch_answer` and lists it as unverified.
     """
     where = f"question {qi + 1}, choice {i + 1}"
+    situation = plain_combination(qa.required_info, combo)
     try:
         value = await ask_json(
             ctx, "answers.fix", "gen_answer_single", obj(answer=string()),
             lambda v: answer_problem(v["answer"].strip(), values, others), max_tokens=200, key=(qi, i),
-            question=qa.query, target=plain_combination(qa.required_info, combo),
+            question=qa.query, target=situation,
             others="\n".join(f'  - "{o}"' for o in others) or "  (none yet)",
         )
     except StepFailure as exc:
         ctx.keep_unverified("answers.fix", (qi, i, 0), f"{where}: no valid rewrite ({exc.reason}); the draft was "
                                                       "prefixed with its situation in plain words")
-        return patch_answer(draft, plain_combination(qa.required_info, combo), values)
+        return patch_answer(draft, situation, values)
     return str(value["answer"]).strip()
 
 

@@ -155,25 +155,32 @@ async def _explain(
         )
     except StepFailure:
         # Small models keep assigning one change to two events; one event per change is always valid.
-        # Its calls are a step of their own, so the report shows how often this was needed.
-        each = obj(period_summary=string(), events=obj(**{v: string() for v in changed}))
-        try:
-            value = await ask_json(
-                ctx, "evolution.events_each", "gen_life_events_each", each, None,
-                max_tokens=120 + 110 * len(changed), key=(period,),
-                event_keys=", ".join(f'"{v}": ...' for v in changed), **facts,
-            )
-        except StepFailure:
-            # Last resort (a model that cannot close its JSON): each change stated plainly as its own event.
-            ctx.step("evolution.events_plain").add_unit("first_try")
-            plain_events = [Event(event=f"Their {plain(v)} went from {plain(c.old)} to {plain(c.new)}.", variables=[v])
-                            for v, c in changes.items()]
-            return " ".join(e.event for e in plain_events), plain_events
-        return value["period_summary"].strip(), [Event(event=value["events"][v].strip(), variables=[v])
-                                                 for v in changed]
+        return await _one_event_per_change(ctx, period, changes, facts)
     events = [Event(event=e["event"].strip(), variables=[v for v in changed if v in e["variables"]])
               for e in value["events"]]
     return value["period_summary"].strip(), events
+
+
+async def _one_event_per_change(ctx: GenContext, period: int, changes: dict[str, Change], facts: dict[str, Any]
+                                ) -> tuple[str, list[Event]]:
+    """The fallback of :func:`_explain`, a step of its own so the report shows how often it was needed.
+
+    Its own last resort, for a model that cannot even close this JSON: each change stated plainly.
+    """
+    changed = list(changes)
+    each = obj(period_summary=string(), events=obj(**{v: string() for v in changed}))
+    try:
+        value = await ask_json(
+            ctx, "evolution.events_each", "gen_life_events_each", each, None,
+            max_tokens=120 + 110 * len(changed), key=(period,),
+            event_keys=", ".join(f'"{v}": ...' for v in changed), **facts,
+        )
+    except StepFailure:
+        ctx.step("evolution.events_plain").add_unit("first_try")
+        stated = [Event(event=f"Their {plain(v)} went from {plain(c.old)} to {plain(c.new)}.", variables=[v])
+                  for v, c in changes.items()]
+        return " ".join(e.event for e in stated), stated
+    return value["period_summary"].strip(), [Event(event=value["events"][v].strip(), variables=[v]) for v in changed]
 
 
 async def run_evolution(
