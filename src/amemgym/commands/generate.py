@@ -37,13 +37,19 @@ def register(app: typer.Typer) -> None:
         personas: Annotated[Path | None, typer.Option("--personas", help="Persona table (parquet or JSONL).")]
         = None,
         salt: Annotated[int, typer.Option("--salt", help="Procedural only: vary surface forms.")] = 0,
+        domains: Annotated[str | None, typer.Option(
+            "--domains", help="Procedural only: comma-separated life domains to draw from, in this order "
+            "(built-in, --pack, or installed packs; default: the built-in pack).")] = None,
+        pack: Annotated[list[Path] | None, typer.Option(
+            "--pack", help="Procedural only: a pack folder or domain YAML file whose domains are added "
+            "(repeatable).")] = None,
         allow_partial: Annotated[bool, typer.Option("--allow-partial", help="LLM only: exit 0 even if some users "
                                                     "failed (they are listed in the report).")] = False,
         strict_checks: Annotated[bool, typer.Option(
             "--strict-checks", help="LLM only: fail a user whose answer or utterance still fails its reflection "
             "or exposure check after the refinements (default: keep it and list it as unverified).")] = False,
     ) -> None:
-        """Generate an environment (SPEC §3): data.json plus a generation report."""
+        """Generate an environment: data.json plus a generation report."""
         from ..data.io import save_environment
         from ..generate.personas import load_personas
 
@@ -51,9 +57,12 @@ def register(app: typer.Typer) -> None:
         pool = load_personas(personas) if personas else None
         out_dir.mkdir(parents=True, exist_ok=True)
         if generator is Generator.procedural:
-            from ..generate.procedural import generate_procedural
+            from ..generate.procedural import generate_procedural, select_domains
 
-            env, report = generate_procedural(cfg.env, seed=seed, num_users=users, salt=salt, personas=pool)
+            names = [n.strip() for n in domains.split(",") if n.strip()] if domains else None
+            chosen = select_domains(names, pack or ())
+            env, report = generate_procedural(cfg.env, seed=seed, num_users=users, salt=salt, personas=pool,
+                                              domains=chosen)
             save_environment(env, out_dir / "data.json")
             atomic_write_json(out_dir / "generation_report.json", report)
             out.print(f"wrote {out_dir / 'data.json'} ({len(env.users)} users, {env.num_periods} periods) and "

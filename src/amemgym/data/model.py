@@ -114,6 +114,7 @@ class Protocol(_Record):
     generator: str | None = None
     seed: int | None = None
     config_name: str | None = None
+    packs: dict[str, str] | None = None  # procedural: sha256 of each content-pack file the user was drawn from
 
 
 class UserEnv(_Record):

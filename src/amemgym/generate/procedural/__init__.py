@@ -1,4 +1,4 @@
-"""The offline, deterministic generator and its content pack (SPEC §3.2)."""
+"""The offline, deterministic generator and its content packs (docs/design.md)."""
 
 from __future__ import annotations
 
@@ -6,17 +6,20 @@ from pathlib import Path
 
 from .generator import generate_procedural
 from .pack import Domain, Question, Value, Variable, pack_problems
-from .packs import all_domains, pack_stats
+from .packs import PackError, all_domains, load_pack, pack_stats, select_domains
 
 __all__ = [
     "Domain",
+    "PackError",
     "Question",
     "Value",
     "Variable",
     "all_domains",
     "generate_procedural",
+    "load_pack",
     "pack_problems",
     "pack_stats",
+    "select_domains",
     "tiny_environment_path",
 ]
 

@@ -1,4 +1,4 @@
-"""The procedural generator: a whole environment from the content pack, with no LLM (SPEC §3.2).
+"""The procedural generator: a whole environment from a content pack, with no LLM (docs/design.md).
 
 Each user draws from two seeded random streams. The *structure* stream (seed and user index) decides
 domains, value subsets, the timeline, questions and options; the *surface* stream (seed, salt and
@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 import uuid
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 from ...config import EnvConfig
@@ -21,7 +22,7 @@ from ..personas import Persona, load_personas, to_user_profile
 from . import compose
 from .choices import build_choices
 from .pack import Domain
-from .packs import all_domains, pack_stats
+from .packs import all_domains, pack_digests, pack_stats
 from .plan import UserPlan, check_config, plan_user
 from .timeline import PeriodPlan, evolve
 
@@ -35,6 +36,7 @@ def generate_procedural(
     num_users: int | None = None,
     salt: int = 0,
     personas: list[Persona] | None = None,
+    domains: Sequence[Domain] | None = None,
 ) -> tuple[Environment, dict[str, Any]]:
     """Generate an environment deterministically from the content pack.
 
@@ -44,6 +46,8 @@ def generate_procedural(
         num_users: users to generate; default ``cfg.num_user_profiles``.
         salt: changes surface forms (persona, phrasings, event titles, ids) but not the structure.
         personas: the persona pool; default the pool shipped with amemgym.
+        domains: the life domains to draw from, in order (see ``packs.select_domains``); default the
+            built-in pack.
 
     Returns:
         The environment and a generation report (sizes, change histogram, domain usage, seed).
@@ -56,7 +60,7 @@ def generate_procedural(
     n_users = cfg.num_user_profiles if num_users is None else num_users
     if n_users < 1:
         raise ConfigError(f"num_users must be at least 1, got {n_users}")
-    domains = all_domains()
+    domains = all_domains() if domains is None else tuple(domains)
     pool = load_personas() if personas is None else list(personas)
     if not pool:
         raise DataError("the persona pool is empty")
@@ -74,7 +78,7 @@ def generate_procedural(
         users.append(_assemble(cfg, seed, salt, structure, surface, plan, timeline, persona))
         plans.append(plan)
     env = Environment(users=users)
-    return env, _report(cfg, seed, salt, env, plans)
+    return env, _report(cfg, seed, salt, env, plans, domains)
 
 
 def _pick_persona(rng: random.Random, pool: list[Persona], used: set[str], *, needs_job: bool) -> Persona:
@@ -130,6 +134,7 @@ def _assemble(
         config_name=cfg.name,
         num_rounds_init=cfg.num_rounds_init,
         num_rounds_update=cfg.num_rounds_update,
+        packs=pack_digests(sorted(plan.domains, key=lambda d: d.name)),
     )
 
 
@@ -167,7 +172,9 @@ def _period(
     )
 
 
-def _report(cfg: EnvConfig, seed: int, salt: int, env: Environment, plans: list[UserPlan]) -> dict[str, Any]:
+def _report(
+    cfg: EnvConfig, seed: int, salt: int, env: Environment, plans: list[UserPlan], domains: tuple[Domain, ...]
+) -> dict[str, Any]:
     changes = Counter(len(p.updates) for u in env.users for p in u.periods[1:])
     return {
         "generator": GENERATOR,
@@ -182,5 +189,6 @@ def _report(cfg: EnvConfig, seed: int, salt: int, env: Environment, plans: list[
         "sessions": sum(len(p.sessions) for u in env.users for p in u.periods),
         "domains": dict(sorted(Counter(d.name for plan in plans for d in plan.domains).items())),
         "questions": dict(sorted(Counter(q.question.key for plan in plans for q in plan.questions).items())),
-        "pack": pack_stats(),
+        "pack": pack_stats(domains),
+        "packs": pack_digests(domains),
     }

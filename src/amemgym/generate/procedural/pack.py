@@ -1,9 +1,8 @@
 """The shape of a content pack: life domains, their state variables, phrasings and advice questions.
 
-Packs are plain Python data (frozen dataclasses built by the small helpers below) rather than YAML:
-they need no loader or package-data wiring, a typo in their structure fails at import with a
-traceback pointing at the line, and ruff and the type checker read them like any other module.
-:func:`pack_problems` checks what the type system cannot (counts, keys, lengths, leaks).
+Packs are data files (see :mod:`amemgym.generate.procedural.packs` for loading); this module holds the
+frozen records they load into and :func:`pack_problems`, the rules a schema cannot express (counts,
+keys, lengths, leaks).
 
 Writing conventions every phrasing and clause follows (the composer relies on them):
 
@@ -20,7 +19,7 @@ Writing conventions every phrasing and clause follows (the composer relies on th
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import combinations, product
 
 _NAME = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
@@ -87,6 +86,7 @@ class Domain:
     requests: tuple[str, ...]
     event_titles: tuple[str, ...]
     needs_job: bool = False
+    sha256: str = field(default="", compare=False)
 
     def variable(self, name: str) -> Variable:
         """The variable called ``name``.
@@ -98,18 +98,6 @@ class Domain:
             if v.name == name:
                 return v
         raise KeyError(f"domain {self.name} has no variable {name!r}")
-
-
-def var(name: str, values: dict[str, tuple[str, ...]]) -> Variable:
-    """Build a variable from ``{value: (phrasing, ...)}`` (insertion order is the value order)."""
-    return Variable(name, tuple(Value(v, tuple(p)) for v, p in values.items()))
-
-
-def question(key: str, query: str, clauses: dict[str, dict[str, str]]) -> Question:
-    """Build a question from ``{variable: {value: clause}}`` (insertion order is the answer order)."""
-    return Question(key, query, tuple(clauses), clauses)
-
-
 
 
 def pack_problems(domains: tuple[Domain, ...], max_length_ratio: float = 1.35) -> list[str]:
@@ -157,8 +145,11 @@ def _lexical_leaks(dom: Domain) -> list[str]:
     # match between option and conversation stand in for understanding; words every clause of the
     # question-variable shares add the same to every option and carry no signal.
     problems: list[str] = []
+    names = {v.name for v in dom.variables}
     for q in dom.questions:
         for var_name in q.variables:
+            if var_name not in names:
+                continue  # reported by _question_problems
             variable = dom.variable(var_name)
             spoken = set().union(*(content_stems(t) for v in variable.values for t in v.phrasings))
             per_value = {val: content_stems(c) for val, c in q.clauses[var_name].items()}
@@ -186,7 +177,10 @@ def _question_problems(dom: Domain, q: Question, seen: set[str], max_ratio: floa
             return problems
         variable = dom.variable(var_name)
         if set(q.clauses[var_name]) != set(variable.value_names):
-            problems.append(f"{at}.{var_name}: clauses must cover exactly {list(variable.value_names)}")
+            unknown = sorted(set(q.clauses[var_name]) - set(variable.value_names))
+            missing = sorted(set(variable.value_names) - set(q.clauses[var_name]))
+            problems.append(f"{at}.{var_name}: clauses must cover exactly {list(variable.value_names)} "
+                            f"(unknown {unknown}, missing {missing})")
             return problems
         own_words = {v: set(v.split("_")) for v in variable.value_names}
         for value, clause in q.clauses[var_name].items():

@@ -1,0 +1,1 @@
+"""Content packs shipped with amemgym, as data files (one folder per environment family)."""
