@@ -8,6 +8,7 @@ variable (or a key file) that holds its key.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any, Literal
 
@@ -132,6 +133,14 @@ class LLMConfig(_Strict):
             merged.update(self.roles.get("agent", {}))
         merged.update(self.roles.get(role, {}))
         return EndpointConfig(**merged)
+
+    def chat_base_url(self, role: Role) -> str | None:
+        """The HTTP endpoint ``role`` chats with: its ``base_url``, else ``$OPENAI_BASE_URL``; None means embedded.
+
+        The environment variable is the one fallback every OpenAI-compatible tool honours; it is read here
+        and nowhere else. It does not apply to the embedder, whose calls stay local unless configured.
+        """
+        return self.endpoint(role).base_url or os.environ.get("OPENAI_BASE_URL") or None
 
 
 class RunSettings(_Strict):

@@ -113,7 +113,7 @@ class LLMClient:
 
     def base_url(self, role: str) -> str | None:
         """The configured HTTP endpoint of ``role``, or None for the embedded model."""
-        return self.endpoint(role).base_url or os.environ.get("OPENAI_BASE_URL") or None
+        return self.config.chat_base_url(role)  # type: ignore[arg-type]
 
     async def backend(self, role: str) -> ChatBackend:
         """The chat backend of ``role``, created on first use."""
@@ -159,7 +159,7 @@ class LLMClient:
 
     async def _make_embedder(self) -> EmbedBackend:
         ep = self.endpoint("embedder")
-        url = ep.base_url  # OPENAI_BASE_URL alone does not redirect embeddings: many chat servers lack them
+        url = ep.base_url  # not chat_base_url: many chat servers serve no embeddings
         if url:
             from .openai_backend import OpenAIBackend, OpenAIEmbedBackend
 
@@ -410,7 +410,3 @@ class _LocalEmbed:
         except Exception as exc:  # noqa: BLE001
             raise LLMError(f"embedder failed: {exc}") from exc
 
-
-def jdump(obj: Any) -> str:
-    """Compact deterministic JSON, for prompts."""
-    return json.dumps(obj, ensure_ascii=False, sort_keys=False)

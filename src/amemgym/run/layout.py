@@ -17,7 +17,6 @@ RUNDIR/
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from pathlib import Path
@@ -27,15 +26,6 @@ from ..errors import RunError
 from ..storage import read_jsonl
 
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]")
-
-
-def file_sha256(path: Path) -> str:
-    """sha256 of a file's bytes."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 class RunDir:

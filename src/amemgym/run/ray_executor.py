@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,7 +63,7 @@ def check_endpoints(cfg: AppConfig) -> dict[str, str]:
     """
     urls: dict[str, str] = {}
     for role in EPISODE_ROLES:
-        url = cfg.llm.endpoint(role).base_url or os.environ.get("OPENAI_BASE_URL")  # type: ignore[arg-type]
+        url = cfg.llm.chat_base_url(role)  # type: ignore[arg-type]
         if not url:
             raise ConfigError(
                 f"the ray executor needs an HTTP endpoint for role {role!r} (the embedded model is per machine); "
