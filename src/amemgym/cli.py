@@ -114,6 +114,10 @@ def run(
     models: Annotated[Path | None, typer.Option("--models", help="YAML map of role -> endpoint settings.")] = None,
     resimulate_leaks: Annotated[bool, typer.Option("--resimulate-leaks", help="Redraw a simulator turn that names "
                                                    "a state value its session did not expose (bounded).")] = False,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the response cache in this "
+                                           "invocation: every call reaches the model.")] = False,
+    allow_model_change: Annotated[bool, typer.Option("--allow-model-change", help="Resume a run although a role's "
+                                                     "model changed; each session records its model.")] = False,
 ) -> None:
     """Run an agent on an environment (on-policy), evaluate every period, and write metrics."""
     from .run.driver import run_command
@@ -124,9 +128,12 @@ def run(
         cfg.run.serial = True
     if resimulate_leaks:
         cfg.run.resimulate_leaks = True
+    if no_cache:
+        cfg.llm.cache = False
     if trials == 1:
         raise typer.Exit(run_command(cfg, env, agent, out_dir, off_policy=off_policy, console=out,
-                                     executor=executor, ray_address=ray_address, models=models))
+                                     executor=executor, ray_address=ray_address, models=models,
+                                     allow_model_change=allow_model_change))
     from .run.trials import trial_dirs, write_trial_summary
 
     dirs = trial_dirs(out_dir, trials)
@@ -136,7 +143,8 @@ def run(
         cfg.run.seed = base_seed + k - 1
         out.print(f"trial {k}/{trials} (seed {cfg.run.seed})", highlight=False)
         codes.append(run_command(cfg, env, agent, trial_dir, off_policy=off_policy, console=out,
-                                 executor=executor, ray_address=ray_address, models=models))
+                                 executor=executor, ray_address=ray_address, models=models,
+                                 allow_model_change=allow_model_change))
     summary = write_trial_summary(out_dir, dirs)
     for name, s in summary["spread"].items():
         std = "n/a" if s["std"] is None else f"{s['std']:.4f}"

@@ -17,6 +17,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, sto
 
 from ..config import ROLE_TEMPERATURE, EndpointConfig, LLMConfig
 from ..errors import BackendUnavailable, LLMError, MalformedOutput
+from ..seeding import derive_seed
 from .backends import ChatBackend, EmbedBackend, PermanentError, TransientError
 from .cache import ResponseCache
 from .types import ChatMessage, ChatRequest, ChatResult
@@ -96,6 +97,12 @@ class LLMClient:
         self._resolve_lock = asyncio.Lock()
         self._owned: list[Any] = []
         self._shared: dict[tuple[Any, ...], Any] = {}
+        self._identities: dict[str, str] = {}
+        self._identity_lock = asyncio.Lock()
+        #: A run's seed (one per trial), mixed into every request's seed and so into its cache key: trials
+        #: are fresh samples, never replays of each other from the cache. None leaves seeds as the caller
+        #: gave them (generation, checks).
+        self.sample_seed: int | None = None
 
     @classmethod
     def from_config(cls, config: LLMConfig, **kwargs: Any) -> LLMClient:
@@ -148,6 +155,51 @@ class LLMClient:
             self._shared[share] = OpenAIBackend(url, ep.model, read_api_key(ep), ep.timeout_s)
             self._owned.append(self._shared[share])
         return self._shared[share]
+
+    async def model_identity(self, role: str) -> str:
+        """The model that answers ``role``, as the server names it (resolved once, then fixed for this client).
+
+        An HTTP endpoint is asked ``GET /models`` (retried like a call); the embedded model's identity is its
+        pinned file, known without starting it. Backends given to the constructor report their own identity
+        if they have one, else the configured model name.
+
+        Raises:
+            LLMError: when the endpoint cannot say which model it serves.
+        """
+        if role in self._identities:
+            return self._identities[role]
+        async with self._identity_lock:  # the first calls of a run arrive together: ask the server once
+            if role in self._identities:
+                return self._identities[role]
+            ep = self.endpoint(role)
+            if role not in self._backends and self.base_url(role) is None:
+                from .embedded_model import embedded_identity
+
+                identity = embedded_identity(self.config.embedded.model)
+            else:
+                backend = await self.backend(role)
+                ask = getattr(backend, "model_identity", None)
+                identity = await self._resolve_identity(role, ask, ep) if ask is not None else (ep.model or "")
+            self._identities[role] = identity
+        return identity
+
+    async def _resolve_identity(self, role: str, ask: Callable[[], Any], ep: EndpointConfig) -> str:
+        retrying = AsyncRetrying(stop=stop_after_attempt(ep.max_retries + 1), wait=self._backoff,
+                                 retry=retry_if_exception_type(TransientError), reraise=True)
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    return str(await ask())
+        except (TransientError, PermanentError) as exc:
+            raise LLMError(f"{role}: cannot learn which model the endpoint serves ({exc.kind}): {exc}") from None
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def resolve_models(self, roles: tuple[str, ...]) -> dict[str, dict[str, Any]]:
+        """:meth:`describe`, with the served model of each of ``roles`` under ``served``."""
+        out = self.describe()
+        for role in roles:
+            out[role] = {**out[role], "served": await self.model_identity(role)}
+        return out
 
     async def embedder(self) -> EmbedBackend:
         """The embedding backend (the embedded MiniLM unless the ``embedder`` role has an endpoint)."""
@@ -226,6 +278,8 @@ class LLMClient:
         # Copying every message costs O(history) per call; only messages with extra keys need it.
         if any(len(m) != 2 for m in msgs):
             msgs = tuple({"role": m["role"], "content": m["content"]} for m in msgs)
+        if self.sample_seed is not None:
+            seed = derive_seed(self.sample_seed, seed)
         req = ChatRequest(
             role=role,
             messages=msgs,
@@ -237,7 +291,9 @@ class LLMClient:
             tag=tag,
         )
         backend = await self.backend(role)
-        model_name = ep.model or ""
+        # The served model, not just the configured name: a model swapped behind the same URL and name
+        # gets new keys instead of the old model's answers.
+        model_name = await self.model_identity(role)
         usage = self.ledger.role(role)
         caching = use_cache and self.cache is not None
         # The persistent key is a sha256 of the canonical JSON request (about 1 ms on a long conversation),
@@ -392,6 +448,11 @@ class _Renamed:
 
     async def complete(self, req: ChatRequest) -> ChatResult:
         return await self._inner.complete(req)
+
+    async def model_identity(self) -> str:
+        from .embedded_model import embedded_identity
+
+        return embedded_identity(self.backend_id.removeprefix("embedded:"))
 
 
 class _LocalEmbed:

@@ -25,6 +25,7 @@ __all__ = [
     "DEFAULT_EMBEDDED_MODEL",
     "EMBEDDED_MODELS",
     "EmbeddedModelSpec",
+    "embedded_identity",
     "ensure_model_file",
     "lookup_model",
     "model_status",
@@ -111,6 +112,15 @@ def lookup_model(name: str) -> EmbeddedModelSpec:
     except KeyError:
         known = ", ".join(sorted(EMBEDDED_MODELS))
         raise ConfigError(f"unknown embedded model {name!r}; known: {known}") from None
+
+
+def embedded_identity(name: str) -> str:
+    """The embedded model's identity for caches and manifests: its name and the pinned sha256 of its file.
+
+    Fixed by the registry, so it is known without starting the server, and a different file under the same
+    name could only come with a new pin.
+    """
+    return f"{name}@sha256:{lookup_model(name).sha256[:16]}"
 
 
 def _part_path(module: str, attr: str) -> Path:

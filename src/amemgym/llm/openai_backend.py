@@ -106,6 +106,9 @@ class OpenAIBackend:
         self._root = urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), "", ""))
         self._query = parts.query
         self._model = model
+        self._configured = model
+        self._identity: str | None = None
+        self._answered: str | None = None
         self._headers = {"Content-Type": "application/json", "Authorization": f"Bearer {api_key or 'not-needed'}"}
         self._timeout = aiohttp.ClientTimeout(total=timeout_s)
         self._proxy = env_proxy(self._root)
@@ -144,12 +147,41 @@ class OpenAIBackend:
     async def model(self) -> str:
         """The model name; asks the server's model list when none was configured."""
         if self._model is None:
-            page = await self._request("GET", "/models")
-            data = page.get("data") if isinstance(page, dict) else None
-            if not data:
-                raise PermanentError("no_model", f"{self.base_url} lists no models; set a model name")
-            self._model = str(data[0]["id"])
+            await self.model_identity()
+        assert self._model is not None
         return self._model
+
+    async def model_identity(self) -> str:
+        """Which model this endpoint serves under the configured name, as the server lists it (``GET /models``).
+
+        The listed id, followed by the checkpoint path in parentheses when the server reports one apart
+        (vLLM's ``root``), so a checkpoint swapped behind an unchanged name or URL gets a new identity.
+        With a configured name the server does not list (or no model list at all), the name is all we know.
+        Resolved once per backend: a run keys its cache with the identity it started with.
+        """
+        if self._identity is not None:
+            return self._identity
+        try:
+            page = await self._request("GET", "/models")
+        except PermanentError:
+            # Some servers have no model list; a configured name then stands alone. Transient errors are
+            # retried by the caller rather than settling for less.
+            if self._configured is None:
+                raise
+            page = None
+        data = page.get("data") if isinstance(page, dict) else None
+        entries = [d for d in data if isinstance(d, dict) and d.get("id")] if isinstance(data, list) else []
+        if self._configured is None:
+            if not entries:
+                raise PermanentError("no_model", f"{self.base_url} lists no models; set a model name")
+            entry: dict[str, Any] | None = entries[0]
+            self._model = str(entries[0]["id"])
+        else:
+            entry = next((d for d in entries if str(d["id"]) == self._configured), None)
+        name = self._model or ""
+        root = str(entry.get("root") or "") if entry else ""
+        self._identity = f"{name} ({root})" if root and root != name else name
+        return self._identity
 
     async def complete(self, req: ChatRequest) -> ChatResult:
         """One chat completion attempt."""
@@ -167,11 +199,30 @@ class OpenAIBackend:
         resp = await self._request("POST", "/chat/completions", body)
         seconds = perf_counter() - start
         try:
-            return _chat_result(resp, model, seconds)
+            result = _chat_result(resp, model, seconds)
         except (TransientError, PermanentError):
             raise
         except Exception as exc:  # noqa: BLE001 - a body of the wrong shape is a malformed reply
             raise classify(exc) from exc
+        self._check_answered(result.model)
+        return result
+
+    def _check_answered(self, answered: str) -> None:
+        """Refuse replies once the server starts answering as another model than it did first in this run.
+
+        Aliases are fine (a hosted name may answer as a dated snapshot); a change between replies means
+        the model was swapped mid-run, and mixing its replies with the earlier ones would skew every number.
+        """
+        if not answered:
+            return
+        if self._answered is None:
+            self._answered = answered
+        elif answered != self._answered:
+            raise PermanentError(
+                "model_changed",
+                f"{self.base_url} now answers as model {answered!r} (earlier in this run: {self._answered!r}); "
+                "the served model changed during the run",
+            )
 
     async def embed(self, texts: list[str]) -> np.ndarray:
         """Embeddings from the server's ``/embeddings`` route, L2-normalised."""

@@ -59,11 +59,13 @@ def print_summary(console: Console, metrics: dict[str, Any], rundir: Path) -> No
 def run_command(
     cfg: AppConfig, env_path: Path | None, agent: str, out_dir: Path, *, off_policy: Path | None, console: Console,
     executor: str = "local", ray_address: str | None = None, models: Path | None = None,
+    allow_model_change: bool = False,
 ) -> int:
     """Run (or resume) and print where the results are. Returns the exit code.
 
     ``executor`` is ``local`` (this process) or ``ray`` (one Ray task per user, see ``docs/scale-out.md``);
-    ``models`` is a YAML file of per-role endpoints laid over ``llm.roles``.
+    ``models`` is a YAML file of per-role endpoints laid over ``llm.roles``; ``allow_model_change`` lets a
+    resumed run continue on another model than it started with (each session records its model).
     """
     if executor not in ("local", "ray"):
         raise ConfigError(f"unknown executor {executor!r}; use 'local' or 'ray'")
@@ -93,7 +95,7 @@ def run_command(
     async def go() -> Any:
         try:
             return await Runner(env, spec, out_dir, cfg, llm, env_path=env_path, off_policy=off_policy,
-                                progress=progress).run(executor=distributed)
+                                progress=progress, allow_model_change=allow_model_change).run(executor=distributed)
         finally:
             progress.close()
             await llm.aclose()

@@ -23,8 +23,8 @@ from ..llm.client import LLMClient
 from ..llm.usage import UsageLedger
 from ..prompts import template_hashes
 from ..storage import atomic_write_json
-from .episode import Episode, EpisodeEvents, PeriodHook, load_json
-from .layout import RunDir
+from .episode import RUN_ROLES, Episode, EpisodeEvents, PeriodHook, load_json
+from .layout import RunDir, folder_clashes
 from .progress import RunProgress
 from .results import compute_metrics, write_trace
 
@@ -35,6 +35,30 @@ USAGE_FLUSH_SECONDS = 2.0
 def environment_hash(env: Environment) -> str:
     """sha256 of the environment's canonical serialisation (independent of file formatting)."""
     return hashlib.sha256(dump_environment(env).encode("utf-8")).hexdigest()
+
+
+def _model_name(desc: dict[str, Any]) -> str:
+    return str(desc.get("served") or desc.get("model") or desc.get("backend") or "?")
+
+
+def model_changes(before: dict[str, Any], now: dict[str, Any]) -> list[dict[str, str]]:
+    """The run roles whose model differs between an earlier manifest's ``models`` and the current ones.
+
+    Compared on the served model; a manifest from before served models were recorded is compared on what
+    it holds (backend and configured name).
+    """
+    changes = []
+    for role in RUN_ROLES:
+        old, new = before.get(role), now.get(role)
+        if not isinstance(old, dict) or new is None:
+            continue
+        if "served" in old:
+            same = old["served"] == new.get("served")
+        else:
+            same = (old.get("backend"), old.get("model")) == (new.get("backend"), new.get("model"))
+        if not same:
+            changes.append({"role": role, "from": _model_name(old), "to": _model_name(new)})
+    return changes
 
 
 def protocol_of(env: Environment, spec: AgentSpec, cfg: AppConfig, off_policy: Path | None) -> dict[str, Any]:
@@ -85,6 +109,7 @@ class Runner:
         off_policy: Path | None = None,
         progress: RunProgress | None = None,
         after_period: PeriodHook | None = None,
+        allow_model_change: bool = False,
     ) -> None:
         self.env = env
         self.spec = spec
@@ -95,8 +120,27 @@ class Runner:
         self.off_policy = RunDir(off_policy) if off_policy else None
         self.progress = progress
         self.after_period = after_period
+        self.allow_model_change = allow_model_change
 
-    def _check_manifest(self) -> dict[str, Any]:
+    def _check_models(self, old: dict[str, Any], models: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        """Refuse to resume with another model unless allowed; an allowed change is logged in the manifest."""
+        changes = model_changes(old.get("models") or {}, models)
+        if not changes:
+            return old
+        if not self.allow_model_change:
+            c = changes[0]
+            raise RunError(
+                f"{self.rundir.root}: was run with {c['role']} model {c['from']!r}, now {c['to']!r}; refusing to "
+                "mix models in one run (use a new --out directory, or pass --allow-model-change to continue: "
+                "each session then records its model)"
+            )
+        when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        updated = {**old, "models": models,
+                   "model_changes": [*old.get("model_changes", []), *({**c, "at": when} for c in changes)]}
+        atomic_write_json(self.rundir.manifest, updated)
+        return updated
+
+    def _check_manifest(self, models: dict[str, dict[str, Any]]) -> dict[str, Any]:
         protocol = protocol_of(self.env, self.spec, self.cfg, self.off_policy.root if self.off_policy else None)
         path = self.rundir.manifest
         if path.exists():
@@ -116,7 +160,7 @@ class Runner:
                         f"{self.rundir.root}: holds a run with a different {key.replace('_', ' ')}; "
                         "refusing to mix results (use a new --out directory)"
                     )
-            return dict(old)
+            return self._check_models(dict(old), models)
         manifest = {
             "amemgym_version": __version__,
             "python": platform.python_version(),
@@ -126,7 +170,7 @@ class Runner:
             "periods": self.env.num_periods,
             "protocol": protocol,
             "config": json.loads(self.cfg.model_dump_json()),
-            "models": self.llm.describe(),
+            "models": models,
             "prompt_sha256": template_hashes(),
         }
         atomic_write_json(path, manifest)
@@ -139,9 +183,16 @@ class Runner:
             user_ids: the users to run; all by default.
             executor: where the episodes run; None runs them concurrently on this event loop.
         """
+        clashes = folder_clashes([u.id for u in self.env.users])
+        if clashes:
+            a, b = clashes[0]
+            raise RunError(f"user ids {a!r} and {b!r} differ only in letter case, so their folders would be one "
+                           "on case-insensitive file systems; rename one of them")
         if self.off_policy is not None and not self.off_policy.manifest.exists():
             raise RunError(f"{self.off_policy.root}: not a run directory (no manifest.json) for --off-policy")
-        self._check_manifest()
+        # Every call of this run (each trial has its own seed) is a fresh sample, cached under that seed.
+        self.llm.sample_seed = self.cfg.run.seed
+        self._check_manifest(await self.llm.resolve_models(RUN_ROLES))
         start = time.perf_counter()
         users = [u for u in self.env.users if user_ids is None or u.id in user_ids]
         events = EpisodeEvents()

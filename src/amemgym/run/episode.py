@@ -22,6 +22,11 @@ from .evaluation import evaluate_period, upper_bound_answers
 from .layout import RunDir
 
 
+#: The roles whose model shapes a run's conversations and answers; their served models are pinned in the
+#: manifest and recorded with every session.
+RUN_ROLES: tuple[str, ...] = ("simulator", "agent", "memory")
+
+
 def rounds_for(user: UserEnv, cfg: AppConfig, period: int) -> int:
     """Rounds per session: the environment's own protocol if it records one, else the config's."""
     proto = user.amemgym
@@ -165,6 +170,9 @@ class Episode:
             agent.restore(state["snapshot"])
             start_p, start_s = int(state["period"]), int(state["session"])
         recorded = recorded_sessions(self.off_policy, user.id) if self.off_policy else {}
+        # A replayed session's text came from the recorded run's models, so its record names those.
+        recorded_models = ({k: r.get("models") for k, r in self.off_policy.session_records(user.id).items()}
+                           if self.off_policy else {})
         evals: list[asyncio.Task[None]] = []
         # Periods finished before a restart whose evaluation was not written yet.
         for p in range(min(start_p, len(user.periods))):
@@ -172,6 +180,7 @@ class Episode:
                 evals.append(asyncio.create_task(self._evaluate(p, load_json(rd.snapshot(user.id, p)))))
         period_index = start_p
         try:
+            models = {role: await self.llm.model_identity(role) for role in RUN_ROLES}
             if self.after_period is not None and start_s == 0 and start_p > 0:
                 period_index = start_p - 1
                 await self._finish_period(agent, start_p - 1, evals)
@@ -193,6 +202,7 @@ class Episode:
                     # Commit order: the session record first, then the checkpoint that points past it; both
                     # are queued (see _persist) so their fsyncs stay off the conversation's critical path.
                     record = {"period": p, "session": s, "time": session.session_time, "messages": messages,
+                              "models": recorded_models.get((p, s)) if self.off_policy else models,
                               **leaks.record_fields()}
                     self._persist(append_jsonl, rd.sessions(user.id), [record])
                     snap = await agent.snapshot()

@@ -7,7 +7,8 @@ RUNDIR/
   usage.pending.json          usage of the running invocation, flushed every few seconds; folded into
                               usage.json by the next invocation if this one was killed
   failures.json               users/periods that failed in the last invocation
-  users/<id>/sessions.jsonl   one record per finished session (append-only)
+  users/<id>/sessions.jsonl   one record per finished session (append-only); <id> is the user id itself
+                              when it is a safe file name, else see user_folder
   users/<id>/state.json       the live agent's checkpoint after the last finished session
   users/<id>/snapshots/period_XX.json   the agent snapshot evaluated for period XX
   users/<id>/eval/period_XX.json        evaluation results of period XX
@@ -26,6 +27,34 @@ from ..errors import RunError
 from ..storage import read_jsonl
 
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]")
+#: Longest user id used as a folder name as it is; longer ones are shortened and hashed like unsafe ones.
+_MAX_PLAIN = 120
+
+
+def user_folder(user_id: str) -> str:
+    """The folder name of a user: one-to-one with user ids, so no two users ever share a folder.
+
+    A safe id (letters, digits, ``_ . -``; not ``.`` or ``..``) is its own folder name, which keeps the
+    layout readable and stable. Any other id becomes a safe slug plus ``~`` and a hash of the exact id:
+    ``~`` never occurs in a safe id, so a hashed name cannot equal a plain one, and ``user/1`` and
+    ``user_1`` get different folders.
+    """
+    if user_id and user_id not in (".", "..") and len(user_id) <= _MAX_PLAIN and not _SAFE.search(user_id):
+        return user_id
+    digest = hashlib.sha256(user_id.encode("utf-8")).hexdigest()[:16]
+    return f"{_SAFE.sub('_', user_id)[:_MAX_PLAIN]}~{digest}"
+
+
+def folder_clashes(user_ids: list[str]) -> list[tuple[str, str]]:
+    """Pairs of ids whose folders differ only in letter case (one folder on macOS and Windows file systems)."""
+    seen: dict[str, str] = {}
+    clashes = []
+    for uid in user_ids:
+        key = user_folder(uid).casefold()
+        if key in seen and seen[key] != uid:
+            clashes.append((seen[key], uid))
+        seen.setdefault(key, uid)
+    return clashes
 
 
 class RunDir:
@@ -55,7 +84,7 @@ class RunDir:
         return self.root / "failures.json"
 
     def user(self, user_id: str) -> Path:
-        return self.root / "users" / _SAFE.sub("_", user_id)
+        return self.root / "users" / user_folder(user_id)
 
     def sessions(self, user_id: str) -> Path:
         return self.user(user_id) / "sessions.jsonl"

@@ -176,6 +176,7 @@ def run_episode_job(job: EpisodeJob) -> dict[str, Any]:
 
     async def go() -> dict[str, Any]:
         llm = job.make_client(job.cfg)
+        llm.sample_seed = job.cfg.run.seed  # as on the driver: the trial's seed goes into every call
         events = EpisodeEvents()
         try:
             await Episode(job.user, job.spec, llm, job.cfg, RunDir(job.rundir),

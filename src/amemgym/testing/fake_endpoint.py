@@ -88,13 +88,14 @@ class FakeEndpoint:
         retry_after: seconds sent in ``Retry-After`` for ``http_429_retry_after``.
         timeout_sleep: how long a ``timeout`` fault holds the request before dropping it; set it above the
             client's timeout.
-        model: the model name listed by ``/v1/models`` and echoed in replies.
+        model: the served model: the only id ``/v1/models`` lists, and the ``model`` of every reply whatever
+            the request named (as a llama.cpp server answers as the model it loaded).
         embed_dim: dimension of the (hashing) embeddings.
         host, port: where to listen (port 0 = ephemeral).
 
-    The attributes ``fault_rate``, ``force_faults``, ``force_budget``, ``bad_request`` and ``latency`` may be
-    changed while the server runs (e.g. to turn faults off before a re-run against the same URL, which keeps
-    cache keys).
+    The attributes ``fault_rate``, ``force_faults``, ``force_budget``, ``bad_request``, ``latency`` and ``model``
+    may be changed while the server runs (e.g. to turn faults off before a re-run against the same URL, which
+    keeps cache keys, or to swap the served model behind an unchanged URL).
     """
 
     def __init__(
@@ -246,7 +247,7 @@ class FakeEndpoint:
         choices = [] if empty else [{"index": 0, "finish_reason": "stop",
                                      "message": {"role": "assistant", "content": text}}]
         return {"id": "chatcmpl-fake", "object": "chat.completion", "created": 0,
-                "model": body.get("model") or self.model, "choices": choices,
+                "model": self.model, "choices": choices,
                 "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
                           "total_tokens": prompt + completion}}
 
