@@ -112,10 +112,14 @@ def register(app: typer.Typer) -> None:
         = 2000,
         recall: Annotated[bool, typer.Option("--recall/--no-recall", help="Judge memory factual recall.")] = True,
         serial: Annotated[bool, typer.Option("--serial", help="One call at a time (debugging).")] = False,
+        no_cache: Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the response cache in "
+                                               "this invocation: every call reaches the model.")] = False,
     ) -> None:
         """Self-evolution: the agent rewrites its memory policy after every period from the chosen feedback."""
         cfg = app_config(config if config or env else "tiny", set_)
         if serial:
             cfg.run.serial = True
+        if no_cache:
+            cfg.llm.cache = False
         raise typer.Exit(evolve_command(cfg, env, agent, feedback, out_dir, evolver_role=evolver_role,
                                         max_policy_chars=max_policy_chars, recall=recall, console=out))
