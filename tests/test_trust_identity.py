@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -210,3 +211,49 @@ async def test_ids_that_differ_only_in_case_are_refused(tmp_path: Path) -> None:
     cfg = load_config("tiny")
     with pytest.raises(RunError, match="letter case"):
         await Runner(load_environment(path), resolve_agent("native"), tmp_path / "r", cfg, LLMClient(cfg.llm)).run()
+
+
+def _env_with_ids(tmp_path: Path, *ids: str) -> Path:
+    users = json.loads(default_environment().read_text())
+    for user, uid in zip(users, ids, strict=True):
+        user["id"] = uid
+    path = tmp_path / "env.json"
+    path.write_text(json.dumps(users))
+    return path
+
+
+def _as_legacy(rundir: Path) -> None:
+    """Make a run directory look as an earlier version wrote it: slug-only folders, no folder map."""
+    for folder in (rundir / "users").iterdir():
+        if "~" in folder.name:
+            slug = folder.with_name(folder.name.split("~")[0])
+            if slug.exists():  # the earlier layout had one folder for both users
+                shutil.rmtree(folder)
+            else:
+                folder.rename(slug)
+    manifest = json.loads((rundir / "manifest.json").read_text())
+    del manifest["user_folders"]
+    (rundir / "manifest.json").write_text(json.dumps(manifest))
+
+
+def test_a_run_written_with_slug_folders_resumes_in_place(endpoint: FakeEndpoint, tmp_path: Path) -> None:
+    env = _env_with_ids(tmp_path, "user:1", "u2")
+    out = tmp_path / "r"
+    assert cli("--env", str(env), "--out", str(out)).exit_code == 0
+    before = json.loads((out / "metrics.json").read_text())["per_user"]
+    _as_legacy(out)
+    assert (out / "users" / "user_1").is_dir()
+    again = cli("--env", str(env), "--out", str(out))
+    assert again.exit_code == 0, again.output
+    assert last_usage(out)["calls"] == 0  # nothing redone: the old folder was adopted
+    assert (out / "users" / user_folder("user:1")).is_dir() and not (out / "users" / "user_1").exists()
+    assert json.loads((out / "metrics.json").read_text())["per_user"] == before
+
+
+def test_a_run_whose_users_shared_a_slug_folder_is_refused(endpoint: FakeEndpoint, tmp_path: Path) -> None:
+    env = _env_with_ids(tmp_path, "user/1", "user_1")
+    out = tmp_path / "r"
+    assert cli("--env", str(env), "--out", str(out)).exit_code == 0
+    _as_legacy(out)
+    again = cli("--env", str(env), "--out", str(out))
+    assert again.exit_code == 2 and "mixed" in again.output, again.output

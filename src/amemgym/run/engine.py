@@ -24,7 +24,7 @@ from ..llm.usage import UsageLedger
 from ..prompts import template_hashes
 from ..storage import atomic_write_json
 from .episode import RUN_ROLES, Episode, EpisodeEvents, PeriodHook, load_json
-from .layout import RunDir, folder_clashes
+from .layout import RunDir, adopt_legacy_folders, folder_clashes, user_folder
 from .progress import RunProgress
 from .results import compute_metrics, write_trace
 
@@ -140,6 +140,10 @@ class Runner:
         atomic_write_json(self.rundir.manifest, updated)
         return updated
 
+    def _user_folders(self) -> dict[str, str]:
+        """Each user's folder under ``users/``, for readers of the run directory."""
+        return {u.id: user_folder(u.id) for u in self.env.users}
+
     def _check_manifest(self, models: dict[str, dict[str, Any]]) -> dict[str, Any]:
         protocol = protocol_of(self.env, self.spec, self.cfg, self.off_policy.root if self.off_policy else None)
         path = self.rundir.manifest
@@ -160,6 +164,11 @@ class Runner:
                         f"{self.rundir.root}: holds a run with a different {key.replace('_', ' ')}; "
                         "refusing to mix results (use a new --out directory)"
                     )
+            if "user_folders" not in old:
+                # Written before folder names were one-to-one: move slug-named folders to their new names.
+                adopt_legacy_folders(self.rundir.root, [u.id for u in self.env.users])
+                old = {**old, "user_folders": self._user_folders()}
+                atomic_write_json(path, old)
             return self._check_models(dict(old), models)
         manifest = {
             "amemgym_version": __version__,
@@ -167,6 +176,7 @@ class Runner:
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "environment_file": str(self.env_path) if self.env_path else None,
             "users": [u.id for u in self.env.users],
+            "user_folders": self._user_folders(),
             "periods": self.env.num_periods,
             "protocol": protocol,
             "config": json.loads(self.cfg.model_dump_json()),

@@ -45,6 +45,34 @@ def user_folder(user_id: str) -> str:
     return f"{_SAFE.sub('_', user_id)[:_MAX_PLAIN]}~{digest}"
 
 
+def adopt_legacy_folders(root: Path, user_ids: list[str]) -> None:
+    """Move the folders an earlier version named by slug alone to their one-to-one names.
+
+    Earlier versions replaced unsafe characters without a hash. A slug folder that only one user of the
+    environment can have written is that user's and is renamed; one that several users map to holds their
+    sessions interleaved, which no rename can undo, so the run is refused.
+
+    Raises:
+        RunError: if users of this environment shared a folder in the earlier layout.
+    """
+    owners: dict[str, list[str]] = {}
+    for uid in user_ids:
+        owners.setdefault(_SAFE.sub("_", uid), []).append(uid)
+    for slug, uids in owners.items():
+        legacy = root / "users" / slug
+        moved = [u for u in uids if user_folder(u) != slug]
+        if not moved or not legacy.is_dir():
+            continue
+        if len(uids) > 1:
+            raise RunError(f"{legacy}: an earlier amemgym version stored users {', '.join(map(repr, uids))} in this "
+                           "one folder, so their results are mixed; run them again into a new --out directory")
+        target = root / "users" / user_folder(moved[0])
+        if target.exists():
+            raise RunError(f"{root}: user {moved[0]!r} has files both in {legacy.name} and in {target.name}; "
+                           "use a new --out directory")
+        legacy.rename(target)
+
+
 def folder_clashes(user_ids: list[str]) -> list[tuple[str, str]]:
     """Pairs of ids whose folders differ only in letter case (one folder on macOS and Windows file systems)."""
     seen: dict[str, str] = {}
