@@ -44,7 +44,8 @@ def print_cycles(console: Console, metrics: dict[str, Any], evolution: dict[str,
 
 
 def evolve_command(cfg: Any, env_path: Path | None, agent: str, feedback: str, out_dir: Path, *,
-                   evolver_role: str, max_policy_chars: int, recall: bool, console: Console) -> int:
+                   evolver_role: str, max_policy_chars: int, recall: bool, console: Console,
+                   allow_model_change: bool = False) -> int:
     """Resolve inputs, run (or resume) the evolution loop, print the per-cycle table. Returns the exit code."""
     from ..agents.registry import resolve_agent
     from ..data.io import load_environment
@@ -75,7 +76,8 @@ def evolve_command(cfg: Any, env_path: Path | None, agent: str, feedback: str, o
         try:
             return await evolve_loop(env, spec, out_dir, cfg, llm, feedback=builder, evolver=evolver, judge=judge,
                                      limits=limits, settings={"evolver_role": evolver_role, "recall": recall},
-                                     env_path=env_path, progress=progress)
+                                     env_path=env_path, progress=progress,
+                                     allow_model_change=allow_model_change)
         finally:
             progress.close()
             await llm.aclose()
@@ -114,6 +116,8 @@ def register(app: typer.Typer) -> None:
         serial: Annotated[bool, typer.Option("--serial", help="One call at a time (debugging).")] = False,
         no_cache: Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the response cache in "
                                                "this invocation: every call reaches the model.")] = False,
+        allow_model_change: Annotated[bool, typer.Option("--allow-model-change", help="Resume although a role's "
+                                                         "model changed; each session records its model.")] = False,
     ) -> None:
         """Self-evolution: the agent rewrites its memory policy after every period from the chosen feedback."""
         cfg = app_config(config if config or env else "tiny", set_)
@@ -122,4 +126,5 @@ def register(app: typer.Typer) -> None:
         if no_cache:
             cfg.llm.cache = False
         raise typer.Exit(evolve_command(cfg, env, agent, feedback, out_dir, evolver_role=evolver_role,
-                                        max_policy_chars=max_policy_chars, recall=recall, console=out))
+                                        max_policy_chars=max_policy_chars, recall=recall, console=out,
+                                        allow_model_change=allow_model_change))

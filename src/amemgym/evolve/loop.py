@@ -195,6 +195,7 @@ async def evolve_loop(
     env_path: Path | None = None,
     progress: RunProgress | None = None,
     user_ids: list[str] | None = None,
+    allow_model_change: bool = False,
 ) -> EvolutionOutcome:
     """Run (or resume) a self-evolution experiment into ``rundir``.
 
@@ -212,6 +213,7 @@ async def evolve_loop(
         env_path: where the environment came from (recorded in the manifest).
         progress: optional progress display.
         user_ids: run only these users.
+        allow_model_change: resume although a role's served model changed (see :class:`Runner`).
 
     Raises:
         ConfigError: when the agent has no evolvable policy.
@@ -228,7 +230,7 @@ async def evolve_loop(
     hook = EvolutionHook(rd, feedback, evolver, judge, limits, cfg.run.seed)
     named = evolving_spec(spec, feedback.kind, {"max_policy_chars": limits.max_chars, **(settings or {})})
     outcome = await Runner(env, named, rundir, cfg, llm, env_path=env_path, progress=progress,
-                           after_period=hook).run(user_ids)
+                           after_period=hook, allow_model_change=allow_model_change).run(user_ids)
     evolution = {"agent": named.name, "feedback": feedback.kind, **collect_evolution(env, rd)}
     atomic_write_json(evolution_path(rd), evolution)
     metrics = outcome.metrics

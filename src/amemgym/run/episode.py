@@ -21,7 +21,6 @@ from ..storage import append_jsonl, atomic_write_json
 from .evaluation import evaluate_period, upper_bound_answers
 from .layout import RunDir
 
-
 #: The roles whose model shapes a run's conversations and answers; their served models are pinned in the
 #: manifest and recorded with every session.
 RUN_ROLES: tuple[str, ...] = ("simulator", "agent", "memory")
