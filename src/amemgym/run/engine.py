@@ -144,7 +144,8 @@ class Runner:
         """Each user's folder under ``users/``, for readers of the run directory."""
         return {u.id: user_folder(u.id) for u in self.env.users}
 
-    def _check_manifest(self, models: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    def _check_protocol(self) -> dict[str, Any] | None:
+        """The manifest of an earlier invocation, once its protocol is checked; None for a new run."""
         protocol = protocol_of(self.env, self.spec, self.cfg, self.off_policy.root if self.off_policy else None)
         path = self.rundir.manifest
         if path.exists():
@@ -169,7 +170,13 @@ class Runner:
                 adopt_legacy_folders(self.rundir.root, [u.id for u in self.env.users])
                 old = {**old, "user_folders": self._user_folders()}
                 atomic_write_json(path, old)
-            return self._check_models(dict(old), models)
+            return dict(old)
+        return None
+
+    def _write_manifest(self, old: dict[str, Any] | None, models: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        if old is not None:
+            return self._check_models(old, models)
+        protocol = protocol_of(self.env, self.spec, self.cfg, self.off_policy.root if self.off_policy else None)
         manifest = {
             "amemgym_version": __version__,
             "python": platform.python_version(),
@@ -183,7 +190,7 @@ class Runner:
             "models": models,
             "prompt_sha256": template_hashes(),
         }
-        atomic_write_json(path, manifest)
+        atomic_write_json(self.rundir.manifest, manifest)
         return manifest
 
     async def run(self, user_ids: list[str] | None = None, *, executor: UserExecutor | None = None) -> RunOutcome:
@@ -202,7 +209,8 @@ class Runner:
             raise RunError(f"{self.off_policy.root}: not a run directory (no manifest.json) for --off-policy")
         # Every call of this run (each trial has its own seed) is a fresh sample, cached under that seed.
         self.llm.sample_seed = self.cfg.run.seed
-        self._check_manifest(await self.llm.resolve_models(RUN_ROLES))
+        old = self._check_protocol()  # before any call: another run's directory is refused even offline
+        self._write_manifest(old, await self.llm.resolve_models(RUN_ROLES))
         start = time.perf_counter()
         users = [u for u in self.env.users if user_ids is None or u.id in user_ids]
         events = EpisodeEvents()
