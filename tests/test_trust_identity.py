@@ -209,7 +209,7 @@ async def test_ids_that_differ_only_in_case_are_refused(tmp_path: Path) -> None:
     path = tmp_path / "env.json"
     path.write_text(json.dumps(users))
     cfg = load_config("tiny")
-    with pytest.raises(RunError, match="letter case"):
+    with pytest.raises(RunError, match="share the folder"):
         await Runner(load_environment(path), resolve_agent("native"), tmp_path / "r", cfg, LLMClient(cfg.llm)).run()
 
 

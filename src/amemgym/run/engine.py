@@ -203,8 +203,8 @@ class Runner:
         clashes = folder_clashes([u.id for u in self.env.users])
         if clashes:
             a, b = clashes[0]
-            raise RunError(f"user ids {a!r} and {b!r} differ only in letter case, so their folders would be one "
-                           "on case-insensitive file systems; rename one of them")
+            raise RunError(f"user ids {a!r} and {b!r} would share the folder users/{user_folder(a)} (names that "
+                           "differ only in letter case are one folder on macOS and Windows); rename one of them")
         if self.off_policy is not None and not self.off_policy.manifest.exists():
             raise RunError(f"{self.off_policy.root}: not a run directory (no manifest.json) for --off-policy")
         # Every call of this run (each trial has its own seed) is a fresh sample, cached under that seed.

@@ -74,7 +74,7 @@ def adopt_legacy_folders(root: Path, user_ids: list[str]) -> None:
 
 
 def folder_clashes(user_ids: list[str]) -> list[tuple[str, str]]:
-    """Pairs of ids whose folders differ only in letter case (one folder on macOS and Windows file systems)."""
+    """Pairs of ids whose folders are equal or differ only in letter case (one folder on macOS and Windows)."""
     seen: dict[str, str] = {}
     clashes = []
     for uid in user_ids:
