@@ -18,6 +18,7 @@ RUNDIR/
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from pathlib import Path
