@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
 
-from .config import AppConfig, load_config
 from .errors import AMemGymError
+
+if TYPE_CHECKING:
+    from .config import AppConfig
 
 out = Console()
 err = Console(stderr=True)
@@ -54,6 +56,9 @@ def handled(fn: F) -> F:
 
 
 def app_config(config: str | None, sets: list[str] | None) -> AppConfig:
+    """The config of a command; imported here so that ``--help`` never loads pydantic models."""
+    from .config import load_config
+
     return load_config(config, sets)
 
 
