@@ -81,7 +81,10 @@ class EndpointConfig(_Strict):
     api_key_file: str | None = Field(None, description="File holding the key (read at call time).")
     temperature: float | None = None
     max_tokens: int = Field(1024, ge=1)
-    max_concurrency: int = Field(8, ge=1, description="Calls in flight at once on this endpoint.")
+    max_concurrency: int = Field(
+        128, ge=1, description="Ceiling of calls in flight on this endpoint; the limit adapts below it (429, 5xx, "
+        "slow replies halve it, successes raise it again)."
+    )
     timeout_s: float = Field(300.0, gt=0)
     max_retries: int = Field(5, ge=0)
     price_per_mtok_in: float = Field(0.0, ge=0, description="USD per million prompt tokens, for cost reports.")
@@ -146,7 +149,9 @@ class LLMConfig(_Strict):
 class RunSettings(_Strict):
     """How a run is executed (not what it measures)."""
 
-    user_concurrency: int = Field(8, ge=1, description="Users simulated at once.")
+    user_concurrency: int = Field(
+        64, ge=1, description="Users simulated at once (the endpoints' adaptive limits pace the calls)."
+    )
     serial: bool = Field(False, description="One call at a time, for debugging.")
     seed: int = 0
     eval_max_tokens: int = Field(96, ge=8)

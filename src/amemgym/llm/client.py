@@ -20,6 +20,7 @@ from ..errors import BackendUnavailable, LLMError, MalformedOutput
 from ..seeding import derive_seed
 from .backends import ChatBackend, EmbedBackend, PermanentError, TransientError
 from .cache import ResponseCache
+from .limiter import AdaptiveLimiter
 from .types import ChatMessage, ChatRequest, ChatResult
 from .usage import UsageLedger
 
@@ -90,7 +91,7 @@ class LLMClient:
         self.ledger = ledger or UsageLedger()
         self._backends: dict[str, ChatBackend] = dict(backends or {})
         self._embedder = embedder
-        self._limits: dict[str, asyncio.Semaphore] = {}
+        self._limits: dict[str, AdaptiveLimiter] = {}
         self._serial = asyncio.Semaphore(1) if serial else None
         self._inflight: dict[tuple[Any, ...], asyncio.Future[ChatResult]] = {}
         self._backoff = _Backoff(backoff_base, backoff_cap, random.Random(0))
@@ -247,9 +248,10 @@ class LLMClient:
             out["embedder"] = {"backend": "embedded", "model": "all-MiniLM-L6-v2 (int8 ONNX)"}
         return out
 
-    def _limit(self, key: str, size: int) -> asyncio.Semaphore:
+    def _limit(self, key: str, size: int) -> AdaptiveLimiter:
+        # One adaptive limit per endpoint: ``max_concurrency`` is its ceiling, 429/5xx/latency lower it.
         if key not in self._limits:
-            self._limits[key] = asyncio.Semaphore(size)
+            self._limits[key] = self.ledger.limiters[key] = AdaptiveLimiter(size)
         return self._limits[key]
 
     # ---- chat ---------------------------------------------------------------------------------------
@@ -363,7 +365,7 @@ class LLMClient:
                     if attempt.retry_state.attempt_number > 1:
                         usage.retries += 1
                     try:
-                        async with limit, self._serial or contextlib.nullcontext():
+                        async with limit.slot(), self._serial or contextlib.nullcontext():
                             self.ledger.in_flight += 1
                             try:
                                 return await backend.complete(req)

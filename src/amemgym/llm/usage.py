@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .limiter import AdaptiveLimiter
 
 
 @dataclass
@@ -45,6 +48,8 @@ class UsageLedger:
     def __init__(self) -> None:
         self.roles: dict[str, RoleUsage] = {}
         self.in_flight = 0
+        #: The live adaptive concurrency limit of each endpoint, for progress displays (not persisted).
+        self.limiters: dict[str, AdaptiveLimiter] = {}
 
     def role(self, name: str) -> RoleUsage:
         """The counters of role ``name`` (created on first use)."""

@@ -52,7 +52,10 @@ class RunProgress:
         if self._ledger is None:
             return ""
         t = self._ledger.totals()
-        return (f"calls {t.calls} (in flight {self._ledger.in_flight}) cached {t.cache_hits} "
+        # Each endpoint's adaptive concurrency limit (it falls on 429/5xx/slow replies), next to what is in flight.
+        limits = "/".join(str(lim.limit) for lim in self._ledger.limiters.values())
+        cap = f" limit {limits}" if limits else ""
+        return (f"calls {t.calls} (in flight {self._ledger.in_flight}{cap}) cached {t.cache_hits} "
                 f"tokens {t.prompt_tokens}+{t.completion_tokens} errors {t.failures}")
 
     def _update(self) -> None:
