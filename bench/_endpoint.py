@@ -5,7 +5,8 @@ AWE and AWI would never store anything and their write chains would look shorter
 every extraction yields one fact, every reconciliation adds it and every AWI write sets one note, so the
 agents' memories grow as they would with a real model and retrieval has something to search.
 
-Run: ``PYTHONPATH=src python bench/_endpoint.py --latency 0.05``; prints the base URL, serves until SIGTERM.
+Run: ``PYTHONPATH=src python bench/_endpoint.py --latency 0.05``; prints the base URL, serves until SIGTERM,
+and prints its counters as one JSON line on each SIGUSR1.
 """
 
 from __future__ import annotations
@@ -40,11 +41,15 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.0)
     args = parser.parse_args()
     stop = threading.Event()
+    report = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGUSR1, lambda *_: report.set())
     with FakeEndpoint(latency=args.latency, responder=bench_responder) as ep:
         print(ep.base_url, flush=True)
-        while not stop.wait(0.5):
-            pass
+        while not stop.is_set():
+            if report.wait(0.05):
+                report.clear()
+                print(json.dumps(ep.stats()), flush=True)
 
 
 if __name__ == "__main__":

@@ -53,7 +53,8 @@ def test_sections_render_and_browser_switches(report: Path, tmp_path: Path) -> N
         assert re.search(r'<pre id="console-errors" hidden="">\s*</pre>', page), "script errors were recorded"
         for section in ("sec-summary", "sec-curves", "sec-diagnosis", "sec-heatmaps", "sec-browser"):
             assert f'id="{section}"' in page
-        assert page.count("<img") == 6  # curves, diagnosis, and two heat maps per run; no injected image
+        assert 'data-charts="1"' in page and "<img" not in page  # no injected image
+        assert page.count("<svg") == 6  # curves, diagnosis, and two heat maps per run, drawn from inline data
     assert selected(first) == "run_a/u-0002/2"
     assert selected(second) == "run_b/u-0001/0"
     assert "Session 0 · 2021-03-28 19:20" in first and "Session 0 · 2020-09-28 19:30" in second

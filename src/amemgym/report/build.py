@@ -1,8 +1,13 @@
-"""From run directories to the report page and its figures."""
+"""From run directories to the report page and its figures.
+
+The page's charts are JSON drawn in the browser (:mod:`amemgym.report.charts`), so building it imports no
+plotting library; the matplotlib figures are made only when :attr:`Report.figures` is read (``--figures``).
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,8 +21,8 @@ from .aggregate import (
     user_period_grid,
 )
 from .browser import browser_run
+from .charts import curves_chart, diagnosis_chart, heatmap_chart, is_large
 from .extras import has_recall, leak_guard, read_sim_audit
-from .figures import curves_figure, diagnosis_figure, encode, heatmap_figure
 from .html import FigureImage, SimulatorRow, render_report
 from .load import RunRecord, eval_records, load_run_environment, load_runs, session_records
 
@@ -29,13 +34,23 @@ RECALL_NOTE = (" Memory recall: share of the facts revealed in a period that the
                " memory (self-evolution runs).")
 
 
+#: What an undefined heat-map cell means, shown in each heat map's legend.
+UNDEFINED_MEMORY = "not evaluated, or upper bound <= random (the memory score's normalisation is undefined)"
+UNDEFINED_QUESTION = "question not evaluated in this period"
+
+
 @dataclass
 class Report:
-    """A built report: the page and the figures it shows (by file-safe name)."""
+    """A built report: the page, its notes, and (made on first access) the matplotlib figures by file name."""
 
     html: str
-    figures: dict[str, Figure]
     notes: list[str]
+    runs: list[RunRecord] = field(default_factory=list, repr=False)
+
+    @cached_property
+    def figures(self) -> dict[str, Figure]:
+        """The report's figures drawn with matplotlib (needs the ``report`` extra)."""
+        return run_figures(self.runs)
 
 
 def _safe(label: str) -> str:
@@ -44,6 +59,8 @@ def _safe(label: str) -> str:
 
 def run_figures(runs: list[RunRecord]) -> dict[str, Figure]:
     """Curves (with a memory-recall panel when a run carries recall), diagnosis bars and per-run heat maps."""
+    from .figures import curves_figure, diagnosis_figure, heatmap_figure
+
     panels = CURVES + ((RECALL_CURVE,) if any(has_recall(r.metrics) for r in runs) else ())
     figures: dict[str, Figure] = {
         "curves": curves_figure({r.label: {n: period_series(r.metrics, n) for n, _ in panels} for r in runs},
@@ -89,21 +106,38 @@ def build_report(roots: list[Path], *, env_override: Path | None = None, title: 
             notes.append(f"{r.label}: simulator audit not shown ({problem}).")
         guard = leak_guard(rec for u in r.users for rec in session_records(r, u).values())
         simulator.append((summary, audit, guard))
-    figures = run_figures(runs)
-    heat = [(r.label, [FigureImage(f"{kind} heat map of {r.label}", encode(figures[f"heat_{kind}_{_safe(r.label)}"],
-                                                                           "svg"))
-                       for kind in ("memory", "questions")]) for r in runs]
+    charts = run_charts(runs)
+    heat = [(r.label, [FigureImage(f"{kind} heat map of {r.label}", chart=f"heat_{kind}_{i}",
+                                   collapsed=is_large(charts[f"heat_{kind}_{i}"]))
+                       for kind in ("memory", "questions")]) for i, r in enumerate(runs)]
     html = render_report(
         title=title,
         summaries=summaries,
         notes=notes,
-        curves=FigureImage("per-period curves", encode(figures["curves"], "svg"),
-                           "Shaded bands: 95 % intervals over users."
+        curves=FigureImage("per-period curves", chart="curves", caption="Shaded bands: 95 % intervals over users."
                            + (RECALL_NOTE if any(has_recall(r.metrics) for r in runs) else "")),
-        diagnosis=FigureImage("failure diagnosis", encode(figures["diagnosis"], "svg"),
-                              "Write and read rates per probed variable; utilization per question."),
+        diagnosis=FigureImage("failure diagnosis", chart="diagnosis",
+                              caption="Write and read rates per probed variable; utilization per question."),
         heatmaps=heat,
         browser=browser,
         simulator=simulator,
+        charts=charts,
     )
-    return Report(html=html, figures=figures, notes=notes)
+    return Report(html=html, notes=notes, runs=runs)
+
+
+def run_charts(runs: list[RunRecord]) -> dict[str, Any]:
+    """The page's chart data: the same quantities as :func:`run_figures`, keyed by chart id."""
+    panels = CURVES + ((RECALL_CURVE,) if any(has_recall(r.metrics) for r in runs) else ())
+    charts: dict[str, Any] = {
+        "curves": curves_chart({r.label: {n: period_series(r.metrics, n) for n, _ in panels} for r in runs}, panels),
+        "diagnosis": diagnosis_chart({r.label: failure_series(r.metrics) for r in runs}),
+    }
+    for i, r in enumerate(runs):
+        ms = user_period_grid(r.metrics, r.users, r.num_periods)
+        charts[f"heat_memory_{i}"] = heatmap_chart(ms, f"memory score (user x period): {r.label}", vmin=-1.0,
+                                                   vmax=1.0, diverging=True, undefined=UNDEFINED_MEMORY)
+        qs = question_period_grid({u: eval_records(r, u) for u in r.users}, r.num_periods)
+        charts[f"heat_questions_{i}"] = heatmap_chart(qs, f"accuracy (question x period): {r.label}",
+                                                      undefined=UNDEFINED_QUESTION)
+    return charts

@@ -1,9 +1,10 @@
-"""Assemble the self-contained HTML report: tables, figures as data URIs, and the trace browser.
+"""Assemble the self-contained HTML report: tables, charts, and the trace browser.
 
-Every interpolated string goes through ``html.escape``; figures are ``<img>`` data URIs (an SVG image
-cannot run script); the browser's data sits in a JSON block; and a Content-Security-Policy admits only
-the page's own script (by hash), so even a missed escape could not execute injected code or reach the
-network.
+Every interpolated string goes through ``html.escape``; charts are drawn in the browser by ``charts.js``
+from the same JSON block as the browser's data (labels reach the page only as text nodes); figures given
+as SVG bytes are ``<img>`` data URIs (an SVG image cannot run script); and a Content-Security-Policy admits
+only the page's own script (by hash), so even a missed escape could not execute injected code or reach
+the network.
 """
 
 from __future__ import annotations
@@ -26,11 +27,16 @@ SimulatorRow = tuple[Summary, AuditSummary | None, LeakGuard | None]
 
 @dataclass(frozen=True)
 class FigureImage:
-    """An encoded figure to place in the page."""
+    """A figure to place in the page: encoded SVG bytes, or the id of a chart in the page's chart data.
+
+    ``collapsed`` puts it in a closed ``<details>`` (large heat maps), so the page stays navigable.
+    """
 
     title: str
-    svg: bytes
+    svg: bytes = b""
     caption: str = ""
+    chart: str = ""
+    collapsed: bool = False
 
 
 def _asset(name: str) -> str:
@@ -102,10 +108,31 @@ def _table(head: Sequence[str], rows: Sequence[str], css_id: str) -> str:
 
 
 def figure_block(fig: FigureImage) -> str:
-    """A figure as an ``<img>`` with an SVG data URI."""
-    uri = "data:image/svg+xml;base64," + base64.b64encode(fig.svg).decode("ascii")
+    """A figure: a chart drawn by ``charts.js``, or an ``<img>`` with an SVG data URI."""
     cap = f"<figcaption>{escape(fig.caption)}</figcaption>" if fig.caption else ""
-    return f'<figure><img alt="{escape(fig.title)}" src="{uri}">{cap}</figure>'
+    if fig.chart:
+        body = f'<div class="chart" data-chart="{escape(fig.chart)}" aria-label="{escape(fig.title)}"></div>'
+    else:
+        uri = "data:image/svg+xml;base64," + base64.b64encode(fig.svg).decode("ascii")
+        body = f'<img alt="{escape(fig.title)}" src="{uri}">'
+    block = f"<figure>{body}{cap}</figure>"
+    if fig.collapsed:
+        return (f'<details class="collapsed-figure"><summary>{escape(fig.title)} (large: click to show)</summary>'
+                f"{block}</details>")
+    return block
+
+
+#: The page's sections, in order, for the table of contents.
+SECTIONS: tuple[tuple[str, str], ...] = (
+    ("sec-summary", "Summary"), ("sec-curves", "Per-period curves"), ("sec-diagnosis", "Failure diagnosis"),
+    ("sec-heatmaps", "Heat maps"), ("sec-browser", "Trace browser"),
+)
+
+
+def toc() -> str:
+    """The table of contents: one link per section."""
+    links = "".join(f'<li><a href="#{sid}">{escape(name)}</a></li>' for sid, name in SECTIONS)
+    return f'<nav id="toc" aria-label="contents"><ul>{links}</ul></nav>'
 
 
 def render_report(
@@ -118,6 +145,7 @@ def render_report(
     heatmaps: Sequence[tuple[str, Sequence[FigureImage]]],
     browser: list[dict[str, Any]],
     simulator: Sequence[SimulatorRow] = (),
+    charts: dict[str, Any] | None = None,
 ) -> str:
     """The whole HTML document.
 
@@ -130,8 +158,9 @@ def render_report(
         heatmaps: per run label, its heat map figures.
         browser: per run, the data of :func:`amemgym.report.browser.browser_run`.
         simulator: per run, its simulator audit and leak-guard counts (see :func:`simulator_table`).
+        charts: chart data by id (see :mod:`amemgym.report.charts`), for figures that name a chart.
     """
-    script = _asset("viewer.js")
+    script = _asset("viewer.js") + "\n" + _asset("charts.js")
     script_hash = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
     csp = (f"default-src 'none'; img-src data:; style-src 'unsafe-inline'; "
            f"script-src 'sha256-{script_hash}'; base-uri 'none'; form-action 'none'")
@@ -151,6 +180,7 @@ def render_report(
 </head>
 <body>
 <header><h1>{escape(title)}</h1></header>
+{toc()}
 <ul id="notes" class="notes">{notes_html}</ul>
 <section id="sec-summary"><h2>Summary</h2>
 <p class="hint">Memory score = (overall - random) / (upper bound - random) per user and period;
@@ -162,7 +192,10 @@ intervals are 95 % over users. Failure rates: write and read per probed variable
 </section>
 <section id="sec-curves"><h2>Per-period curves</h2>{figure_block(curves)}</section>
 <section id="sec-diagnosis"><h2>Failure diagnosis per period</h2>{figure_block(diagnosis)}</section>
-<section id="sec-heatmaps"><h2>Heat maps</h2>{heat_html}</section>
+<section id="sec-heatmaps"><h2>Heat maps</h2>
+<p class="hint">Hatched cells are undefined (their legend says why); they are never drawn as zero. Large heat maps
+start collapsed: click their title to open them.</p>
+{heat_html}</section>
 <section id="sec-browser"><h2>Trace browser</h2>
 <div class="controls">
 <label>run <select id="pick-run"></select></label>
@@ -172,7 +205,7 @@ intervals are 95 % over users. Failure rates: write and read per probed variable
 <div id="browser" data-selected=""></div>
 </section>
 <pre id="console-errors" hidden></pre>
-<script type="application/json" id="report-data">{embed_json({"runs": browser})}</script>
+<script type="application/json" id="report-data">{embed_json({"runs": browser, "charts": charts or {}})}</script>
 <script>{script}</script>
 </body>
 </html>
