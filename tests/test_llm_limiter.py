@@ -117,6 +117,14 @@ async def test_steady_latency_never_decreases() -> None:
     assert lim.decreases == 0 and lim.limit == 32
 
 
+async def test_millisecond_jitter_is_not_latency_growth() -> None:
+    clock = Clock()
+    lim = AdaptiveLimiter(32, clock=clock, min_samples=5)
+    for i in range(200):
+        await _succeed(lim, clock, 0.001 if i % 10 else 0.02)  # 20x spikes, but only 20 ms
+    assert lim.decreases == 0 and lim.limit == 32
+
+
 async def test_in_flight_never_exceeds_the_limit_and_a_cut_applies_to_new_calls() -> None:
     lim = AdaptiveLimiter(4)
     gate = asyncio.Event()

@@ -107,3 +107,16 @@ def test_chart_script_never_parses_strings_as_html(two_runs) -> None:
     # Labels come from run directories and environments: they reach the SVG through textContent only.
     for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "Function("):
         assert sink not in script
+
+
+def test_run_passes_its_environment_without_changing_the_page(two_runs) -> None:
+    from amemgym.data.io import load_environment
+    from amemgym.run.engine import environment_hash
+
+    env_path, run_a, _ = two_runs
+    env = load_environment(env_path)
+    plain = build_report([run_a]).html
+    assert build_report([run_a], environment=(env, environment_hash(env))).html == plain
+    # A hash that is not the run's is ignored: the manifest's file is loaded and checked as usual.
+    empty = env.model_copy(update={"users": []})
+    assert build_report([run_a], environment=(empty, "0" * 64)).html == plain

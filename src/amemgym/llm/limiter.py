@@ -6,7 +6,8 @@ TCP uses for its congestion window:
 * every successful call adds ``1 / limit`` (so about +1 per limit's worth of calls), never above the ceiling;
 * an overload signal halves it, never below 1. The signals are a 429, a 5xx or a timeout, and latency
   growth: the recent mean latency (fast moving average) above ``latency_tolerance`` times the long-run
-  mean (slow moving average). The long-run mean follows every call, so a lasting change in the work (longer
+  mean (slow moving average) and more than ``min_growth`` seconds above it (millisecond replies jitter by
+  large factors without meaning anything). The long-run mean follows every call, so a lasting change in the work (longer
   prompts as conversations grow) becomes the new normal after a few dozen calls instead of a steady signal.
 
 A burst of failures from one overload episode must cost one halving, not one per failed call: each slot
@@ -50,6 +51,7 @@ class AdaptiveLimiter:
         start: the first limit; the ceiling by default (start high, back off when the server says so).
         decrease: factor applied to the limit on an overload signal.
         latency_tolerance: recent latency above this multiple of the long-run latency counts as overload.
+        min_growth: seconds the recent latency must exceed the long-run one by, besides the factor.
         min_samples: calls timed before latency growth can count (the baseline needs some history).
         clock: seconds, monotonic (tests pass a fake one).
     """
@@ -61,6 +63,7 @@ class AdaptiveLimiter:
         start: int | None = None,
         decrease: float = 0.5,
         latency_tolerance: float = 2.0,
+        min_growth: float = 0.05,
         min_samples: int = 20,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -70,6 +73,7 @@ class AdaptiveLimiter:
         self._limit = float(min(max(start if start is not None else ceiling, 1), ceiling))
         self.decrease = decrease
         self.latency_tolerance = latency_tolerance
+        self.min_growth = min_growth
         self.min_samples = min_samples
         self.clock = clock
         self.in_flight = 0
@@ -136,7 +140,9 @@ class AdaptiveLimiter:
         self._fast = latency if self._fast is None else 0.8 * self._fast + 0.2 * latency
         if self._slow is None:
             self._slow = latency
-        if self._samples >= self.min_samples and self._fast > self.latency_tolerance * self._slow:
+        slow = self._slow
+        if (self._samples >= self.min_samples and self._fast > self.latency_tolerance * slow
+                and self._fast - slow > self.min_growth):
             self._slow = 0.98 * self._slow + 0.02 * latency
             self.on_overload(slot)
             return

@@ -29,6 +29,8 @@ from .load import RunRecord, eval_records, load_run_environment, load_runs, sess
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
+    from ..data.model import Environment
+
 
 RECALL_NOTE = (" Memory recall: share of the facts revealed in a period that the judge finds in the agent's"
                " memory (self-evolution runs).")
@@ -77,13 +79,17 @@ def run_figures(runs: list[RunRecord]) -> dict[str, Figure]:
     return figures
 
 
-def build_report(roots: list[Path], *, env_override: Path | None = None, title: str = "amemgym report") -> Report:
+def build_report(roots: list[Path], *, env_override: Path | None = None, title: str = "amemgym report",
+                 environment: tuple[Environment, str] | None = None) -> Report:
     """Load runs and render the self-contained page.
 
     Args:
         roots: run directories, in legend order.
         env_override: environment file to use instead of the one each manifest names.
         title: page title.
+        environment: an environment already loaded and checked, with its sha256 (``amemgym run`` passes the
+            one it just ran, so the file is not parsed and hashed again); used for the runs whose manifest
+            records that hash.
     """
     runs = load_runs(roots)
     notes: list[str] = []
@@ -94,7 +100,10 @@ def build_report(roots: list[Path], *, env_override: Path | None = None, title: 
     simulator: list[SimulatorRow] = []
     summaries = [summarize(r.label, r.agent, r.metrics) for r in runs]
     for r, summary in zip(runs, summaries, strict=True):
-        env, why = load_run_environment(r, env_override)
+        if environment is not None and r.environment_sha256 == environment[1]:
+            env, why = environment[0], None
+        else:
+            env, why = load_run_environment(r, env_override)
         if why:
             notes.append(f"{r.label}: true states not shown ({why}).")
         if not r.complete:

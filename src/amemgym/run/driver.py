@@ -92,10 +92,12 @@ def run_command(
     llm = LLMClient.from_config(cfg.llm, serial=cfg.run.serial)
     progress = RunProgress()
 
+    runner = Runner(env, spec, out_dir, cfg, llm, env_path=env_path, off_policy=off_policy, progress=progress,
+                    allow_model_change=allow_model_change)
+
     async def go() -> Any:
         try:
-            return await Runner(env, spec, out_dir, cfg, llm, env_path=env_path, off_policy=off_policy,
-                                progress=progress, allow_model_change=allow_model_change).run(executor=distributed)
+            return await runner.run(executor=distributed)
         finally:
             progress.close()
             await llm.aclose()
@@ -106,19 +108,23 @@ def run_command(
         console.print(f"[red]{len(outcome.failures)} failure(s)[/red] (see {out_dir / 'failures.json'}); "
                       "re-run the same command to retry what failed")
     console.print(f"results: {out_dir / 'metrics.json'} (traces under {out_dir / 'users'})")
-    write_run_report(out_dir, console)
+    sha = runner.environment_sha256
+    write_run_report(out_dir, console, environment=(env, sha) if sha else None)
     return 1 if outcome.failures or not outcome.metrics["complete"] else 0
 
 
-def write_run_report(rundir: Path, console: Console) -> None:
-    """Write ``RUNDIR/report.html`` (skipped, with a note, when the report extra is not installed)."""
+def write_run_report(rundir: Path, console: Console, *, environment: tuple[Any, str] | None = None) -> None:
+    """Write ``RUNDIR/report.html`` (skipped, with a note, when the report extra is not installed).
+
+    ``environment`` is the run's environment and its sha256 when the caller has them in memory.
+    """
     from ..errors import AMemGymError
     from ..storage import atomic_write_text
 
     try:
         from ..report.build import build_report
 
-        report = build_report([rundir])
+        report = build_report([rundir], environment=environment)
     except ImportError as exc:
         console.print(f"report skipped ({exc}); install it with: pip install 'amemgym[report]'", highlight=False)
         return

@@ -121,6 +121,7 @@ class Runner:
         self.progress = progress
         self.after_period = after_period
         self.allow_model_change = allow_model_change
+        self.environment_sha256: str | None = None
 
     def _check_models(self, old: dict[str, Any], models: dict[str, dict[str, Any]]) -> dict[str, Any]:
         """Refuse to resume with another model unless allowed; an allowed change is logged in the manifest."""
@@ -147,6 +148,7 @@ class Runner:
     def _check_protocol(self) -> dict[str, Any] | None:
         """The manifest of an earlier invocation, once its protocol is checked; None for a new run."""
         protocol = protocol_of(self.env, self.spec, self.cfg, self.off_policy.root if self.off_policy else None)
+        self.environment_sha256 = protocol["environment_sha256"]
         path = self.rundir.manifest
         if path.exists():
             try:
