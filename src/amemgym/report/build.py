@@ -100,6 +100,8 @@ def build_report(roots: list[Path], *, env_override: Path | None = None, title: 
     simulator: list[SimulatorRow] = []
     summaries = [summarize(r.label, r.agent, r.metrics) for r in runs]
     for r, summary in zip(runs, summaries, strict=True):
+        env: Environment | None
+        why: str | None
         if environment is not None and r.environment_sha256 == environment[1]:
             env, why = environment[0], None
         else:
