@@ -171,4 +171,10 @@ _register_commands()
 
 def main() -> None:
     """Console-script entry point."""
-    app()
+    from .fastexit import exit_now
+
+    try:
+        app()
+    except SystemExit as done:
+        exit_now(done.code)
+        raise
