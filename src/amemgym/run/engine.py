@@ -224,6 +224,8 @@ class Runner:
             async with limit:
                 await Episode(user, self.spec, self.llm, self.cfg, self.rundir, off_policy=self.off_policy,
                               events=events, after_period=self.after_period).run()
+            # Assembled (and fsynced) in a thread as soon as this user is done, while the others still run.
+            await asyncio.to_thread(write_trace, user, self.rundir)
 
         self._fold_pending_usage()
         invocation = uuid.uuid4().hex
@@ -238,8 +240,9 @@ class Runner:
             with contextlib.suppress(asyncio.CancelledError):
                 await flusher
             self._save_usage(invocation)
-        for user in users:
-            write_trace(user, self.rundir)
+        if executor is not None:
+            for user in users:
+                write_trace(user, self.rundir)
         metrics = compute_metrics(self.env, self.rundir)
         elapsed = time.perf_counter() - start
         usage = load_json(self.rundir.usage)
