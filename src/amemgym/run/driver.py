@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -102,7 +104,8 @@ def run_command(
             progress.close()
             await llm.aclose()
 
-    outcome = asyncio.run(go())
+    with _calm_gc():
+        outcome = asyncio.run(go())
     print_summary(console, outcome.metrics, out_dir)
     if outcome.failures:
         console.print(f"[red]{len(outcome.failures)} failure(s)[/red] (see {out_dir / 'failures.json'}); "
@@ -111,6 +114,26 @@ def run_command(
     sha = runner.environment_sha256
     write_run_report(out_dir, console, environment=(env, sha) if sha else None)
     return 1 if outcome.failures or not outcome.metrics["complete"] else 0
+
+
+@contextlib.contextmanager
+def _calm_gc() -> Iterator[None]:
+    """Fewer, cheaper garbage collections during a run (otherwise about a tenth of its CPU); undone after.
+
+    What is loaded before the run (modules, the environment) outlives it, so it is frozen out of the
+    collector's scans; and the youngest generation is collected every 20,000 allocations instead of 700
+    (a run allocates many short-lived request and reply objects, few of them in reference cycles).
+    """
+    import gc
+
+    threshold = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(20_000, *threshold[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*threshold)
+        gc.unfreeze()
 
 
 def write_run_report(rundir: Path, console: Console, *, environment: tuple[Any, str] | None = None) -> None:
