@@ -5,7 +5,6 @@ Commands live in ``amemgym.commands.<name>`` modules, each with ``register(app)`
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 import sys
 import time
@@ -90,6 +89,8 @@ def check_llm(config: ConfigOpt = None, set_: SetOpt = None) -> None:
         finally:
             await llm.aclose()
         out.print(table)
+
+    import asyncio  # here, not at the top: --help should not load the event loop machinery
 
     asyncio.run(main())
 

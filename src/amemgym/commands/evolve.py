@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -81,6 +80,8 @@ def evolve_command(cfg: Any, env_path: Path | None, agent: str, feedback: str, o
         finally:
             progress.close()
             await llm.aclose()
+
+    import asyncio
 
     outcome = asyncio.run(go())
     print_summary(console, outcome.metrics, out_dir)

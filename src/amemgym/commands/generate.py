@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -84,6 +83,8 @@ def register(app: typer.Typer) -> None:
             finally:
                 progress.close()
                 await llm.aclose()
+
+        import asyncio
 
         result = asyncio.run(go())
         failed = getattr(result, "failed", [])

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -148,6 +147,8 @@ def register(app: typer.Typer) -> None:
                 return await audit_run(rd, environment, llm=llm)
             finally:
                 await llm.aclose()
+
+        import asyncio
 
         print_sim_audit(asyncio.run(go()), rd.root / "sim_audit.json")
 

@@ -1,0 +1,25 @@
+"""`amemgym run --help` stays light: the event loop, numpy, HTTP client, config models and plotting load lazily."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+CODE = """
+import sys
+from amemgym.cli import app
+try:
+    app(["run", "--help"])
+except SystemExit as exc:
+    assert exc.code == 0, exc.code
+heavy = ("asyncio", "numpy", "aiohttp", "matplotlib", "amemgym.config", "amemgym.run", "amemgym.agents",
+         "amemgym.llm", "amemgym.report")
+print("LOADED", [m for m in heavy if m in sys.modules])
+"""
+
+
+def test_run_help_loads_no_heavy_module() -> None:
+    res = subprocess.run([sys.executable, "-c", CODE], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert "--out" in res.stdout  # the help really was printed
+    assert res.stdout.strip().splitlines()[-1] == "LOADED []"
