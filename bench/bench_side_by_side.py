@@ -15,6 +15,7 @@ compiled to bytecode first, as an installed one is. It prints:
   native agent) times the latency; the same bound is used for both implementations;
 * the wall time of the whole process (interpreter start, imports, run, metrics, report.html);
 * bound / wall (1.0 = the run takes no longer than its longest dependent chain);
+* the machine's 1-minute load average after the run (the benchmark is only as quiet as the machine);
 * for amemgym, the part of the wall time spent in ``Runner.run`` (``wall_seconds_last_invocation`` of its
   metrics.json: episodes, evaluations and metrics, without interpreter start, imports and report), and
   how long writing report.html takes in a process that has already imported the run driver, as ``run``
@@ -105,11 +106,14 @@ def amemgym_cmd(env_file: Path, out: Path, url: str) -> list[str]:
 def report_seconds(rundir: Path, env_file: Path) -> float:
     """Seconds to build and write report.html for ``rundir`` after the imports ``amemgym run`` already made."""
     # As in ``run``: the environment is in memory with its hash, the driver's imports are done.
-    code = ("import time; from pathlib import Path; from rich.console import Console; "
+    # (Older versions took no environment and re-read the file: timed as they are.)
+    code = ("import time, inspect; from pathlib import Path; from rich.console import Console; "
             "from amemgym.run.driver import write_run_report; from amemgym.data.io import load_environment; "
             "from amemgym.run.engine import environment_hash; "
-            f"env = load_environment({str(env_file)!r}); sha = environment_hash(env); t=time.perf_counter(); "
-            f"write_run_report(Path({str(rundir)!r}), Console(quiet=True), environment=(env, sha)); "
+            f"env = load_environment({str(env_file)!r}); sha = environment_hash(env); "
+            "kw = {'environment': (env, sha)} if 'environment' in inspect.signature(write_run_report).parameters "
+            "else {}; t=time.perf_counter(); "
+            f"write_run_report(Path({str(rundir)!r}), Console(quiet=True), **kw); "
             "print(time.perf_counter()-t)")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return float(res.stdout.strip().splitlines()[-1])
@@ -138,7 +142,7 @@ def main() -> None:
     print(f"latency {args.latency * 1000:g} ms; {args.periods} periods after the first, {args.questions} "
           "questions per user; whole-process wall time")
     print(f"{'impl':<10}{'users':>6}{'calls':>7}{'chain':>7}{'bound s':>9}{'wall s':>9}{'bound/wall':>12}"
-          f"{'run s':>8}{'report s':>10}")
+          f"{'run s':>8}{'report s':>10}{'load':>6}")
     ep = Endpoint(args.latency)
     try:
         with tempfile.TemporaryDirectory() as tmp_name:
@@ -168,7 +172,7 @@ def main() -> None:
                         else:
                             extra = f"{'-':>8}{'-':>10}"
                         print(f"{name:<10}{users:>6}{calls:>7}{chain:>7}{bound:>9.2f}{wall:>9.2f}"
-                              f"{bound / wall:>12.2f}{extra}", flush=True)
+                              f"{bound / wall:>12.2f}{extra}{os.getloadavg()[0]:>6.1f}", flush=True)
     finally:
         ep.close()
 
