@@ -1,6 +1,6 @@
 """Adaptive concurrency per endpoint: as many calls in flight as the server takes, found at run time.
 
-The limit starts at the ceiling (``max_concurrency``, ``--max-connections``) and follows AIMD, the rule
+The limit starts at the ceiling (the endpoint's ``max_concurrency``) and follows AIMD, the rule
 TCP uses for its congestion window:
 
 * every successful call adds ``1 / limit`` (so about +1 per limit's worth of calls), never above the ceiling;
