@@ -117,6 +117,14 @@ async def test_steady_latency_never_decreases() -> None:
     assert lim.decreases == 0 and lim.limit == 32
 
 
+async def test_infinite_tolerance_ignores_latency() -> None:
+    clock = Clock()
+    lim = AdaptiveLimiter(2, clock=clock, min_samples=1, latency_tolerance=float("inf"))
+    for latency in [0.5] * 5 + [30.0] * 10:  # a CPU model writing long replies: slow, not overloaded
+        await _succeed(lim, clock, latency)
+    assert lim.decreases == 0 and lim.limit == 2
+
+
 async def test_millisecond_jitter_is_not_latency_growth() -> None:
     clock = Clock()
     lim = AdaptiveLimiter(32, clock=clock, min_samples=5)
@@ -197,3 +205,10 @@ def test_progress_shows_the_current_limit() -> None:
     progress = RunProgress(live=False)
     progress._ledger = ledger
     assert "limit 12" in progress._info()
+
+
+def test_embedded_server_limit_ignores_latency_but_http_endpoints_do_not() -> None:
+    llm = LLMClient()
+    assert llm._limit("embedded:qwen", 2).latency_tolerance == float("inf")
+    assert llm._limit("http://127.0.0.1:1/v1|m", 64).latency_tolerance == 2.0
+    assert set(llm.ledger.limiters) == {"embedded:qwen", "http://127.0.0.1:1/v1|m"}

@@ -251,7 +251,10 @@ class LLMClient:
     def _limit(self, key: str, size: int) -> AdaptiveLimiter:
         # One adaptive limit per endpoint: ``max_concurrency`` is its ceiling, 429/5xx/latency lower it.
         if key not in self._limits:
-            self._limits[key] = self.ledger.limiters[key] = AdaptiveLimiter(size)
+            # The embedded server is already held to its decoding slots, and its latency follows the reply's
+            # length on a CPU, not its load: only faults lower its limit.
+            tolerance = float("inf") if key.startswith("embedded:") else 2.0
+            self._limits[key] = self.ledger.limiters[key] = AdaptiveLimiter(size, latency_tolerance=tolerance)
         return self._limits[key]
 
     # ---- chat ---------------------------------------------------------------------------------------
