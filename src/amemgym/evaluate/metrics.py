@@ -11,10 +11,19 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-# Two-sided 95 % Student t quantiles for small samples; beyond 30 degrees of freedom, the normal 1.96.
-_T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
-        2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
-        2.045, 2.042]
+
+
+def t95(dof: int) -> float:
+    """The two-sided 95 % Student t quantile for ``dof`` degrees of freedom (exact for any dof >= 1).
+
+    Raises:
+        ValueError: if ``dof`` < 1.
+    """
+    if dof < 1:
+        raise ValueError(f"degrees of freedom must be at least 1, got {dof}")
+    from scipy.stats import t as student_t
+
+    return float(student_t.ppf(0.975, dof))
 
 
 @dataclass(frozen=True)
@@ -53,8 +62,7 @@ def mean_ci(values: Sequence[float]) -> dict[str, float | int | None]:
     if n == 1:
         return {"mean": m, "lo": None, "hi": None, "n": 1}
     var = sum((v - m) ** 2 for v in values) / (n - 1)
-    t = _T95[n - 2] if n - 1 <= len(_T95) else 1.96
-    half = t * math.sqrt(var / n)
+    half = t95(n - 1) * math.sqrt(var / n)
     return {"mean": m, "lo": m - half, "hi": m + half, "n": n}
 
 
