@@ -99,7 +99,7 @@ def test_clean_synthetic_environment_passes() -> None:
 def test_original_shape_fixture_passes(original_env_path: Path) -> None:
     report = suite(load_environment(original_env_path))
     assert report.passed, report.failures
-    assert by_name(report)["first"].interval == "wilson over answers"
+    assert by_name(report)["first"].interval == "t over (user, question)"
 
 
 def test_planted_longest_leak_fails_naming_longest() -> None:

@@ -154,10 +154,15 @@ def register(app: typer.Typer) -> None:
 
 def print_sim_audit(result: dict[str, Any], path: Path, max_rows: int = 30) -> None:
     """Rates per check and the offending turns."""
+    from ..validity.sim_audit import DEGENERATE_WARN
+
     table = Table("check", "flagged", "rate", title=f"simulator audit: {result['turns']} turns")
     for check, rate in result["rates"].items():
         table.add_row(check, str(result["counts"][check]), "n/a" if rate is None else f"{rate:.3f}")
     out.print(table)
+    if result.get("degenerate_rate") is not None and result["degenerate_rate"] > DEGENERATE_WARN:
+        out.print(f"[yellow]warning[/]: {result['degenerate']}/{result['turns']} simulator turns "
+                  f"({result['degenerate_rate']:.0%}) are degenerate (empty, copies, echoes or repeats)")
     if result.get("judge_failures"):
         out.print(f"[yellow]{result['judge_failures']} judge call(s) failed[/] (recorded per turn, not scored)")
     for t in result["offending"][:max_rows]:

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
-
 def t95(dof: int) -> float:
     """The two-sided 95 % Student t quantile for ``dof`` degrees of freedom (exact for any dof >= 1).
 
