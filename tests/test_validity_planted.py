@@ -61,22 +61,37 @@ def plant_marker(env: Environment) -> Environment:
     return env
 
 
+SHARED_RIGHT = "Keep to the routine that has served you very well, then review it later."
+SHARED_WRONG = "Switch to an approach you have never tried before, then review it later."
+
+
 def plant_frequency(env: Environment) -> Environment:
-    """The modal option of every question, for every user, is the same piece of advice."""
+    """Two pieces of advice of equal length recur for every user: one on the modal option, one on another.
+
+    Nothing about the one option tells them apart (same length, same slot distribution); only that the
+    first turns out right for other users does.
+    """
+    assert len(SHARED_RIGHT) == len(SHARED_WRONG)
     for user in env.users:
         for q, qa in enumerate(user.qas):
-            qa.answer_choices[modal(user, q)].answer = ("Keep doing what has worked for you so far and look at "
-                                                        "it again next season.")
+            best = modal(user, q)
+            other = (best + 1 + q) % len(qa.answer_choices)
+            other = other if other != best else (best + 1) % len(qa.answer_choices)
+            qa.answer_choices[best].answer = SHARED_RIGHT
+            qa.answer_choices[other].answer = SHARED_WRONG
     return env
 
 
 def plant_centrality(env: Environment) -> Environment:
-    """The modal option is stitched from words spread over every other option (about the same length as one)."""
+    """The modal option is stitched from words spread over every other option, as many words as it had."""
     for user in env.users:
         for q, qa in enumerate(user.qas):
             best = modal(user, q)
             others = [c.answer.split() for i, c in enumerate(qa.answer_choices) if i != best]
-            qa.answer_choices[best].answer = " ".join(w for j, o in enumerate(others) for w in o[j::len(others)])
+            size = len(qa.answer_choices[best].answer.split())
+            m = len(others)
+            qa.answer_choices[best].answer = " ".join(
+                others[k % m][min(len(others[k % m]) - 1, k * len(others[k % m]) // size)] for k in range(size))
     return env
 
 

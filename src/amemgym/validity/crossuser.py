@@ -90,23 +90,34 @@ def _norm(text: str) -> str:
     return " ".join(_tokens(text))
 
 
+def _pieces(text: str) -> list[str]:
+    # The whole text and each of its sentences: option texts are often built from shared sentences, so a
+    # sentence recurs across users more often than a whole option does.
+    sentences = [_norm(x) for x in re.split(r"(?<=[.!?])\s+", text) if _norm(x)]
+    return [_norm(text)] + (sentences if len(sentences) > 1 else [])
+
+
 def _fit_frequency(train: list[UserEnv]) -> Callable[[UserEnv, int], list[float]]:
-    # Per exact option text: periods it was correct and periods it was offered, pooled over users.
+    # Per option text and per sentence: periods it was correct and periods it was offered, pooled over users.
     right: dict[str, int] = defaultdict(int)
     shown: dict[str, int] = defaultdict(int)
     for user in train:
         for q, qa in enumerate(user.qas):
             for i, c in enumerate(_gold_counts(user, q)):
-                key = _norm(qa.answer_choices[i].answer)
-                right[key] += c
-                shown[key] += len(user.periods)
+                for key in _pieces(qa.answer_choices[i].answer):
+                    right[key] += c
+                    shown[key] += len(user.periods)
 
     def score(user: UserEnv, q: int) -> list[float]:
         choices = user.qas[q].answer_choices
         prior = 1 / len(choices)
         # Shrunk towards chance with the weight of one user's periods, so a text seen once decides nothing.
         k = len(user.periods)
-        return [(right[key] + k * prior) / (shown[key] + k) for key in (_norm(c.answer) for c in choices)]
+        out = []
+        for c in choices:
+            rates = [(right[key] + k * prior) / (shown[key] + k) for key in _pieces(c.answer)]
+            out.append(sum(rates) / len(rates))
+        return out
 
     return score
 
