@@ -65,6 +65,47 @@ def mean_ci(values: Sequence[float]) -> dict[str, float | int | None]:
     return {"mean": m, "lo": m - half, "hi": m + half, "n": n}
 
 
+#: An upper bound less than this far above random leaves (O - R) / (UB - R) dominated by noise.
+UB_GAP_MIN = 0.1
+#: Above this share of (user, period) cells without a defined memory score, the mean says little.
+UNDEFINED_SHARE_MAX = 0.5
+#: Why a result is degenerate, by flag; a degenerate run is reported but never ranked.
+RESULT_FLAGS: dict[str, str] = {
+    "upper bound near random": f"the upper bound is less than {UB_GAP_MIN} above random: the model cannot use the "
+                               "state even when told, so the memory score is noise",
+    "memory score mostly undefined": f"more than {UNDEFINED_SHARE_MAX:.0%} of (user, period) cells have UB <= R "
+                                     "and no memory score",
+    "simulator degenerate": "more than 20 % of simulated user turns are empty, copies, echoes or repeats",
+}
+
+
+def result_flags(overall: dict[str, Any], simulator: dict[str, Any] | None = None) -> list[str]:
+    """The degeneracy flags (keys of ``RESULT_FLAGS``) of a run's ``overall`` metrics block.
+
+    Works on metrics written before the flags existed: it needs only the stat means and, when present,
+    the undefined-cell count and the simulator summary.
+    """
+    flags: list[str] = []
+
+    def m(name: str) -> float | None:
+        v = (overall.get(name) or {}).get("mean") if isinstance(overall.get(name), dict) else None
+        return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+
+    ub, rnd = m("upper_bound"), m("random")
+    if ub is not None and rnd is not None and ub - rnd < UB_GAP_MIN:
+        flags.append("upper bound near random")
+    cells = overall.get("memory_cells")
+    undefined = overall.get("undefined_memory_cells")
+    total = cells.get("total") if isinstance(cells, dict) else None
+    if isinstance(undefined, int) and isinstance(total, int) and total and undefined / total > UNDEFINED_SHARE_MAX:
+        flags.append("memory score mostly undefined")
+    elif isinstance(undefined, int) and undefined and m("memory_score") is None:
+        flags.append("memory score mostly undefined")
+    if simulator and simulator.get("warn"):
+        flags.append("simulator degenerate")
+    return flags
+
+
 def memory_score(overall: float, random_: float, upper: float) -> float | None:
     """(O - R) / (UB - R); None when UB <= R (the normalisation is undefined there)."""
     denom = upper - random_
@@ -155,10 +196,16 @@ def aggregate(outcomes: list[QuestionOutcome], num_periods: int) -> dict[str, An
     for p in range(num_periods):
         per_period.append({"period": p, **{n: stat(n, p) for n in names}, "failure_rates": rates(p)})
     all_cells = [c["memory_score"] for u in users for c in per_cell[u].values() if c["memory_score"] is not None]
+    undefined = sum(1 for u in users for c in per_cell[u].values() if c["memory_score"] is None)
+    overall: dict[str, Any] = {n: stat(n) for n in names} | {
+        "memory_score_all_cells": mean(all_cells), "failure_rates": rates(), "users": len(users),
+        "undefined_memory_cells": undefined,
+        "memory_cells": {"defined": len(all_cells), "undefined": undefined, "total": len(all_cells) + undefined},
+    }
+    overall["flags"] = result_flags(overall)
+    overall["degenerate"] = bool(overall["flags"])
     return {
-        "overall": {n: stat(n) for n in names}
-        | {"memory_score_all_cells": mean(all_cells), "failure_rates": rates(), "users": len(users),
-           "undefined_memory_cells": sum(1 for u in users for c in per_cell[u].values() if c["memory_score"] is None)},
+        "overall": overall,
         "per_period": per_period,
         "per_user": {u: {str(p): c for p, c in sorted(per_cell[u].items())} for u in users},
         "definitions": {
@@ -168,5 +215,7 @@ def aggregate(outcomes: list[QuestionOutcome], num_periods: int) -> dict[str, An
             "write_rate": "write failures / (question, required variable) probe items",
             "read_rate": "read failures / (question, required variable) probe items",
             "utilization_rate": "questions answered wrongly with every required variable probed right / questions",
+            "flags": "why the result is degenerate (reported, never ranked): " + "; ".join(
+                f"{k}: {v}" for k, v in RESULT_FLAGS.items()),
         },
     }
