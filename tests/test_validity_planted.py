@@ -182,3 +182,69 @@ def test_cli_passes_the_clean_environment(tmp_path: Path) -> None:
     save_environment(clean(), path)
     result = CliRunner().invoke(app, ["validate", "--env", str(path), "--embedder", "hash"])
     assert result.exit_code == 0, result.output
+
+
+# ---- the LLM judge as text reader (environments the pack cannot read) ----------------------------------
+
+
+def _judge_env(original_env_path: Path) -> Environment:
+    from amemgym.data import load_environment
+
+    return load_environment(original_env_path)
+
+
+def _truthful_judge(env: Environment, silent: str | None = None):
+    """A scripted judge that states what each opening really says (known here from the fixture's state)."""
+    from amemgym.llm import LLMClient
+    from amemgym.llm.fake import ScriptedBackend
+
+    def reply(req) -> str:
+        prompt = req.messages[-1]["content"]
+        # The reader sees the text and the schema, never the metadata (exposure, events, summaries).
+        assert "exposed" not in prompt
+        assert not any(p.period_summary and p.period_summary in prompt for u in env.users for p in u.periods)
+        assert not any(s.event and s.event in prompt for u in env.users for p in u.periods for s in p.sessions)
+        stated = []
+        for user in env.users:
+            for period in user.periods:
+                for s in period.sessions:
+                    if s.query in prompt and s.query != silent:
+                        stated += [{"topic": k, "value": v} for k, v in s.exposed_states.items()]
+        return json.dumps({"stated": stated})
+
+    return LLMClient(backends={"judge": ScriptedBackend(reply)}, backoff_base=0.001)
+
+
+def _read(env: Environment, llm) -> object:
+    import asyncio
+
+    from amemgym.validity.exposure import judge_reader, read_exposure_async
+
+    return asyncio.run(read_exposure_async(env, judge_reader(llm), "LLM judge"))
+
+
+def test_without_a_judge_a_non_procedural_env_says_exposure_came_from_metadata(original_env_path: Path) -> None:
+    report = suite(_judge_env(original_env_path))
+    assert report.text_exposure is None and any("metadata only" in n for n in report.notes)
+
+
+def test_judge_reader_passes_revealed_changes_and_fails_a_silent_one(original_env_path: Path) -> None:
+    env = _judge_env(original_env_path)
+    ok = run_suite(env, TextVectors(HashEmbedder().embed_sync), text_exposure=_read(env, _truthful_judge(env)))
+    assert ok.passed, ok.failures
+    # The metadata still claims the change; only the judge's reading of the text catches it.
+    silent = env.users[0].periods[1].sessions[0].query
+    bad = run_suite(env, TextVectors(HashEmbedder().embed_sync),
+                    text_exposure=_read(env, _truthful_judge(env, silent=silent)))
+    assert any("not stated by any opening text" in f and "LLM judge" in f for f in bad.failures)
+
+
+def test_a_failing_judge_fails_validation(original_env_path: Path) -> None:
+    from amemgym.llm import LLMClient
+    from amemgym.llm.fake import ScriptedBackend
+
+    env = _judge_env(original_env_path)
+    llm = LLMClient(backends={"judge": ScriptedBackend(lambda req: '{"stated": [{"topic": "nope", "value": "x"}]}')},
+                    backoff_base=0.001)
+    report = run_suite(env, TextVectors(HashEmbedder().embed_sync), text_exposure=_read(env, llm))
+    assert any("reader failed" in f for f in report.failures)

@@ -52,7 +52,8 @@ class TextExposure:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready."""
         return {"reader": self.reader, "changes": self.changes,
-                "counts": {c: self.count(c) for c in ("unrevealed_change", "text_contradicts_state")},
+                "counts": {c: self.count(c) for c in ("unrevealed_change", "text_contradicts_state",
+                                                       "unread_period")},
                 "findings": [asdict(f) for f in self.findings]}
 
 
@@ -121,9 +122,64 @@ async def read_exposure_async(env: Environment, reader: AsyncReader, name: str, 
 
     async def one(user: UserEnv, p: int) -> list[TextExposureFinding]:
         async with sem:
-            return check_changes(user, p, await reader(user, p))
+            try:
+                stated = await reader(user, p)
+            except UnreadPeriod as exc:
+                # An unread period proves nothing: each of its changes counts as not shown to be revealed.
+                return [TextExposureFinding("unread_period", user.id, p, var, up.new, f"the reader failed: {exc}")
+                        for var, up in user.periods[p].updates.items()]
+            return check_changes(user, p, stated)
 
     jobs = [one(u, p) for u in env.users for p in range(len(u.periods))]
     results = await asyncio.gather(*jobs)
     changes = sum(len(p.updates) for u in env.users for p in u.periods)
     return TextExposure(name, changes, [f for r in results for f in r])
+
+
+_JUDGE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"stated": {"type": "array", "items": {
+        "type": "object", "properties": {"topic": {"type": "string"}, "value": {"type": "string"}},
+        "required": ["topic", "value"], "additionalProperties": False}}},
+    "required": ["stated"],
+    "additionalProperties": False,
+}
+
+
+class UnreadPeriod(Exception):
+    """The judge gave no usable reading of one period (the period counts as unverified, never as exposed)."""
+
+
+def judge_reader(llm: Any) -> AsyncReader:
+    """A reader that asks the ``judge`` role which facts a period's openings state.
+
+    The judge sees the openings and the schema (topics and their possible values) only: never the state,
+    the updates or ``exposed_states``.
+    """
+    from ..errors import AMemGymError
+    from ..prompts import render
+
+    async def read(user: UserEnv, period: int) -> set[tuple[str, str]]:
+        schema = "\n".join(f"- {v}: {', '.join(vals)}" for v, vals in user.state_schema.items())
+        openings = "\n\n".join(f'Message {i + 1}:\n"""\n{s.query}\n"""'
+                               for i, s in enumerate(user.periods[period].sessions))
+
+        def check(value: Any) -> str | None:
+            if not isinstance(value, dict) or not isinstance(value.get("stated"), list):
+                return "reply must be a JSON object with a list 'stated'"
+            for item in value["stated"]:
+                if not isinstance(item, dict) or item.get("topic") not in user.state_schema:
+                    return f"unknown topic in stated: {item!r}"
+                if item.get("value") not in user.state_schema[item["topic"]]:
+                    return f"{item.get('value')!r} is not a value of {item['topic']}"
+            return None
+
+        prompt = render("judge_exposure", schema=schema, openings=openings)
+        try:
+            value, _ = await llm.chat_json("judge", [{"role": "user", "content": prompt}], _JUDGE_SCHEMA,
+                                           check=check, max_tokens=400, tag="validate.exposure")
+        except AMemGymError as exc:
+            raise UnreadPeriod(str(exc)) from None
+        return {(x["topic"], x["value"]) for x in value["stated"]}
+
+    return read
