@@ -248,3 +248,15 @@ def test_a_failing_judge_fails_validation(original_env_path: Path) -> None:
                     backoff_base=0.001)
     report = run_suite(env, TextVectors(HashEmbedder().embed_sync), text_exposure=_read(env, llm))
     assert any("reader failed" in f for f in report.failures)
+
+
+def test_an_environment_from_another_pack_is_not_read_with_the_builtin_phrasings() -> None:
+    # Phrasings of an edited or custom pack would be missed; that must not pass for unrevealed changes.
+    env = clean()
+    for user in env.users:
+        assert user.amemgym is not None and user.amemgym.packs
+        user.amemgym.packs = {d: "0" * 64 for d in user.amemgym.packs}
+    report = suite(env)
+    assert report.passed, report.failures
+    assert report.text_exposure is None
+    assert any("not the built-in pack's files" in n for n in report.notes)

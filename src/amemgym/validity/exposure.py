@@ -62,29 +62,55 @@ def _squash(text: str) -> str:
 
 
 @cache
-def _phrasing_index() -> tuple[tuple[str, str, str], ...]:
+def _builtin_domains() -> dict[str, Any]:
     from ..generate.procedural.packs import all_domains
 
+    return {d.name: d for d in all_domains()}
+
+
+def _phrasing_index(domains: tuple[Any, ...]) -> tuple[tuple[str, str, str], ...]:
     # Longest phrasings first, so a phrasing that contains a shorter one is matched as itself.
-    rows = {(_squash(t), var.name, val.name) for d in all_domains() for var in d.variables for val in var.values
+    rows = {(_squash(t), var.name, val.name) for d in domains for var in d.variables for val in var.values
             for t in val.phrasings}
     return tuple(sorted(rows, key=lambda r: -len(r[0])))
 
 
 def is_procedural(env: Environment) -> bool:
-    """Every user was written by the procedural generator (so the pack's phrasings can read it)."""
+    """Every user was written by the procedural generator."""
     return bool(env.users) and all(u.amemgym is not None and u.amemgym.generator == "procedural" for u in env.users)
 
 
-def lexical_reader(user: UserEnv, period: int) -> set[tuple[str, str]]:
-    """The facts the pack's phrasings find in the period's opening utterances (text only)."""
-    found: set[tuple[str, str]] = set()
-    for session in user.periods[period].sessions:
-        text = _squash(session.query)
-        for phrasing, var, val in _phrasing_index():
-            if phrasing in text:
-                found.add((var, val))
-    return found
+def pack_reader(env: Environment) -> tuple[Reader | None, str]:
+    """The lexical reader for a procedural ``env``, or None and why not.
+
+    It needs the very pack files the users were drawn from: every domain the metadata names must be a
+    built-in one with the same sha256 (a custom or edited pack would make the phrasings miss, and a
+    missed phrasing must not pass for an unrevealed change).
+    """
+    if not is_procedural(env):
+        return None, "not a procedural environment"
+    builtin = _builtin_domains()
+    used: dict[str, str | None] = {}
+    for user in env.users:
+        packs = user.amemgym.packs if user.amemgym is not None else None
+        if not packs:
+            return None, "the environment does not record its content-pack files"
+        used.update(packs)
+    unknown = sorted(d for d, digest in used.items() if d not in builtin or builtin[d].sha256 != digest)
+    if unknown:
+        return None, f"domain(s) {', '.join(unknown)} are not the built-in pack's files"
+    index = _phrasing_index(tuple(builtin[d] for d in sorted(used)))
+
+    def read(user: UserEnv, period: int) -> set[tuple[str, str]]:
+        found: set[tuple[str, str]] = set()
+        for session in user.periods[period].sessions:
+            text = _squash(session.query)
+            for phrasing, var, val in index:
+                if phrasing in text:
+                    found.add((var, val))
+        return found
+
+    return read, "lexical (content-pack phrasings)"
 
 
 def check_changes(user: UserEnv, period: int, stated: set[tuple[str, str]]) -> list[TextExposureFinding]:

@@ -40,7 +40,7 @@ from ..errors import DataError
 from ..evaluate.metrics import mean_ci
 from .audit import DataAudit, audit_environment
 from .crossuser import cross_user_strategies, duplicate_options
-from .exposure import TextExposure, is_procedural, lexical_reader, read_exposure
+from .exposure import TextExposure, pack_reader, read_exposure
 from .strategies import Strategy, TextVectors, all_texts, matching_options, reference_strategies, shortcut_strategies
 
 DECISION_RULE = (
@@ -270,11 +270,14 @@ def run_suite(env: Environment, vectors: TextVectors, *, margin: float = 0.03, s
     if audit.count("unexposed_update"):
         failures.append(f"{audit.count('unexposed_update')} change(s) are not exposed by any session of their "
                         "period according to the metadata (exposed_states)")
-    if text_exposure is None and is_procedural(env):
-        text_exposure = read_exposure(env, lexical_reader, "lexical (content-pack phrasings)")
+    why = ""
     if text_exposure is None:
-        notes.append("exposure was read from the metadata only (no text reader for this generator; pass --judge "
-                     "to have an LLM read the openings)")
+        reader, why = pack_reader(env)
+        if reader is not None:
+            text_exposure = read_exposure(env, reader, why)
+    if text_exposure is None:
+        notes.append(f"exposure was read from the metadata only (no text reader: {why}; pass --judge to have an "
+                     "LLM read the openings)")
     else:
         for check, what in (("unrevealed_change", "are not stated by any opening text of their period"),
                             ("text_contradicts_state", "are stated by an opening text with a value other than "
