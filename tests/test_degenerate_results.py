@@ -116,8 +116,8 @@ def test_html_report_flags_it_and_draws_undefined_cells(runs, tmp_path: Path) ->
     pytest.importorskip("matplotlib")
     from amemgym.report.figures import heatmap_figure
 
-    legend = heatmap_figure(grid, "memory score").axes[0].get_legend()
-    assert legend is not None and any("undefined" in t.get_text() for t in legend.get_texts())
+    legends = heatmap_figure(grid, "memory score").legends
+    assert any("undefined" in t.get_text() for leg in legends for t in leg.get_texts())
 
 
 def summary(label: str, ms: float | None, ub: float = 0.9, rnd: float = 0.25, **kw) -> Summary:
