@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from amemgym.evaluate.metrics import QuestionOutcome, aggregate, diagnose, mean_ci, memory_score
@@ -40,3 +42,27 @@ def test_diagnosis_write_read_utilization() -> None:
     assert d[("u", 2, 0)]["variables"] == {"a": "write"}
     assert d[("u", 3, 0)]["utilization"] is True
     assert d[("u", 0, 0)]["utilization"] is False
+
+
+def test_t_quantile_matches_published_table_values() -> None:
+    from amemgym.evaluate.metrics import t95
+
+    known = {1: 12.7062, 2: 4.3027, 10: 2.2281, 30: 2.0423, 31: 2.0395, 40: 2.0211, 60: 2.0003, 120: 1.9799}
+    for dof, value in known.items():
+        assert t95(dof) == pytest.approx(value, abs=5e-4), dof
+    assert t95(10**6) == pytest.approx(1.95997, abs=1e-4)
+    with pytest.raises(ValueError):
+        t95(0)
+
+
+@pytest.mark.parametrize("n", [31, 41, 61])
+def test_interval_past_thirty_users_is_not_the_normal_one(n: int) -> None:
+    # Past 30 users the old table fell back to 1.96, which is 2-4 % too narrow up to 60 users.
+    from amemgym.evaluate.metrics import t95
+
+    values = [float(i % 2) for i in range(n)]
+    ci = mean_ci(values)
+    m = sum(values) / n
+    sd = math.sqrt(sum((v - m) ** 2 for v in values) / (n - 1))
+    assert ci["hi"] - ci["mean"] == pytest.approx(t95(n - 1) * sd / math.sqrt(n), rel=1e-9)
+    assert ci["hi"] - ci["mean"] > 1.96 * sd / math.sqrt(n) * 1.015

@@ -5,6 +5,8 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+import pytest
+
 from amemgym.data import (
     QA,
     AnswerChoice,
@@ -99,7 +101,7 @@ def test_clean_synthetic_environment_passes() -> None:
 def test_original_shape_fixture_passes(original_env_path: Path) -> None:
     report = suite(load_environment(original_env_path))
     assert report.passed, report.failures
-    assert by_name(report)["first"].interval == "wilson over answers"
+    assert by_name(report)["first"].interval == "t over (user, question)"
 
 
 def test_planted_longest_leak_fails_naming_longest() -> None:
@@ -195,3 +197,16 @@ def test_wilson_interval_contains_the_proportion() -> None:
 def test_jaccard_of_word_sets() -> None:
     assert jaccard(words("Cook, cook rice!"), words("rice and beans")) == 1 / 4
     assert argmax_tiebreak([1.0, 3.0, 2.0], random.Random(0)) == 1
+
+
+def test_gate_bound_counts_repeated_answers_of_a_question_once() -> None:
+    from amemgym.validity.suite import clustered_wilson
+
+    # Two questions answered 20 times each, one always right and one always wrong: two pieces of
+    # evidence, not forty. Independent answers would put the lower bound near 0.35.
+    clustered = {("u", 0): [1] * 20, ("u", 1): [0] * 20}
+    assert wilson(20, 40)[0] > 0.34
+    assert clustered_wilson(clustered) == pytest.approx(wilson(1, 2)[0])
+    # With no clustering at all (every answer its own cluster) it is the plain Wilson bound.
+    flat = {("u", i): [1 if i < 20 else 0] for i in range(40)}
+    assert clustered_wilson(flat) == pytest.approx(wilson(20, 40)[0])

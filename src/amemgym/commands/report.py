@@ -50,6 +50,11 @@ def leaderboard_cmd(
     for row in display_rows(entries):
         table.add_row(*row)
     out.print(table)
+    for e in entries:
+        # Printed outside the table too: a narrow terminal would cut the flags column short.
+        if e.summary.degenerate:
+            out.print(f"[red]DEGENERATE[/] (not ranked) {e.summary.label}: {'; '.join(e.summary.flags)}; memory "
+                      f"score {e.summary.memory_text()}", highlight=False)
     if len({e.group for e in entries}) > 1:
         out.print("note: runs differ in environment or protocol; each group is ranked separately",
                   highlight=False, markup=False)
@@ -90,7 +95,19 @@ def compare(
     how = "exact, all sign patterns" if res.exact else f"{res.resamples} random sign patterns"
     table.add_row(f"p-value (paired sign-flip permutation over users; {how})", f"{res.p_value:.4g}")
     table.add_row("seed / resamples", f"{res.seed} / {res.resamples}")
+    from ..report.aggregate import cell_counts, degeneracy_flags
+
+    for name, run in (("A", a), ("B", b)):
+        excluded, total = cell_counts(run.metrics)
+        if total:
+            table.add_row(f"cells excluded from {name}'s memory score (UB <= R)", f"{excluded}/{total}")
+        flags = degeneracy_flags(run.metrics)
+        table.add_row(f"flags of {name}", "; ".join(f"DEGENERATE: {f}" for f in flags) or "-")
     out.print(table)
+    for name, run in (("A", a), ("B", b)):
+        for flag in degeneracy_flags(run.metrics):
+            out.print(f"[red]DEGENERATE[/] run {name} ({run.label}): {flag}; the difference says little about "
+                      "memory", highlight=False)
     if not (a.complete and b.complete):
         out.print("note: at least one run is incomplete; only cells present in both are compared",
                   highlight=False, markup=False)

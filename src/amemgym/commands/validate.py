@@ -75,6 +75,16 @@ def print_report(report: Any, max_rows: int = 20) -> None:
             for f in [f for f in audit.findings if f.check == check][:5]:
                 where = f"user {f.user}" + (f" period {f.period}" if f.period is not None else "")
                 out.print(f"    {where}: {f.detail}", highlight=False, markup=False)
+    exposure = report.text_exposure
+    if exposure is not None:
+        out.print(f"exposure read from the text ({exposure.reader}): {exposure.changes} change(s), "
+                  f"{len(exposure.findings)} finding(s)", highlight=False, markup=False)
+        for f in exposure.findings[:max_rows]:
+            out.print(f"  user {f.user} period {f.period}: {f.detail}", highlight=False, markup=False)
+    for item in report.duplicate_options[:max_rows]:
+        out.print(f"  duplicate options: {item}", highlight=False, markup=False)
+    for note in report.notes:
+        out.print(f"note: {note}", highlight=False, markup=False)
     for failure in report.failures:
         out.print(f"[red]FAIL[/]: {failure}", highlight=False)
     if report.passed:
@@ -96,6 +106,13 @@ def register(app: typer.Typer) -> None:
         json_out: Annotated[Path | None, typer.Option("--json", help="Also write the full results here.")] = None,
         gate_prior: Annotated[bool, typer.Option("--gate-prior", help="Also fail on the prior strategies "
                                                  "(they know earlier periods' answers).")] = False,
+        judge: Annotated[bool, typer.Option("--judge/--no-judge", help="Have the judge model read each period's "
+                                            "opening texts to check that every change is stated (one call per "
+                                            "user and period); without it, procedural environments are read "
+                                            "with the content pack's phrasings and others from metadata only.")]
+        = False,
+        config: ConfigOpt = None,
+        set_: SetOpt = None,
     ) -> None:
         """Check that no shortcut beats random and that the reference agents hold (exit 1 if not)."""
         from ..data.io import load_environment
@@ -108,8 +125,22 @@ def register(app: typer.Typer) -> None:
         embed, name, note = pick_embedder(embedder)
         if note:
             err.print(note, highlight=False, markup=False)
+        exposure = None
+        if judge:
+            from ..llm.client import LLMClient
+            from ..validity.exposure import judge_reader, read_exposure_async
+
+            llm = LLMClient.from_config(app_config(config, set_).llm)
+
+            async def read() -> Any:
+                try:
+                    return await read_exposure_async(environment, judge_reader(llm), "LLM judge")
+                finally:
+                    await llm.aclose()
+
+            exposure = asyncio.run(read())
         report = run_suite(environment, TextVectors(embed), margin=margin, seed=seed, embedder=name,
-                           gate_prior=gate_prior)
+                           gate_prior=gate_prior, text_exposure=exposure)
         if note:
             report.notes.append(note)
         print_report(report)
@@ -155,10 +186,15 @@ def register(app: typer.Typer) -> None:
 
 def print_sim_audit(result: dict[str, Any], path: Path, max_rows: int = 30) -> None:
     """Rates per check and the offending turns."""
+    from ..validity.sim_audit import DEGENERATE_WARN
+
     table = Table("check", "flagged", "rate", title=f"simulator audit: {result['turns']} turns")
     for check, rate in result["rates"].items():
         table.add_row(check, str(result["counts"][check]), "n/a" if rate is None else f"{rate:.3f}")
     out.print(table)
+    if result.get("degenerate_rate") is not None and result["degenerate_rate"] > DEGENERATE_WARN:
+        out.print(f"[yellow]warning[/]: {result['degenerate']}/{result['turns']} simulator turns "
+                  f"({result['degenerate_rate']:.0%}) are degenerate (empty, copies, echoes or repeats)")
     if result.get("judge_failures"):
         out.print(f"[yellow]{result['judge_failures']} judge call(s) failed[/] (recorded per turn, not scored)")
     for t in result["offending"][:max_rows]:

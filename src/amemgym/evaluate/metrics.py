@@ -11,10 +11,18 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-# Two-sided 95 % Student t quantiles for small samples; beyond 30 degrees of freedom, the normal 1.96.
-_T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
-        2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
-        2.045, 2.042]
+
+def t95(dof: int) -> float:
+    """The two-sided 95 % Student t quantile for ``dof`` degrees of freedom (exact for any dof >= 1).
+
+    Raises:
+        ValueError: if ``dof`` < 1.
+    """
+    if dof < 1:
+        raise ValueError(f"degrees of freedom must be at least 1, got {dof}")
+    from scipy.stats import t as student_t
+
+    return float(student_t.ppf(0.975, dof))
 
 
 @dataclass(frozen=True)
@@ -53,9 +61,49 @@ def mean_ci(values: Sequence[float]) -> dict[str, float | int | None]:
     if n == 1:
         return {"mean": m, "lo": None, "hi": None, "n": 1}
     var = sum((v - m) ** 2 for v in values) / (n - 1)
-    t = _T95[n - 2] if n - 1 <= len(_T95) else 1.96
-    half = t * math.sqrt(var / n)
+    half = t95(n - 1) * math.sqrt(var / n)
     return {"mean": m, "lo": m - half, "hi": m + half, "n": n}
+
+
+#: An upper bound less than this far above random leaves (O - R) / (UB - R) dominated by noise.
+UB_GAP_MIN = 0.1
+#: Above this share of (user, period) cells without a defined memory score, the mean says little.
+UNDEFINED_SHARE_MAX = 0.5
+#: Why a result is degenerate, by flag; a degenerate run is reported but never ranked.
+RESULT_FLAGS: dict[str, str] = {
+    "upper bound near random": f"the upper bound is less than {UB_GAP_MIN} above random: the model cannot use the "
+                               "state even when told, so the memory score is noise",
+    "memory score mostly undefined": f"more than {UNDEFINED_SHARE_MAX:.0%} of (user, period) cells have UB <= R "
+                                     "and no memory score",
+    "simulator degenerate": "more than 20 % of simulated user turns are empty, copies, echoes or repeats",
+}
+
+
+def result_flags(overall: dict[str, Any], simulator: dict[str, Any] | None = None) -> list[str]:
+    """The degeneracy flags (keys of ``RESULT_FLAGS``) of a run's ``overall`` metrics block.
+
+    Works on metrics written before the flags existed: it needs only the stat means and, when present,
+    the undefined-cell count and the simulator summary.
+    """
+    flags: list[str] = []
+
+    def m(name: str) -> float | None:
+        v = (overall.get(name) or {}).get("mean") if isinstance(overall.get(name), dict) else None
+        return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+
+    ub, rnd = m("upper_bound"), m("random")
+    if ub is not None and rnd is not None and ub - rnd < UB_GAP_MIN:
+        flags.append("upper bound near random")
+    cells = overall.get("memory_cells")
+    undefined = overall.get("undefined_memory_cells")
+    total = cells.get("total") if isinstance(cells, dict) else None
+    if isinstance(undefined, int) and isinstance(total, int) and total and undefined / total > UNDEFINED_SHARE_MAX:
+        flags.append("memory score mostly undefined")
+    elif isinstance(undefined, int) and undefined and m("memory_score") is None:
+        flags.append("memory score mostly undefined")
+    if simulator and simulator.get("warn"):
+        flags.append("simulator degenerate")
+    return flags
 
 
 def memory_score(overall: float, random_: float, upper: float) -> float | None:
@@ -148,10 +196,16 @@ def aggregate(outcomes: list[QuestionOutcome], num_periods: int) -> dict[str, An
     for p in range(num_periods):
         per_period.append({"period": p, **{n: stat(n, p) for n in names}, "failure_rates": rates(p)})
     all_cells = [c["memory_score"] for u in users for c in per_cell[u].values() if c["memory_score"] is not None]
+    undefined = sum(1 for u in users for c in per_cell[u].values() if c["memory_score"] is None)
+    overall: dict[str, Any] = {n: stat(n) for n in names} | {
+        "memory_score_all_cells": mean(all_cells), "failure_rates": rates(), "users": len(users),
+        "undefined_memory_cells": undefined,
+        "memory_cells": {"defined": len(all_cells), "undefined": undefined, "total": len(all_cells) + undefined},
+    }
+    overall["flags"] = result_flags(overall)
+    overall["degenerate"] = bool(overall["flags"])
     return {
-        "overall": {n: stat(n) for n in names}
-        | {"memory_score_all_cells": mean(all_cells), "failure_rates": rates(), "users": len(users),
-           "undefined_memory_cells": sum(1 for u in users for c in per_cell[u].values() if c["memory_score"] is None)},
+        "overall": overall,
         "per_period": per_period,
         "per_user": {u: {str(p): c for p, c in sorted(per_cell[u].items())} for u in users},
         "definitions": {
@@ -161,5 +215,7 @@ def aggregate(outcomes: list[QuestionOutcome], num_periods: int) -> dict[str, An
             "write_rate": "write failures / (question, required variable) probe items",
             "read_rate": "read failures / (question, required variable) probe items",
             "utilization_rate": "questions answered wrongly with every required variable probed right / questions",
+            "flags": "why the result is degenerate (reported, never ranked): " + "; ".join(
+                f"{k}: {v}" for k, v in RESULT_FLAGS.items()),
         },
     }

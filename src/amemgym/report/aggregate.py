@@ -82,6 +82,23 @@ class Summary:
     wall_seconds: float | None
     usage: tuple[RoleUsage, ...] = field(default_factory=tuple)
     memory_recall: Stat = Stat(None)
+    flags: tuple[str, ...] = ()
+    excluded_cells: int | None = None
+    total_cells: int | None = None
+    simulator_turns: int | None = None
+    simulator_degenerate: int | None = None
+
+    @property
+    def degenerate(self) -> bool:
+        """Whether the run carries a degeneracy flag (reported, never ranked)."""
+        return bool(self.flags)
+
+    def memory_text(self, digits: int = 3) -> str:
+        """The memory score with its interval and, when some cells had no score, how many were excluded."""
+        text = self.memory_score.text(digits)
+        if self.total_cells and self.excluded_cells:
+            text += f" ({self.excluded_cells}/{self.total_cells} cells excluded)"
+        return text
 
     @property
     def total_tokens(self) -> int:
@@ -107,18 +124,53 @@ def usage_rows(metrics: dict[str, Any]) -> tuple[RoleUsage, ...]:
     return tuple(rows)
 
 
+def cell_counts(metrics: dict[str, Any]) -> tuple[int | None, int | None]:
+    """(excluded, total) (user, period) cells of the memory score, recounted from ``per_user`` when absent."""
+    ov = metrics.get("overall") or {}
+    cells = ov.get("memory_cells")
+    if isinstance(cells, dict) and isinstance(cells.get("total"), int):
+        return int(cells.get("undefined") or 0), int(cells["total"])
+    per_user = metrics.get("per_user")
+    if not isinstance(per_user, dict):
+        return None, None
+    all_cells = [c for u in per_user.values() if isinstance(u, dict) for c in u.values() if isinstance(c, dict)]
+    return sum(1 for c in all_cells if _num(c.get("memory_score")) is None), len(all_cells)
+
+
+def degeneracy_flags(metrics: dict[str, Any]) -> tuple[str, ...]:
+    """A run's degeneracy flags, recomputed from its numbers (so runs written before the flags get them too)."""
+    from ..evaluate.metrics import result_flags
+
+    ov = dict(metrics.get("overall") or {})
+    excluded, total = cell_counts(metrics)
+    if total is not None:
+        ov["memory_cells"] = {"undefined": excluded, "defined": total - (excluded or 0), "total": total}
+        ov["undefined_memory_cells"] = excluded
+    flags = result_flags(ov, metrics.get("simulator") if isinstance(metrics.get("simulator"), dict) else None)
+    recorded = [f for f in ov.get("flags") or [] if isinstance(f, str) and f not in flags]
+    return tuple(flags + recorded)
+
+
 def summarize(label: str, agent: str, metrics: dict[str, Any]) -> Summary:
     """The summary of one run's ``metrics.json``."""
     ov = metrics.get("overall") or {}
     rates = ov.get("failure_rates") or {}
+    excluded, total = cell_counts(metrics)
     return Summary(
         label=label, agent=agent, overall=Stat.of(ov.get("overall")), upper_bound=Stat.of(ov.get("upper_bound")),
         random=Stat.of(ov.get("random")), memory_score=Stat.of(ov.get("memory_score")),
         write=_num(rates.get("write")), read=_num(rates.get("read")), utilization=_num(rates.get("utilization")),
         users=int(ov.get("users") or 0), complete=bool(metrics.get("complete")),
         wall_seconds=_num(metrics.get("wall_seconds_last_invocation")), usage=usage_rows(metrics),
-        memory_recall=Stat.of(ov.get("memory_recall")),
+        memory_recall=Stat.of(ov.get("memory_recall")), flags=degeneracy_flags(metrics),
+        excluded_cells=excluded, total_cells=total,
+        simulator_turns=_int((metrics.get("simulator") or {}).get("turns")),
+        simulator_degenerate=_int((metrics.get("simulator") or {}).get("degenerate")),
     )
+
+
+def _int(x: Any) -> int | None:
+    return x if isinstance(x, int) and not isinstance(x, bool) else None
 
 
 def period_series(metrics: dict[str, Any], name: str) -> list[Stat]:
@@ -135,11 +187,16 @@ def failure_series(metrics: dict[str, Any]) -> dict[str, list[float | None]]:
 
 @dataclass(frozen=True)
 class Grid:
-    """A labelled matrix for a heat map; ``None`` marks a missing cell."""
+    """A labelled matrix for a heat map; ``None`` marks a missing cell.
+
+    ``undefined`` (same shape, or empty) marks cells that were evaluated but have no value (a memory
+    score with UB <= R), which a heat map draws differently from cells never evaluated.
+    """
 
     rows: tuple[str, ...]
     cols: tuple[str, ...]
     values: tuple[tuple[float | None, ...], ...]
+    undefined: tuple[tuple[bool, ...], ...] = ()
 
 
 def user_period_grid(metrics: dict[str, Any], users: list[str], num_periods: int,
@@ -147,10 +204,13 @@ def user_period_grid(metrics: dict[str, Any], users: list[str], num_periods: int
     """Users x periods of one per-cell metric from ``metrics.per_user``."""
     per_user = metrics.get("per_user") or {}
     values = []
+    undefined = []
     for u in users:
         cells = per_user.get(u) or {}
         values.append(tuple(_num((cells.get(str(p)) or {}).get(key)) for p in range(num_periods)))
-    return Grid(tuple(users), tuple(f"P{p}" for p in range(num_periods)), tuple(values))
+        undefined.append(tuple(isinstance(cells.get(str(p)), dict) and _num(cells[str(p)].get(key)) is None
+                               for p in range(num_periods)))
+    return Grid(tuple(users), tuple(f"P{p}" for p in range(num_periods)), tuple(values), tuple(undefined))
 
 
 def question_period_grid(evals: dict[str, dict[int, dict[str, Any]]], num_periods: int) -> Grid:

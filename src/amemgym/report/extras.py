@@ -22,7 +22,8 @@ from .load import RunRecord
 
 #: The audit's checks in display order; checks the file carries beyond these are appended.
 AUDIT_ORDER: tuple[str, ...] = (
-    "reveals_value", "ends_conversation", "empty", "copies_opening",
+    "reveals_value", "ends_conversation", "empty", "copies_opening", "echoes_assistant", "near_echo",
+    "repeats_user_turn",
     "judge_reveals_value", "judge_contradicts_state", "judge_ends_conversation",
 )
 

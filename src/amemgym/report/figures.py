@@ -99,7 +99,9 @@ def heatmap_figure(grid: Grid, title: str, *, vmin: float = 0.0, vmax: float = 1
     import numpy as np
 
     rows, cols = max(1, len(grid.rows)), max(1, len(grid.cols))
-    height = min(40.0, 1.2 + 0.28 * rows)
+    undefined = [(r, c) for r, row in enumerate(grid.undefined) for c, flag in enumerate(row) if flag]
+    # The legend of undefined cells sits under the axes and needs room of its own.
+    height = min(40.0, 1.2 + 0.28 * rows + (0.6 if undefined else 0.0))
     fig = _figure_class()(figsize=(min(12.0, 2.5 + 0.6 * cols), height), layout="constrained")
     ax = fig.subplots()
     data = np.full((rows, cols), np.nan)
@@ -118,6 +120,17 @@ def heatmap_figure(grid: Grid, title: str, *, vmin: float = 0.0, vmax: float = 1
                     dark = 0.299 * red + 0.587 * green + 0.114 * blue < 0.5
                     ax.text(c, r, f"{data[r, c]:.2f}", ha="center", va="center", fontsize=7,
                             color="white" if dark else "black")
+    if undefined:
+        # Undefined cells (evaluated, but UB <= R) must not look like missing ones: hatched grey, in the legend.
+        from matplotlib.patches import Patch, Rectangle
+
+        for r, c in undefined:
+            ax.add_patch(Rectangle((c - 0.5, r - 0.5), 1, 1, facecolor="#d0d0d0", edgecolor="#606060",
+                                   hatch="///", linewidth=0.0))
+        fig.legend(handles=[Patch(facecolor="#d0d0d0", edgecolor="#606060", hatch="///",
+                                  label=f"undefined (UB <= R): {len(undefined)} cell(s)"),
+                            Patch(facecolor="white", edgecolor="#606060", label="not evaluated")],
+                   loc="outside lower center", fontsize=7, ncol=1, frameon=False)
     ax.set_title(title)
     fig.colorbar(image, ax=ax, shrink=0.8)
     return fig

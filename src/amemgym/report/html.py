@@ -52,14 +52,16 @@ def summary_table(summaries: Sequence[Summary]) -> str:
     recall = any(s.memory_recall.mean is not None for s in summaries)
     head = ("run", "agent", "memory score [95 % CI]", *(("memory recall",) if recall else ()), "overall",
             "upper bound", "random", "write", "read", "utilization", "users", "tokens", "cost (USD)",
-            "wall s (last)", "complete")
+            "wall s (last)", "complete", "flags")
     rows = []
     for s in summaries:
-        cells = (s.label, s.agent, s.memory_score.text(), *((s.memory_recall.text(),) if recall else ()),
+        cells = (s.label, s.agent, s.memory_text(), *((s.memory_recall.text(),) if recall else ()),
                  s.overall.text(), s.upper_bound.text(), s.random.text(),
                  _pct(s.write), _pct(s.read), _pct(s.utilization), str(s.users), f"{s.total_tokens:,}",
-                 f"{s.total_cost:.4f}", fmt(s.wall_seconds, 1), "yes" if s.complete else "NO")
-        rows.append("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in cells) + "</tr>")
+                 f"{s.total_cost:.4f}", fmt(s.wall_seconds, 1), "yes" if s.complete else "NO",
+                 "; ".join(f"DEGENERATE: {f}" for f in s.flags))
+        css = ' class="degenerate"' if s.degenerate else ""
+        rows.append(f"<tr{css}>" + "".join(f"<td>{escape(c)}</td>" for c in cells) + "</tr>")
     return _table(head, rows, "summary")
 
 
@@ -83,22 +85,26 @@ def simulator_table(rows: Sequence[SimulatorRow]) -> str:
     Empty (no table) when no run has an audit or a leak-guard event, so ordinary reports are unchanged.
     """
     guarded = any(g is not None and (g.resimulated or g.unresolved) for _, _, g in rows)
-    if not guarded and all(a is None for _, a, _ in rows):
+    degenerate = any(s.simulator_degenerate for s, _, _ in rows)
+    if not guarded and not degenerate and all(a is None for _, a, _ in rows):
         return ""
     seen = {c for _, a, _ in rows if a is not None for c, _ in a.rates}
     checks = [c for c in AUDIT_ORDER if c in seen] + sorted(seen - set(AUDIT_ORDER))
-    head = ("run", "memory score", "turns audited", *(c.replace("_", " ") for c in checks), "judge failures",
-            "resimulated draws", "unresolved leaks")
+    head = ("run", "memory score", "degenerate turns (of all)", "turns audited",
+            *(c.replace("_", " ") for c in checks), "judge failures", "resimulated draws", "unresolved leaks")
     body = []
     for s, audit, guard in rows:
         rates = dict(audit.rates) if audit else {}
-        cells = (s.label, s.memory_score.text(), str(audit.turns) if audit else "-",
+        share = (f"{s.simulator_degenerate}/{s.simulator_turns}" if s.simulator_turns is not None
+                 and s.simulator_degenerate is not None else "-")
+        cells = (s.label, s.memory_score.text(), share, str(audit.turns) if audit else "-",
                  *(_pct(rates.get(c)) if audit and c in rates else "-" for c in checks),
                  str(audit.judge_failures) if audit and audit.judged is not None else "-",
                  str(guard.resimulated) if guard else "-", str(guard.unresolved) if guard else "-")
         body.append("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in cells) + "</tr>")
-    return ("<h3>User simulator</h3>\n<p class=\"hint\">Share of simulator turns failing each check of "
-            "<code>amemgym audit-sim</code> (- = not audited), and the turns the leak guard of "
+    return ("<h3>User simulator</h3>\n<p class=\"hint\">Degenerate turns (empty, copies of the opening, echoes "
+            "of the assistant's reply, repeats; counted for every run), the share of simulator turns failing each "
+            "check of <code>amemgym audit-sim</code> (- = not audited), and the turns the leak guard of "
             "<code>run.resimulate_leaks</code> redrew or could not fix.</p>\n" + _table(head, body, "simulator"))
 
 

@@ -1,4 +1,15 @@
-"""A ranking of runs by memory score that never mixes environments, protocols or incomplete runs."""
+"""A ranking of runs by memory score that never mixes environments, protocols, incomplete or degenerate runs.
+
+Ranking rules (a careful benchmark user would expect these):
+
+- runs are ranked only within a group of the same environment and protocol;
+- incomplete runs, runs without a memory score, and *degenerate* runs (upper bound near random, memory
+  score undefined in most cells, or a simulator that mostly echoed: see ``RESULT_FLAGS``) are listed with
+  their flags but not ranked, after the ranked runs of their group. A memory score of 1.000 over a
+  handful of defined cells must never sit above a real result;
+- scores equal at the displayed precision (3 decimals) share a rank (competition ranking: 1, 1, 3) and
+  the tied ranks are shown as ``=1``.
+"""
 
 from __future__ import annotations
 
@@ -35,8 +46,9 @@ class Entry:
 
     Attributes:
         group: 1-based group number (runs of one group share environment and protocol).
-        rank: 1-based rank in its group by memory score, None for incomplete or unscored runs.
+        rank: 1-based rank in its group by memory score, None for incomplete, unscored or degenerate runs.
         flags: why a run is not ranked or deserves a look.
+        tied: another ranked run of the group has the same score at the displayed precision.
     """
 
     group: int
@@ -44,6 +56,14 @@ class Entry:
     summary: Summary
     environment: str
     flags: tuple[str, ...]
+    tied: bool = False
+
+    @property
+    def rank_text(self) -> str:
+        """``3``, ``=3`` for a tie, ``-`` when not ranked."""
+        if self.rank is None:
+            return "-"
+        return f"={self.rank}" if self.tied else str(self.rank)
 
 
 def leaderboard(runs: Sequence[RunRecord]) -> list[Entry]:
@@ -60,25 +80,38 @@ def leaderboard(runs: Sequence[RunRecord]) -> list[Entry]:
             env = (r.environment_sha256 or "unknown")[:12]
             flags = ((() if r.complete else ("incomplete",))
                      + (("no memory score",) if s.memory_score.mean is None else ())
+                     + tuple(f"DEGENERATE: {f}" for f in s.flags)
                      + (("off-policy",) if r.protocol.get("off_policy") else ()))
-            if r.complete and s.memory_score.mean is not None:
+            if r.complete and s.memory_score.mean is not None and not s.degenerate:
                 ranked.append((s, env, flags))
             else:
                 unranked.append(Entry(g, None, s, env, flags))
-        ranked.sort(key=lambda x: (-(x[0].memory_score.mean or 0.0), x[0].label))
-        entries += [Entry(g, rank, s, env, flags) for rank, (s, env, flags) in enumerate(ranked, start=1)]
+        ranked.sort(key=lambda x: (-_shown(x[0]), x[0].label))
+        shown = [_shown(s) for s, _, _ in ranked]
+        for i, (s, env, flags) in enumerate(ranked):
+            rank = shown.index(shown[i]) + 1
+            entries.append(Entry(g, rank, s, env, flags, tied=shown.count(shown[i]) > 1))
         entries += unranked
     return entries
 
 
-COLUMNS = ("group", "rank", "run", "agent", "memory score", "ci low", "ci high", "overall", "upper bound",
-           "random", "write", "read", "utilization", "users", "environment", "flags")
+def _shown(s: Summary) -> float:
+    # Ties are judged at the precision the board shows, so two runs printed as 0.412 share a rank.
+    return round(s.memory_score.mean or 0.0, 3)
+
+
+COLUMNS = ("group", "rank", "run", "agent", "memory score", "ci low", "ci high", "excluded cells", "overall",
+           "upper bound", "random", "write", "read", "utilization", "users", "environment", "flags")
+
+
+def _excluded(s: Summary) -> str | None:
+    return None if s.total_cells is None else f"{s.excluded_cells or 0}/{s.total_cells}"
 
 
 def _row(e: Entry) -> list[Any]:
     s = e.summary
-    return [e.group, e.rank if e.rank is not None else "-", s.label, s.agent, s.memory_score.mean,
-            s.memory_score.lo, s.memory_score.hi, s.overall.mean, s.upper_bound.mean, s.random.mean,
+    return [e.group, e.rank_text, s.label, s.agent, s.memory_score.mean,
+            s.memory_score.lo, s.memory_score.hi, _excluded(s), s.overall.mean, s.upper_bound.mean, s.random.mean,
             s.write, s.read, s.utilization, s.users, e.environment, "; ".join(e.flags)]
 
 
@@ -102,7 +135,7 @@ def display_rows(entries: Sequence[Entry]) -> list[list[str]]:
     rows = []
     for e in entries:
         s = e.summary
-        rows.append([str(e.group), "-" if e.rank is None else str(e.rank), s.label, s.agent, s.memory_score.text(),
+        rows.append([str(e.group), e.rank_text, s.label, s.agent, s.memory_text(),
                      _cell(s.overall.mean), _cell(s.upper_bound.mean), _cell(s.random.mean),
                      "/".join(_cell(x) for x in (s.write, s.read, s.utilization)), e.environment[:8],
                      ", ".join(e.flags)])
@@ -117,8 +150,10 @@ def to_markdown(entries: Sequence[Entry]) -> str:
 
     lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     lines += ["| " + " | ".join(esc(c) for c in row) + " |" for row in table_rows(entries)]
-    note = ("\nRuns are ranked only within a group (same environment and protocol); incomplete runs are listed "
-            "but not ranked. Intervals: 95 % over users.\n")
+    note = ("\nRuns are ranked only within a group (same environment and protocol); incomplete and degenerate "
+            "runs (flagged DEGENERATE: upper bound near random, memory score undefined in most cells, or a "
+            "degenerate simulator) are listed but not ranked. Equal scores at 3 decimals share a rank (=N). "
+            "Excluded cells: (user, period) cells without a memory score (UB <= R). Intervals: 95 % over users.\n")
     return "\n".join(lines) + "\n" + note
 
 

@@ -39,18 +39,26 @@ def print_summary(console: Console, metrics: dict[str, Any], rundir: Path) -> No
     """The short summary printed after a run."""
     o = metrics["overall"]
     table = Table("metric", "mean [95% CI over users]", title=f"{metrics.get('agent')} - {rundir}")
+    cells = o.get("memory_cells") or {}
     for name in ("overall", "upper_bound", "random", "memory_score"):
-        table.add_row(name, _fmt(o[name]))
+        text = _fmt(o[name])
+        if name == "memory_score" and cells.get("total"):
+            text += f" ({cells['undefined']}/{cells['total']} cells excluded: UB <= R)"
+        table.add_row(name, text)
     rates = o["failure_rates"]
     for name in ("write", "read", "utilization"):
         v = rates.get(name)
         table.add_row(f"{name} failure rate", "n/a" if v is None else f"{v:.3f}")
     console.print(table)
-    ub, rnd = o["upper_bound"].get("mean"), o["random"].get("mean")
-    if ub is not None and rnd is not None and ub - rnd < 0.1:
-        console.print(f"note: the upper bound ({ub:.3f}) is within 0.1 of random ({rnd:.3f}): this model can "
-                      "hardly use the state even when told, so the memory score says little here.",
-                      highlight=False)
+    from ..evaluate.metrics import RESULT_FLAGS
+    from ..validity.sim_audit import degenerate_warning
+
+    for flag in o.get("flags") or []:
+        console.print(f"[red]DEGENERATE[/]: {flag} - {RESULT_FLAGS.get(flag, '')}. This run is reported but not "
+                      "ranked on the leaderboard.", highlight=False)
+    warning = degenerate_warning(metrics.get("simulator"))
+    if warning:
+        console.print(f"[yellow]{warning}[/]", highlight=False)
     usage = metrics.get("usage", {}).get("last_invocation", {}).get("total", {})
     console.print(
         f"this invocation: {usage.get('calls', 0)} model calls, {usage.get('cache_hits', 0)} cache hits, "

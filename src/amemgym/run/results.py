@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..data.model import Environment, UserEnv
-from ..evaluate.metrics import QuestionOutcome, aggregate
+from ..evaluate.metrics import QuestionOutcome, aggregate, result_flags
 from ..storage import atomic_write_text
 from .episode import load_json, recorded_sessions
 from .layout import RunDir
@@ -67,6 +67,12 @@ def compute_metrics(env: Environment, rundir: RunDir) -> dict[str, Any]:
                 "reported here as overall_with_random_fallback",
     }
     metrics["agent_stats"] = agent_stats
+    from ..validity.sim_audit import degenerate_summary
+
+    # Lexical and cheap: every run records how often its simulator stopped playing the user.
+    metrics["simulator"] = degenerate_summary(env, rundir)
+    metrics["overall"]["flags"] = result_flags(metrics["overall"], metrics["simulator"])
+    metrics["overall"]["degenerate"] = bool(metrics["overall"]["flags"])
     return metrics
 
 

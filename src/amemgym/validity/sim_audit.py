@@ -6,6 +6,10 @@ Every user message after the opening one (round >= 1) is checked for:
   appears in the turn while the session's opening did not expose that value;
 - ``ends_conversation`` (lexical): a goodbye or "that's all" phrase;
 - ``empty`` and ``copies_opening``: a blank turn, or one that repeats the opening utterance;
+- ``echoes_assistant``: a word-for-word copy of the assistant's previous reply (case and spacing ignored),
+  ``near_echo``: nearly the same words as that reply, ``repeats_user_turn``: the same text as an earlier
+  user turn of the session. These and the two above are *degenerate* turns: the simulator stopped playing
+  the user, so the conversation tests nothing. Their share is also in ``metrics.json`` (``simulator``);
 - with the judge (one structured call per turn, role ``judge``): ``judge_reveals_value`` (a value the
   judge reads in the turn beyond what the opening exposed), ``judge_contradicts_state`` and
   ``judge_ends_conversation``. A judge call that fails is recorded per turn, never scored.
@@ -32,7 +36,12 @@ from ..simulate.leaks import leaked_values
 from ..storage import atomic_write_json
 from ..textsim import jaccard, words
 
-LEXICAL_CHECKS = ("reveals_value", "ends_conversation", "empty", "copies_opening")
+LEXICAL_CHECKS = ("reveals_value", "ends_conversation", "empty", "copies_opening", "echoes_assistant", "near_echo",
+                  "repeats_user_turn")
+#: Checks that mean the simulator produced no real user turn.
+DEGENERATE_CHECKS = ("empty", "copies_opening", "echoes_assistant", "near_echo", "repeats_user_turn")
+#: Above this share of degenerate simulator turns, ``run``, ``report`` and ``audit-sim`` warn.
+DEGENERATE_WARN = 0.2
 JUDGE_CHECKS = ("judge_reveals_value", "judge_contradicts_state", "judge_ends_conversation")
 EXCERPT = 160
 COPY_SIMILARITY = 0.9
@@ -83,7 +92,32 @@ def lexical_reveals(user: UserEnv, session: Session, text: str) -> list[str]:
     return [f"{var}={val}" for var, val in leaked_values(text, user.state_schema, session.exposed_states)]
 
 
-def lexical_flags(user: UserEnv, session: Session, text: str) -> tuple[list[str], list[str]]:
+def _squash(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def degenerate_flags(text: str, opening: str, previous_reply: str | None, earlier_turns: list[str]) -> list[str]:
+    """The degenerate-turn checks (see ``DEGENERATE_CHECKS``) one simulator turn fails."""
+    flags: list[str] = []
+    body = _squash(text)
+    if not body:
+        return ["empty"]
+    if body == _squash(opening) or jaccard(words(text), words(opening)) >= COPY_SIMILARITY:
+        flags.append("copies_opening")
+    if previous_reply is not None:
+        if body == _squash(previous_reply):
+            flags.append("echoes_assistant")
+        elif jaccard(words(text), words(previous_reply)) >= COPY_SIMILARITY or (
+                len(body) >= 40 and body in _squash(previous_reply)):
+            # A turn that is a long verbatim chunk of the reply is an echo too, just a truncated one.
+            flags.append("near_echo")
+    if any(body == _squash(t) for t in earlier_turns):
+        flags.append("repeats_user_turn")
+    return flags
+
+
+def lexical_flags(user: UserEnv, session: Session, text: str, previous_reply: str | None = None,
+                  earlier_turns: list[str] | None = None) -> tuple[list[str], list[str]]:
     """The lexical checks a turn fails, and the values it reveals."""
     flags: list[str] = []
     revealed = lexical_reveals(user, session, text)
@@ -91,11 +125,56 @@ def lexical_flags(user: UserEnv, session: Session, text: str) -> tuple[list[str]
         flags.append("reveals_value")
     if _ENDINGS.search(text):
         flags.append("ends_conversation")
-    if not text.strip():
-        flags.append("empty")
-    elif text.strip() == session.query.strip() or jaccard(words(text), words(session.query)) >= COPY_SIMILARITY:
-        flags.append("copies_opening")
+    flags += degenerate_flags(text, session.query, previous_reply, earlier_turns or [])
     return flags, revealed
+
+
+def simulator_turns(messages: list[dict[str, Any]]) -> list[tuple[int, str, str | None, list[str]]]:
+    """Every simulated user turn after the opening: (round, text, the assistant reply before it, earlier turns)."""
+    out: list[tuple[int, str, str | None, list[str]]] = []
+    previous: str | None = None
+    seen: list[str] = []
+    for m in messages:
+        if m["role"] == "assistant":
+            previous = m["content"]
+            continue
+        if seen:
+            out.append((len(seen), m["content"], previous, list(seen[1:])))
+        seen.append(m["content"])
+    return out
+
+
+def degenerate_summary(env: Environment, rundir: RunDir) -> dict[str, Any]:
+    """Counts of degenerate simulator turns over a run (lexical, no model call): what ``metrics.json`` records."""
+    counts = {c: 0 for c in DEGENERATE_CHECKS}
+    turns = degenerate = 0
+    for user in env.users:
+        for (p, s), messages in recorded_sessions(rundir, user.id).items():
+            if p >= len(user.periods) or s >= len(user.periods[p].sessions):
+                continue
+            opening = user.periods[p].sessions[s].query
+            for _, text, previous, earlier in simulator_turns(messages):
+                flags = degenerate_flags(text, opening, previous, earlier)
+                turns += 1
+                degenerate += bool(flags)
+                for f in flags:
+                    counts[f] += 1
+    rate = degenerate / turns if turns else None
+    return {"turns": turns, "degenerate": degenerate, "degenerate_rate": rate, "counts": counts,
+            "warn": rate is not None and rate > DEGENERATE_WARN,
+            "definition": "simulated user turns after the opening that are empty, copy the opening, echo or "
+                          "nearly echo the assistant's previous reply, or repeat an earlier user turn"}
+
+
+def degenerate_warning(summary: dict[str, Any] | None) -> str | None:
+    """The console warning for a run whose simulator mostly did not play the user, else None."""
+    if not summary or not summary.get("warn"):
+        return None
+    c = summary["counts"]
+    return (f"warning: {summary['degenerate']}/{summary['turns']} simulated user turns "
+            f"({summary['degenerate_rate']:.0%}) are degenerate (echoes of the assistant: {c['echoes_assistant']}, "
+            f"near echoes: {c['near_echo']}, repeats: {c['repeats_user_turn']}, empty: {c['empty']}); the "
+            "conversations may test nothing - see `amemgym audit-sim`")
 
 
 def judge_messages(user: UserEnv, period: int, session: Session, text: str) -> list[dict[str, str]]:
@@ -170,9 +249,8 @@ async def audit_run(rundir: RunDir, env: Environment, *, llm: LLMClient | None =
             if p >= len(user.periods) or s >= len(user.periods[p].sessions):
                 raise RunError(f"{rundir.sessions(user.id)}: session {s} of period {p} is not in the environment")
             session = user.periods[p].sessions[s]
-            user_turns = [m["content"] for m in messages if m["role"] == "user"]
-            for r, text in enumerate(user_turns[1:], start=1):
-                flags, revealed = lexical_flags(user, session, text)
+            for r, text, previous, earlier in simulator_turns(messages):
+                flags, revealed = lexical_flags(user, session, text, previous, earlier)
                 turn = TurnAudit(user.id, p, s, r, text.strip()[:EXCERPT], flags, revealed)
                 turns.append(turn)
                 if llm is not None:
@@ -182,8 +260,10 @@ async def audit_run(rundir: RunDir, env: Environment, *, llm: LLMClient | None =
     checks = LEXICAL_CHECKS + (JUDGE_CHECKS if llm is not None else ())
     rates = {c: _rate(sum(1 for t in (judged if c in JUDGE_CHECKS else turns) if c in t.flags),
                       len(judged) if c in JUDGE_CHECKS else len(turns)) for c in checks}
+    degenerate = sum(1 for t in turns if set(t.flags) & set(DEGENERATE_CHECKS))
     result = {
         "turns": len(turns), "judged": len(judged) if llm is not None else None,
+        "degenerate": degenerate, "degenerate_rate": _rate(degenerate, len(turns)),
         "judge_failures": sum(1 for t in turns if t.judge_error), "rates": rates,
         "counts": {c: sum(1 for t in turns if c in t.flags) for c in checks},
         "offending": [asdict(t) for t in turns if t.flags or t.judge_error],

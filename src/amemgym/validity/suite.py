@@ -4,9 +4,15 @@ Decision rule (``DECISION_RULE`` is printed and written with the results):
 
 - a gated strategy *leaks* when its accuracy beats the random baseline by more than ``margin`` **and**
   its 95 % lower bound is above the baseline. The first condition ignores effects too small to matter;
-  the second ignores effects that small samples produce by chance. The lower bound used is the smaller
-  of the reported interval's and a Wilson interval over all answers, so a t-interval that collapses
-  because a few users happen to score alike cannot fail a file on its own.
+  the second ignores effects that small samples produce by chance. Answers to one question repeat over
+  the periods, so they are not independent: the lower bound used is the smaller of the reported
+  interval's and a Wilson interval over all answers whose sample size is the effective one of answers
+  clustered by (user, question) (cluster-robust variance). A t-interval that collapses because a few
+  users happen to score alike therefore cannot fail a file on its own, and repeated answers cannot make
+  the Wilson interval look more certain than it is.
+- the gated strategies include cross-user ones (see ``crossuser``): favoured middle slots, option
+  centrality, and models fitted on half of the users and scored on the other half (option frequency,
+  marker words, a softmax text model).
 - gated kinds: ``options``, ``context`` and ``random``; ``prior`` strategies (which know earlier periods'
   correct answers, i.e. a stale memory) are reported and gated only on request, because persistence of
   the state from one period to the next is what a memory benchmark is built on.
@@ -14,9 +20,12 @@ Decision rule (``DECISION_RULE`` is printed and written with the results):
   ``no_memory`` (a uniform draw, reported with its interval) must have an exact expected score equal to
   the random baseline; the expectation is used instead of the draw because a sampled check would fail
   one seed in twenty by chance.
+- a question offering the same option text twice fails (the two options differ only in their hidden state).
+- every change must be stated by the opening text of its period, as read by a reader that sees only the
+  text (see ``exposure``); a change the metadata ``exposed_states`` does not expose fails as well.
 
 The reported interval is a 95 % t-interval over users (each user's mean accuracy) when there are at
-least two users, else a Wilson interval over the answers.
+least two users, else a t-interval over (user, question) clusters.
 """
 
 from __future__ import annotations
@@ -30,12 +39,16 @@ from ..data.model import Environment
 from ..errors import DataError
 from ..evaluate.metrics import mean_ci
 from .audit import DataAudit, audit_environment
+from .crossuser import cross_user_strategies, duplicate_options
+from .exposure import TextExposure, pack_reader, read_exposure
 from .strategies import Strategy, TextVectors, all_texts, matching_options, reference_strategies, shortcut_strategies
 
 DECISION_RULE = (
     "fail if a gated shortcut's accuracy - margin > random baseline AND its 95% lower bound (the smaller of the "
-    "t-interval over users and the Wilson interval over answers) > random baseline; fail if perfect_memory < 1.0 "
-    "(or an item has several matching options) or no_memory's exact expected score differs from the random baseline"
+    "reported t-interval and a Wilson interval with the effective size of answers clustered by (user, question)) "
+    "> random baseline; fail if perfect_memory < 1.0 (or an item has several matching options), if "
+    "no_memory's exact expected score differs from the random baseline, if a question repeats an option text, or "
+    "if a change is not stated by its period's opening text (text reader) or not exposed in the metadata"
 )
 LEAK_SHARE = 0.9
 GATED_KINDS = ("options", "context", "random")
@@ -46,7 +59,11 @@ def wilson(hits: int, n: int) -> tuple[float | None, float | None]:
     """95 % Wilson score interval for ``hits`` successes out of ``n``."""
     if n == 0:
         return None, None
-    p = hits / n
+    return wilson_n(hits / n, float(n))
+
+
+def wilson_n(p: float, n: float) -> tuple[float, float]:
+    """95 % Wilson score interval for a proportion ``p`` with a (possibly effective, non-integer) size ``n``."""
     denom = 1 + Z95**2 / n
     centre = (p + Z95**2 / (2 * n)) / denom
     half = Z95 * math.sqrt(p * (1 - p) / n + Z95**2 / (4 * n * n)) / denom
@@ -109,6 +126,8 @@ class ValidityReport:
     audit: DataAudit
     gated_kinds: tuple[str, ...] = GATED_KINDS
     notes: list[str] = field(default_factory=list)
+    duplicate_options: list[dict[str, Any]] = field(default_factory=list)
+    text_exposure: TextExposure | None = None
 
     @property
     def passed(self) -> bool:
@@ -124,6 +143,8 @@ class ValidityReport:
             "answers": self.answers, "strategies": [asdict(s) for s in self.strategies],
             "leaky_questions": [asdict(q) for q in self.leaky_questions], "leak_share": LEAK_SHARE,
             "broken_items": self.broken_items, "audit": self.audit.to_dict(), "notes": self.notes,
+            "duplicate_options": self.duplicate_options,
+            "text_exposure": None if self.text_exposure is None else self.text_exposure.to_dict(),
         }
 
 
@@ -148,8 +169,32 @@ def _random_baseline(env: Environment) -> tuple[float, dict[str, float]]:
     return sum(per_user.values()) / len(per_user), per_user
 
 
+def clustered_wilson(by_question: dict[tuple[str, int], list[int]]) -> float | None:
+    """Lower 95 % Wilson bound of the pooled accuracy with an effective sample size for clustered answers.
+
+    Answers to one (user, question) repeat over the periods, so they are not independent. The variance of
+    the pooled proportion is estimated cluster-robustly (clusters = (user, question)), and the Wilson
+    interval uses the sample size that variance corresponds to, kept between the number of clusters
+    (every cluster one answer) and the number of answers (no clustering at all).
+    """
+    groups = [h for h in by_question.values() if h]
+    n = sum(len(h) for h in groups)
+    c = len(groups)
+    if not n:
+        return None
+    p = sum(sum(h) for h in groups) / n
+    if c < 2 or p in (0.0, 1.0):
+        n_eff = float(c)
+    else:
+        var = c / (c - 1) * sum((sum(h) - p * len(h)) ** 2 for h in groups) / n**2
+        n_eff = min(float(n), max(float(c), p * (1 - p) / var)) if var > 0 else float(n)
+    lo, _ = wilson_n(p, n_eff)
+    return lo
+
+
 def run_suite(env: Environment, vectors: TextVectors, *, margin: float = 0.03, seed: int = 0,
-              embedder: str = "hash", gate_prior: bool = False) -> ValidityReport:
+              embedder: str = "hash", gate_prior: bool = False,
+              text_exposure: TextExposure | None = None) -> ValidityReport:
     """Score every strategy on ``env`` and apply the decision rule.
 
     Args:
@@ -159,6 +204,8 @@ def run_suite(env: Environment, vectors: TextVectors, *, margin: float = 0.03, s
         seed: seeds tie-breaks and the random draws.
         embedder: the embedder's name, recorded in the report.
         gate_prior: also fail on ``prior`` strategies.
+        text_exposure: what a text-only reader found (e.g. an LLM judge's); default the lexical reader for
+            procedural environments, none otherwise (a note says exposure was then read from metadata only).
     """
     if not env.users:
         raise DataError("the environment has no users")
@@ -170,21 +217,25 @@ def run_suite(env: Environment, vectors: TextVectors, *, margin: float = 0.03, s
     scores: list[StrategyScore] = []
     leaky: list[LeakyQuestion] = []
     failures: list[str] = []
-    for strategy in shortcut_strategies(seed, vectors) + reference_strategies(seed):
+    notes: list[str] = []
+    strategies = shortcut_strategies(seed, vectors) + cross_user_strategies(env, seed, vectors)
+    for strategy in strategies + reference_strategies(seed):
         by_user, by_period, by_question = _score(strategy, env)
         per_user = {u: sum(h) / len(h) for u, h in by_user.items() if h}
         hits = sum(sum(h) for h in by_user.values())
         n = sum(len(h) for h in by_user.values())
-        w_lo, w_hi = wilson(hits, n)
+        cw_lo = clustered_wilson(by_question)
         if multi:
             ci = mean_ci(list(per_user.values()))
             acc, lo, hi, interval = float(ci["mean"] or 0.0), ci["lo"], ci["hi"], "t over users"
-            # An accuracy lies in [0, 1]; a t-interval over few users can reach past either end.
-            lo = None if lo is None else max(0.0, float(lo))
-            hi = None if hi is None else min(1.0, float(hi))
         else:
-            acc, lo, hi, interval = hits / n if n else 0.0, w_lo, w_hi, "wilson over answers"
-        gate_lo = min(x for x in (lo, w_lo) if x is not None) if (lo is not None or w_lo is not None) else None
+            ci = mean_ci([sum(h) / len(h) for h in by_question.values() if h])
+            acc, lo, hi, interval = hits / n if n else 0.0, ci["lo"], ci["hi"], "t over (user, question)"
+        # An accuracy lies in [0, 1]; a t-interval over few users can reach past either end.
+        lo = None if lo is None else max(0.0, float(lo))
+        hi = None if hi is None else min(1.0, float(hi))
+        bounds = [x for x in (lo, cw_lo) if x is not None]
+        gate_lo = min(bounds) if bounds else None
         verdict = "info"
         if strategy.kind in gated:
             leaks = acc - margin > baseline and gate_lo is not None and gate_lo > baseline
@@ -211,11 +262,36 @@ def run_suite(env: Environment, vectors: TextVectors, *, margin: float = 0.03, s
             acc - baseline, verdict, per_user, {p: sum(h) / len(h) for p, h in sorted(by_period.items())}))
         if strategy.kind == "options":
             leaky += _leaky(env, strategy, by_question)
+    n_dup, dups = duplicate_options(env)
+    if n_dup:
+        failures.append(f"{n_dup} option(s) repeat another option's text within the same question "
+                        "(see duplicate_options)")
+    audit = audit_environment(env)
+    if audit.count("unexposed_update"):
+        failures.append(f"{audit.count('unexposed_update')} change(s) are not exposed by any session of their "
+                        "period according to the metadata (exposed_states)")
+    why = ""
+    if text_exposure is None:
+        reader, why = pack_reader(env)
+        if reader is not None:
+            text_exposure = read_exposure(env, reader, why)
+    if text_exposure is None:
+        notes.append(f"exposure was read from the metadata only (no text reader: {why}; pass --judge to have an "
+                     "LLM read the openings)")
+    else:
+        for check, what in (("unrevealed_change", "are not stated by any opening text of their period"),
+                            ("text_contradicts_state", "are stated by an opening text with a value other than "
+                                                       "the state's"),
+                            ("unread_period", "could not be checked because the reader failed on their period")):
+            k = text_exposure.count(check)
+            if k:
+                failures.append(f"{k}/{text_exposure.changes} change(s) {what} (text reader: "
+                                f"{text_exposure.reader}; see text_exposure)")
     return ValidityReport(
         margin=margin, seed=seed, embedder=embedder, random_baseline=baseline, users=len(env.users),
         answers=sum(len(u.periods) * len(u.qas) for u in env.users), strategies=scores,
-        leaky_questions=leaky, broken_items=broken, failures=failures, audit=audit_environment(env),
-        gated_kinds=gated,
+        leaky_questions=leaky, broken_items=broken, failures=failures, audit=audit,
+        gated_kinds=gated, notes=notes, duplicate_options=dups, text_exposure=text_exposure,
     )
 
 
