@@ -127,6 +127,8 @@ def register(app: typer.Typer) -> None:
             err.print(note, highlight=False, markup=False)
         exposure = None
         if judge:
+            import asyncio
+
             from ..llm.client import LLMClient
             from ..validity.exposure import judge_reader, read_exposure_async
 
