@@ -14,7 +14,9 @@ from ..config import AppConfig
 from ..data.io import load_environment
 from ..errors import ConfigError
 from ..llm.client import LLMClient
+from ..llm.health import describe as describe_problem
 from .engine import Runner
+from .lock import run_lock
 from .progress import RunProgress
 
 
@@ -44,8 +46,11 @@ def print_summary(console: Console, metrics: dict[str, Any], rundir: Path) -> No
         v = rates.get(name)
         table.add_row(f"{name} failure rate", "n/a" if v is None else f"{v:.3f}")
     console.print(table)
+    problems = metrics.get("endpoint_problems") or []
+    for problem in problems:
+        console.print(f"[red]{describe_problem(problem)}[/red]", highlight=False)
     ub, rnd = o["upper_bound"].get("mean"), o["random"].get("mean")
-    if ub is not None and rnd is not None and ub - rnd < 0.1:
+    if not problems and ub is not None and rnd is not None and ub - rnd < 0.1:
         console.print(f"note: the upper bound ({ub:.3f}) is within 0.1 of random ({rnd:.3f}): this model can "
                       "hardly use the state even when told, so the memory score says little here.",
                       highlight=False)
@@ -90,24 +95,27 @@ def run_command(
         check_endpoints(cfg)
         distributed = RayExecutor(address=ray_address)
     llm = LLMClient.from_config(cfg.llm, serial=cfg.run.serial)
-    progress = RunProgress()
+    # Taken only once the inputs are known to be good, so bad input never leaves a directory behind.
+    with run_lock(out_dir, "amemgym run"):
+        progress = RunProgress()
 
-    async def go() -> Any:
-        try:
-            return await Runner(env, spec, out_dir, cfg, llm, env_path=env_path, off_policy=off_policy,
-                                progress=progress, allow_model_change=allow_model_change).run(executor=distributed)
-        finally:
-            progress.close()
-            await llm.aclose()
+        async def go() -> Any:
+            try:
+                return await Runner(env, spec, out_dir, cfg, llm, env_path=env_path, off_policy=off_policy,
+                                    progress=progress, allow_model_change=allow_model_change,
+                                    ).run(executor=distributed)
+            finally:
+                progress.close()
+                await llm.aclose()
 
-    outcome = asyncio.run(go())
-    print_summary(console, outcome.metrics, out_dir)
-    if outcome.failures:
-        console.print(f"[red]{len(outcome.failures)} failure(s)[/red] (see {out_dir / 'failures.json'}); "
-                      "re-run the same command to retry what failed")
-    console.print(f"results: {out_dir / 'metrics.json'} (traces under {out_dir / 'users'})")
-    write_run_report(out_dir, console)
-    return 1 if outcome.failures or not outcome.metrics["complete"] else 0
+        outcome = asyncio.run(go())
+        print_summary(console, outcome.metrics, out_dir)
+        if outcome.failures:
+            console.print(f"[red]{len(outcome.failures)} failure(s)[/red] (see {out_dir / 'failures.json'}); "
+                          "re-run the same command to retry what failed")
+        console.print(f"results: {out_dir / 'metrics.json'} (traces under {out_dir / 'users'})")
+        write_run_report(out_dir, console)
+        return 1 if outcome.failures or not outcome.metrics["complete"] else 0
 
 
 def write_run_report(rundir: Path, console: Console) -> None:
