@@ -231,7 +231,8 @@ class LLMClient:
                 with attempt:
                     return str(await ask())
         except (TransientError, PermanentError) as exc:
-            raise LLMError(f"{role}: cannot learn which model the endpoint serves ({exc.kind}): {redact(str(exc))}") from None
+            raise LLMError(f"{role}: cannot learn which model the endpoint serves ({exc.kind}): "
+                           f"{redact(str(exc))}") from None
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def resolve_models(self, roles: tuple[str, ...]) -> dict[str, dict[str, Any]]:
