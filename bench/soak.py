@@ -8,7 +8,16 @@ response cache, against one fake OpenAI-compatible endpoint (in this process) th
 timeouts, truncated and malformed bodies, empty choices). Each run is killed with SIGKILL at 1-3 random
 moments and re-run until it exits 0. At the end every run's metrics must equal those of a fault-free
 reference run, every JSON file and JSONL line must parse, and no conversation turn may appear twice in a
-trace. Prints the counts; exits 1 on any mismatch or damaged file.
+trace. Then three hostile cases, each on a fresh run directory (loopback only, a handful of runs):
+
+- concurrent writers: the same run started twice at once; exactly one must be refused (exit 2);
+- echoed key: a server answering 401 with the Authorization header in its body; the key must appear in no
+  file of the run directory and not in the output;
+- empty replies: a server whose replies are empty strings; the run must not exit 0 nor claim completeness,
+  and once the server is fixed the same cache must not replay an empty reply.
+
+After each hostile case the run is finished against a healthy server and must match the reference too.
+Prints the counts; exits 1 on any mismatch, damaged file, leaked key or wrongly accepted hostile case.
 """
 
 from __future__ import annotations
@@ -56,6 +65,54 @@ def run_to_end(ep: FakeEndpoint, rundir: Path, cache: Path, max_attempts: int = 
 def scores(rundir: Path) -> dict[str, Any]:
     metrics = json.loads((rundir / "metrics.json").read_text(encoding="utf-8"))
     return {k: metrics[k] for k in SCORE_KEYS}
+
+
+def _finish(ep: FakeEndpoint, rundir: Path, cache: Path, reference: dict[str, Any]) -> bool:
+    """Finish ``rundir`` against the healthy endpoint; True when its metrics match the reference."""
+    ep.force_faults, ep.fault_rate = {}, 0.0
+    run_to_end(ep, rundir, cache)
+    return scores(rundir) == reference
+
+
+def hostile(ep: FakeEndpoint, root: Path, reference: dict[str, Any]) -> dict[str, int]:
+    """The concurrent-writer, echoed-key and empty-reply cases; counts of what went wrong (all 0 = pass)."""
+    bad = {"writers_not_refused": 0, "keys_leaked": 0, "empty_runs_accepted": 0, "empty_served_from_cache": 0,
+           "mismatches": 0, "damaged": 0}
+    ep.fault_rate = 0.0
+    # Concurrent writers: the same command twice at once.
+    rundir, cache = root / "hostile_writers", root / "hostile_writers_cache"
+    procs = [start_run(ep, ["run", "--out", str(rundir), *SETTINGS], cache, api_key="soak-key",
+                       pythonpath=ROOT / "src") for _ in range(2)]
+    codes = sorted(p.wait(timeout=600) for p in procs)
+    for p in procs:
+        p.communicate()
+    bad["writers_not_refused"] += codes != [0, 2]
+    bad["mismatches"] += not _finish(ep, rundir, cache, reference)
+    bad["damaged"] += len(damaged_files(rundir))
+    # A 401 that echoes the key.
+    key = "soak-echoed-key-7f3a9"
+    rundir, cache = root / "hostile_echo", root / "hostile_echo_cache"
+    ep.force_faults = {"*": "echo_auth_401"}
+    proc = start_run(ep, ["run", "--out", str(rundir), *SETTINGS], cache, api_key=key, pythonpath=ROOT / "src")
+    text, _ = proc.communicate(timeout=600)
+    files = [p for p in rundir.rglob("*") if p.is_file()]
+    bad["keys_leaked"] += (key in text) + sum(key in p.read_text(encoding="utf-8", errors="replace") for p in files)
+    bad["mismatches"] += not _finish(ep, rundir, cache, reference)
+    # Empty replies, then the fixed server with the same cache.
+    rundir, cache = root / "hostile_empty", root / "hostile_empty_cache"
+    ep.force_faults = {"*": "empty_content"}
+    proc = start_run(ep, ["run", "--out", str(rundir), *SETTINGS], cache, api_key="soak-key",
+                     pythonpath=ROOT / "src")
+    proc.communicate(timeout=600)
+    metrics = json.loads((rundir / "metrics.json").read_text(encoding="utf-8")) if (rundir / "metrics.json").exists() \
+        else {"complete": False}
+    bad["empty_runs_accepted"] += proc.returncode == 0 or bool(metrics.get("complete"))
+    ep.force_faults = {}
+    before = ep.served
+    bad["mismatches"] += not _finish(ep, rundir, cache, reference)
+    bad["empty_served_from_cache"] += ep.served == before
+    bad["damaged"] += len(damaged_files(rundir))
+    return bad
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -108,8 +165,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"files damaged: {len(damaged)}")
         for line in damaged:
             print(f"  {line}")
+        bad = hostile(ep, root, reference)
+        for name, count in bad.items():
+            print(f"hostile {name.replace('_', ' ')}: {count}")
         print(f"wall time: {time.perf_counter() - t0:.1f} s")
-    return 1 if mismatches or damaged else 0
+    return 1 if mismatches or damaged or any(bad.values()) else 0
 
 
 if __name__ == "__main__":

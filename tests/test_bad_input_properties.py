@@ -30,6 +30,7 @@ from amemgym.config import load_config
 from amemgym.data import load_environment
 from amemgym.errors import ConfigError, DataError
 from amemgym.generate.procedural import tiny_environment_path
+from amemgym.run.lock import LOCK_NAME
 from amemgym.storage import append_jsonl, atomic_write_json, read_jsonl
 from amemgym.testing.fake_endpoint import FakeEndpoint
 
@@ -44,8 +45,9 @@ Path_ = tuple[Any, ...]
 
 # ---- a finished run directory that no bad invocation may damage ----------------------------------------
 def digest(root: Path) -> dict[str, str]:
+    # The writer lock names its last holder; that note is not part of the run's results.
     return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file()}
+            for p in sorted(root.rglob("*")) if p.is_file() and p.name != LOCK_NAME}
 
 
 @pytest.fixture(scope="module")

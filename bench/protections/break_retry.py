@@ -3,4 +3,4 @@ import tenacity
 
 import amemgym.llm.client as client
 
-client.stop_after_attempt = lambda n: tenacity.stop_after_attempt(1)
+client._StopRetrying = lambda attempts, timeout_retries: tenacity.stop_after_attempt(1)

@@ -21,3 +21,5 @@ run break_model_identity "tests/test_trust_identity.py::test_a_model_swapped_beh
 run break_model_identity "tests/test_trust_identity.py::test_resuming_on_another_model_is_refused_unless_allowed"
 run break_trial_seed "tests/test_trust_identity.py::test_every_trial_makes_its_own_calls"
 run break_user_folder "tests/test_trust_identity.py::test_user_ids_that_differ_only_in_unsafe_characters_get_their_own_folders"
+run break_lock "tests/test_hostile_endpoint.py::test_a_lock_left_by_a_killed_holder_is_taken_over"
+run break_redact "tests/test_hostile_endpoint.py::test_an_echoed_key_reaches_no_file_and_no_output"

@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 
 from .errors import AMemGymError
+from .llm.redact import redact
 
 if TYPE_CHECKING:
     from .config import AppConfig
@@ -46,7 +47,7 @@ def handled(fn: F) -> F:
             return fn(*args, **kwargs)
         except AMemGymError as exc:
             # soft_wrap: a long message stays one line instead of being wrapped at the terminal width.
-            err.print(f"error: {one_line(str(exc))}", highlight=False, markup=False, soft_wrap=True)
+            err.print(f"error: {one_line(redact(str(exc)))}", highlight=False, markup=False, soft_wrap=True)
             raise typer.Exit(exc.exit_code) from None
         except KeyboardInterrupt:
             err.print("interrupted; re-run the same command to resume", highlight=False)

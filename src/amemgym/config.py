@@ -85,16 +85,27 @@ class EndpointConfig(_Strict):
         128, ge=1, description="Ceiling of calls in flight on this endpoint; the limit adapts below it (429, 5xx, "
         "slow replies halve it, successes raise it again)."
     )
-    timeout_s: float = Field(300.0, gt=0)
+    timeout_s: float | None = Field(None, gt=0, description="Seconds for a whole attempt (default: 600 for a "
+                                    "local or private-network endpoint, 180 for a hosted one).")
+    connect_timeout_s: float | None = Field(None, gt=0, description="Seconds to connect (default 5 local, 10 hosted).")
+    read_timeout_s: float | None = Field(None, gt=0, description="Seconds without a byte of the reply before the "
+                                         "attempt is abandoned (default 300 local, 90 hosted).")
     max_retries: int = Field(5, ge=0)
+    max_timeout_retries: int = Field(2, ge=0, description="Retries of a timed-out attempt (a hung server rarely "
+                                     "recovers within seconds); never more than max_retries.")
+    max_reply_bytes: int = Field(4 << 20, ge=1024, description="Largest reply body accepted; a larger one is a "
+                                 "failed call, neither stored nor cached.")
     price_per_mtok_in: float = Field(0.0, ge=0, description="USD per million prompt tokens, for cost reports.")
     price_per_mtok_out: float = Field(0.0, ge=0)
 
     @field_validator("base_url")
     @classmethod
     def _no_secrets_in_url(cls, v: str | None) -> str | None:
-        if v and "@" in v.split("//", 1)[-1].split("/", 1)[0]:
-            raise ValueError("put credentials in the key variable, not in base_url")
+        from .llm.urls import base_url_problem
+
+        problem = base_url_problem(v) if v else None
+        if problem is not None:
+            raise ValueError(problem)
         return v
 
 

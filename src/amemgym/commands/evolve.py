@@ -51,6 +51,7 @@ def evolve_command(cfg: Any, env_path: Path | None, agent: str, feedback: str, o
     from ..evolve import LLMEvolver, LLMRecallJudge, PolicyLimits, evolve_loop, feedback_builder
     from ..llm.client import LLMClient
     from ..run.driver import default_environment, print_summary, write_run_report
+    from ..run.lock import run_lock
     from ..run.progress import RunProgress
 
     if evolver_role not in _ROLES:
@@ -69,30 +70,31 @@ def evolve_command(cfg: Any, env_path: Path | None, agent: str, feedback: str, o
     limits = PolicyLimits(max_chars=max_policy_chars)
     evolver = None if feedback == "none" else LLMEvolver(llm, role=evolver_role, max_chars=max_policy_chars)
     judge = LLMRecallJudge(llm) if recall else None
-    progress = RunProgress()
+    with run_lock(out_dir, "amemgym evolve"):
+        progress = RunProgress()
 
-    async def go() -> Any:
-        try:
-            return await evolve_loop(env, spec, out_dir, cfg, llm, feedback=builder, evolver=evolver, judge=judge,
-                                     limits=limits, settings={"evolver_role": evolver_role, "recall": recall},
-                                     env_path=env_path, progress=progress,
-                                     allow_model_change=allow_model_change)
-        finally:
-            progress.close()
-            await llm.aclose()
+        async def go() -> Any:
+            try:
+                return await evolve_loop(env, spec, out_dir, cfg, llm, feedback=builder, evolver=evolver, judge=judge,
+                                         limits=limits, settings={"evolver_role": evolver_role, "recall": recall},
+                                         env_path=env_path, progress=progress,
+                                         allow_model_change=allow_model_change)
+            finally:
+                progress.close()
+                await llm.aclose()
 
-    import asyncio
+        import asyncio
 
-    outcome = asyncio.run(go())
-    print_summary(console, outcome.metrics, out_dir)
-    print_cycles(console, outcome.metrics, outcome.evolution)
-    if outcome.failures:
-        console.print(f"[red]{len(outcome.failures)} failure(s)[/red] (see {out_dir / 'failures.json'}); "
-                      "re-run the same command to retry what failed")
-    console.print(f"results: {out_dir / 'metrics.json'}, policies per cycle: {out_dir / 'evolution.json'}",
-                  highlight=False)
-    write_run_report(out_dir, console)
-    return 1 if outcome.failures or not outcome.metrics["complete"] else 0
+        outcome = asyncio.run(go())
+        print_summary(console, outcome.metrics, out_dir)
+        print_cycles(console, outcome.metrics, outcome.evolution)
+        if outcome.failures:
+            console.print(f"[red]{len(outcome.failures)} failure(s)[/red] (see {out_dir / 'failures.json'}); "
+                          "re-run the same command to retry what failed")
+        console.print(f"results: {out_dir / 'metrics.json'}, policies per cycle: {out_dir / 'evolution.json'}",
+                      highlight=False)
+        write_run_report(out_dir, console)
+        return 1 if outcome.failures or not outcome.metrics["complete"] else 0
 
 
 def register(app: typer.Typer) -> None:

@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from ..cli_common import ConfigOpt, SetOpt, app_config, err, handled, out
-from ..errors import ConfigError
+from ..errors import ConfigError, LLMError
 
 EMBEDDERS = ("auto", "minilm", "hash")
 
@@ -183,7 +183,16 @@ def register(app: typer.Typer) -> None:
 
         import asyncio
 
-        print_sim_audit(asyncio.run(go()), rd.root / "sim_audit.json")
+        from ..run.lock import run_lock
+
+        with run_lock(rd.root, "amemgym audit-sim"):
+            result = asyncio.run(go())
+        print_sim_audit(result, rd.root / "sim_audit.json")
+        if judge and result.get("judge_failures"):
+            # Rates over the judged turns only would read as a clean audit when the judge never answered.
+            first = next((t.get("judge_error") for t in result.get("offending", []) if t.get("judge_error")), "")
+            every = "every" if not result.get("judged") else f"{result['judge_failures']} of {result['turns']}"
+            raise LLMError(f"{every} judge call(s) failed; the judge rates are incomplete: {first}")
 
 
 def print_sim_audit(result: dict[str, Any], path: Path, max_rows: int = 30) -> None:

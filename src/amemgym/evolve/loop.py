@@ -22,6 +22,7 @@ from ..data.model import Environment, UserEnv
 from ..errors import ConfigError, RunError
 from ..evaluate.metrics import mean_ci
 from ..llm.client import LLMClient
+from ..llm.redact import redact_obj
 from ..run.engine import Runner
 from ..run.episode import load_json
 from ..run.layout import RunDir
@@ -232,6 +233,7 @@ async def evolve_loop(
     outcome = await Runner(env, named, rundir, cfg, llm, env_path=env_path, progress=progress,
                            after_period=hook, allow_model_change=allow_model_change).run(user_ids)
     evolution = {"agent": named.name, "feedback": feedback.kind, **collect_evolution(env, rd)}
+    evolution = redact_obj(evolution)
     atomic_write_json(evolution_path(rd), evolution)
     metrics = outcome.metrics
     add_recall(metrics, evolution, env.num_periods)

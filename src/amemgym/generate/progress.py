@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ..llm.usage import UsageLedger
+from ..run.progress import stall_text
 
 
 class GenerationProgress:
@@ -35,8 +36,9 @@ class GenerationProgress:
         else:
             return
         t = self.ledger.totals()
+        stall = stall_text(self.ledger)
         info = (f"calls {t.calls} cached {t.cache_hits} tokens {t.prompt_tokens}+{t.completion_tokens} "
-                f"failed users {self.failed}")
+                f"failed users {self.failed}" + (f"; {stall}" if stall else ""))
         if self._bar is not None:
             self._bar.update(self._task, completed=self.done, info=info)
         else:

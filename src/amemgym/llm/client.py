@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type
 
 from ..config import ROLE_TEMPERATURE, EndpointConfig, LLMConfig
 from ..errors import BackendUnavailable, LLMError, MalformedOutput
@@ -21,7 +21,9 @@ from ..seeding import derive_seed
 from .backends import ChatBackend, EmbedBackend, PermanentError, TransientError
 from .cache import ResponseCache
 from .limiter import AdaptiveLimiter
+from .redact import redact, register_secret
 from .types import ChatMessage, ChatRequest, ChatResult
+from .urls import check_base_url
 from .usage import UsageLedger
 
 
@@ -34,10 +36,13 @@ def read_api_key(endpoint: EndpointConfig) -> str | None:
     """The endpoint's key from its key file or environment variable, read at call time only."""
     if endpoint.api_key_file:
         try:
-            return Path(endpoint.api_key_file).expanduser().read_text(encoding="utf-8").strip() or None
+            key = Path(endpoint.api_key_file).expanduser().read_text(encoding="utf-8").strip() or None
         except OSError as exc:
             raise BackendUnavailable(f"cannot read api_key_file {endpoint.api_key_file}: {exc.strerror}") from None
-    return os.environ.get(endpoint.api_key_env) or None
+    else:
+        key = os.environ.get(endpoint.api_key_env) or None
+    register_secret(key)  # so an error text that echoes it is scrubbed before it is stored or printed
+    return key
 
 
 def _flight_key(req: ChatRequest, backend_id: str, model: str) -> tuple[Any, ...]:
@@ -45,6 +50,35 @@ def _flight_key(req: ChatRequest, backend_id: str, model: str) -> tuple[Any, ...
     schema = json.dumps(req.json_schema, sort_keys=True) if req.json_schema is not None else None
     return (backend_id, model, tuple((m["role"], m["content"]) for m in req.messages), req.temperature,
             req.max_tokens, schema, req.seed)
+
+
+def _usable(text: Any, accept: Callable[[str], bool] | None) -> bool:
+    """Whether a reply may be returned from, or stored in, the cache."""
+    if not isinstance(text, str) or not text.strip():
+        return False
+    return accept is None or accept(text)
+
+
+def _http_limits(ep: EndpointConfig) -> dict[str, Any]:
+    """The endpoint's time and size limits as :class:`OpenAIBackend` keyword arguments."""
+    return {"timeout_s": ep.timeout_s, "connect_timeout_s": ep.connect_timeout_s,
+            "read_timeout_s": ep.read_timeout_s, "max_reply_bytes": ep.max_reply_bytes}
+
+
+class _StopRetrying:
+    """Stop after ``attempts`` tries, or sooner once timeouts alone have used up their own budget."""
+
+    def __init__(self, attempts: int, timeout_retries: int) -> None:
+        self.attempts, self.timeout_retries = attempts, timeout_retries
+        self.timeouts = 0
+
+    def __call__(self, state: RetryCallState) -> bool:
+        exc = state.outcome.exception() if state.outcome else None
+        if isinstance(exc, TransientError) and exc.kind == "timeout":
+            self.timeouts += 1
+            if self.timeouts > self.timeout_retries:
+                return True
+        return state.attempt_number >= self.attempts
 
 
 class _Backoff:
@@ -104,6 +138,12 @@ class LLMClient:
         #: are fresh samples, never replays of each other from the cache. None leaves seeds as the caller
         #: gave them (generation, checks).
         self.sample_seed: int | None = None
+        for role in ("generator", "simulator", "agent", "memory", "judge"):
+            url = self.config.chat_base_url(role)  # type: ignore[arg-type]
+            if url and not self.endpoint(role).base_url:
+                # A configured base_url was checked when the config loaded; $OPENAI_BASE_URL bypasses that.
+                check_base_url(url, "OPENAI_BASE_URL")
+                break
 
     @classmethod
     def from_config(cls, config: LLMConfig, **kwargs: Any) -> LLMClient:
@@ -145,15 +185,15 @@ class LLMClient:
                 get_embedded_server, emb.model, emb.ctx_per_slot, emb.parallel, emb.threads
             )
             url = await asyncio.to_thread(server.start)
-            backend = OpenAIBackend(url, server.model_name, None, ep.timeout_s)
+            backend = OpenAIBackend(url, server.model_name, None, **_http_limits(ep))
             backend_id = f"embedded:{emb.model}"
             wrapped = _Renamed(backend, backend_id)
             self._owned.append(backend)
             return wrapped
         # Roles on the same endpoint share one HTTP client (and its connection pool).
-        share = (url, ep.model, ep.api_key_env, ep.api_key_file, ep.timeout_s)
+        share = (url, ep.model, ep.api_key_env, ep.api_key_file, *_http_limits(ep).values())
         if share not in self._shared:
-            self._shared[share] = OpenAIBackend(url, ep.model, read_api_key(ep), ep.timeout_s)
+            self._shared[share] = OpenAIBackend(url, ep.model, read_api_key(ep), **_http_limits(ep))
             self._owned.append(self._shared[share])
         return self._shared[share]
 
@@ -185,14 +225,15 @@ class LLMClient:
         return identity
 
     async def _resolve_identity(self, role: str, ask: Callable[[], Any], ep: EndpointConfig) -> str:
-        retrying = AsyncRetrying(stop=stop_after_attempt(ep.max_retries + 1), wait=self._backoff,
+        retrying = AsyncRetrying(stop=_StopRetrying(ep.max_retries + 1, ep.max_timeout_retries), wait=self._backoff,
                                  retry=retry_if_exception_type(TransientError), reraise=True)
         try:
             async for attempt in retrying:
                 with attempt:
                     return str(await ask())
         except (TransientError, PermanentError) as exc:
-            raise LLMError(f"{role}: cannot learn which model the endpoint serves ({exc.kind}): {exc}") from None
+            raise LLMError(f"{role}: cannot learn which model the endpoint serves ({exc.kind}): "
+                           f"{redact(str(exc))}") from None
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def resolve_models(self, roles: tuple[str, ...]) -> dict[str, dict[str, Any]]:
@@ -216,7 +257,7 @@ class LLMClient:
         if url:
             from .openai_backend import OpenAIBackend, OpenAIEmbedBackend
 
-            http = OpenAIBackend(url, ep.model, read_api_key(ep), ep.timeout_s)
+            http = OpenAIBackend(url, ep.model, read_api_key(ep), **_http_limits(ep))
             self._owned.append(http)
             return OpenAIEmbedBackend(http)
         from .embedder import MiniLMEmbedder
@@ -270,8 +311,13 @@ class LLMClient:
         seed: int | None = None,
         tag: str = "",
         use_cache: bool = True,
+        accept: Callable[[str], bool] | None = None,
     ) -> ChatResult:
         """One chat completion for ``role``.
+
+        ``accept`` tells whether a reply is usable (e.g. parses as the structure asked for). Only a usable
+        reply is cached, and a cached reply that is not usable is ignored, so a bad answer is never replayed
+        from the cache. An empty reply is never usable.
 
         Raises:
             LLMError: when the call fails permanently or exhausts its retries (the failure is counted).
@@ -309,7 +355,7 @@ class LLMClient:
         if caching:
             assert self.cache is not None and key is not None
             hit = self.cache.get(key)
-            if hit is not None:
+            if hit is not None and _usable(hit.get("text"), accept):
                 usage.cache_hits += 1
                 return ChatResult(
                     text=hit["text"], model=hit.get("model", model_name), prompt_tokens=hit.get("prompt_tokens", 0),
@@ -341,7 +387,9 @@ class LLMClient:
         usage.seconds += res.seconds
         usage.cost_usd += (res.prompt_tokens * ep.price_per_mtok_in
                            + res.completion_tokens * ep.price_per_mtok_out) / 1e6
-        if caching:
+        if not _usable(res.text, accept):
+            usage.unusable += 1
+        elif caching:
             assert self.cache is not None and key is not None
             self.cache.put(key, role, model_name, {
                 "text": res.text, "model": res.model, "prompt_tokens": res.prompt_tokens,
@@ -357,7 +405,7 @@ class LLMClient:
             size = min(size, self.config.embedded.parallel)
         limit = self._limit(backend.backend_id, size)
         retrying = AsyncRetrying(
-            stop=stop_after_attempt(ep.max_retries + 1),
+            stop=_StopRetrying(ep.max_retries + 1, ep.max_timeout_retries),
             wait=self._backoff,
             retry=retry_if_exception_type(TransientError),
             reraise=True,
@@ -369,20 +417,20 @@ class LLMClient:
                         usage.retries += 1
                     try:
                         async with limit.slot(), self._serial or contextlib.nullcontext():
-                            self.ledger.in_flight += 1
-                            try:
+                            with self.ledger.waiting():
                                 return await backend.complete(req)
-                            finally:
-                                self.ledger.in_flight -= 1
                     except (TransientError, PermanentError) as exc:
                         usage.faults[exc.kind] += 1
                         raise
         except TransientError as exc:
             usage.failures += 1
-            raise LLMError(f"{req.role} call failed after {ep.max_retries + 1} attempts: {exc.kind}") from None
+            tries = attempt.retry_state.attempt_number
+            raise LLMError(f"{req.role} call failed after {tries} attempt{'s' if tries != 1 else ''}: "
+                           f"{exc.kind}") from None
         except PermanentError as exc:
             usage.failures += 1
-            raise LLMError(f"{req.role} call rejected by the endpoint ({exc.kind}); not retried: {exc}") from None
+            raise LLMError(
+                f"{req.role} call rejected by the endpoint ({exc.kind}); not retried: {redact(str(exc))}") from None
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def chat_json(
@@ -410,14 +458,23 @@ class LLMClient:
         last = ""
         base_seed = kwargs.pop("seed", None)
         temperature = kwargs.pop("temperature", None)
+        verdicts: dict[str, tuple[Any, str | None]] = {}
+
+        def judge(text: str) -> tuple[Any, str | None]:
+            if text not in verdicts:
+                value = parse_json_reply(text)
+                verdicts[text] = (value, "reply is not valid JSON" if value is None
+                                  else (check(value) if check else None))
+            return verdicts[text]
+
         for i in range(attempts):
             seed = base_seed if i == 0 else (base_seed or 0) + 7919 * i
             # A greedy decoder would repeat the same broken reply; later attempts sample a little.
             temp = temperature if i == 0 else max(temperature or 0.0, 0.5)
+            # The parse and check run before caching: a reply that fails them is never stored as the answer.
             res = await self.chat(role, messages, json_schema=schema, schema_name=schema_name, seed=seed,
-                                  temperature=temp, **kwargs)
-            value = parse_json_reply(res.text)
-            problem = "reply is not valid JSON" if value is None else (check(value) if check else None)
+                                  temperature=temp, accept=lambda text: judge(text)[1] is None, **kwargs)
+            value, problem = judge(res.text)
             if problem is None:
                 return value, res
             last = problem
@@ -474,5 +531,5 @@ class _LocalEmbed:
         except BackendUnavailable:
             raise
         except Exception as exc:  # noqa: BLE001
-            raise LLMError(f"embedder failed: {exc}") from exc
+            raise LLMError(f"embedder failed: {redact(str(exc))}") from exc
 

@@ -20,9 +20,13 @@ import aiohttp
 import numpy as np
 
 from .backends import PermanentError, TransientError
+from .redact import redact, register_secret
+from .timeouts import resolve_timeouts
 from .types import ChatRequest, ChatResult
 
 _RETRYABLE_STATUS = {408, 409, 425, 429}
+#: Far above any chat reply (a few KB) or embedding batch (about 2 MB for 64 texts at 1536 dimensions).
+DEFAULT_MAX_REPLY_BYTES = 4 << 20
 
 
 def public_url(url: str) -> str:
@@ -67,11 +71,17 @@ def status_error(status: int, body: bytes, headers: Any) -> TransientError | Per
         message = str(err.get("message", err)) if isinstance(err, dict) else str(err or message)
     except (ValueError, AttributeError):
         pass
-    return PermanentError(f"http_{status}", f"HTTP {status}: {message}")
+    return PermanentError(f"http_{status}", redact(f"HTTP {status}: {message}"))
 
 
 def classify(exc: BaseException) -> TransientError | PermanentError:
-    """Map a transport exception onto our retry decision."""
+    """Map a transport exception onto our retry decision, its message scrubbed of secrets."""
+    out = _classify(exc)
+    out.args = (redact(str(out)),)
+    return out
+
+
+def _classify(exc: BaseException) -> TransientError | PermanentError:
     if isinstance(exc, (TransientError, PermanentError)):
         return exc
     # Checked before connection errors: aiohttp's socket-read timeout is both a TimeoutError and a
@@ -97,10 +107,15 @@ class OpenAIBackend:
         base_url: the API root, e.g. ``http://127.0.0.1:8000/v1``.
         model: the model name; asked from ``/models`` when None.
         api_key: sent as a bearer token; held only in the request headers, never logged or cached.
-        timeout_s: total seconds allowed per request.
+        timeout_s: total seconds allowed per request (None: the local or hosted default).
+        connect_timeout_s: seconds to connect (None: default).
+        read_timeout_s: seconds without any byte of the reply (None: default).
+        max_reply_bytes: largest reply body read; a larger one fails the attempt without being kept.
     """
 
-    def __init__(self, base_url: str, model: str | None, api_key: str | None, timeout_s: float) -> None:
+    def __init__(self, base_url: str, model: str | None, api_key: str | None, timeout_s: float | None = None, *,
+                 connect_timeout_s: float | None = None, read_timeout_s: float | None = None,
+                 max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES) -> None:
         self.base_url = public_url(base_url)
         parts = urlsplit(base_url)
         self._root = urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), "", ""))
@@ -109,8 +124,13 @@ class OpenAIBackend:
         self._configured = model
         self._identity: str | None = None
         self._answered: str | None = None
+        register_secret(api_key)
         self._headers = {"Content-Type": "application/json", "Authorization": f"Bearer {api_key or 'not-needed'}"}
-        self._timeout = aiohttp.ClientTimeout(total=timeout_s)
+        self.timeouts = resolve_timeouts(base_url, connect_timeout_s, read_timeout_s, timeout_s)
+        # sock_read is the idle limit: it restarts with every chunk, so a slow but live reply is not cut.
+        self._timeout = aiohttp.ClientTimeout(total=self.timeouts.total, sock_connect=self.timeouts.connect,
+                                              sock_read=self.timeouts.read)
+        self.max_reply_bytes = max_reply_bytes
         self._proxy = env_proxy(self._root)
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -137,7 +157,7 @@ class OpenAIBackend:
         data = None if body is None else json.dumps(body, ensure_ascii=False).encode("utf-8")
         try:
             async with self._http().request(method, self._url(route), data=data, proxy=self._proxy) as resp:
-                raw = await resp.read()
+                raw = await _read_bounded(resp, self.max_reply_bytes)
                 if resp.status >= 400:
                     raise status_error(resp.status, raw, resp.headers)
                 return json.loads(raw)
@@ -243,6 +263,24 @@ class OpenAIBackend:
         self._session = None
 
 
+async def _read_bounded(resp: aiohttp.ClientResponse, limit: int) -> bytes:
+    """The response body, refusing (without buffering it) one larger than ``limit`` bytes."""
+    declared = resp.content_length
+    if declared is not None and declared > limit:
+        raise PermanentError("reply_too_large", f"reply of {declared} bytes exceeds max_reply_bytes={limit}")
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        chunk = await resp.content.read(1 << 16)
+        if not chunk:
+            return b"".join(chunks)
+        size += len(chunk)
+        if size > limit:
+            resp.close()  # drop the connection rather than drain the rest of the body
+            raise PermanentError("reply_too_large", f"reply exceeds max_reply_bytes={limit} bytes")
+        chunks.append(chunk)
+
+
 def _chat_result(resp: Any, model: str, seconds: float) -> ChatResult:
     choices = resp.get("choices") if isinstance(resp, dict) else None
     if not choices:
@@ -254,6 +292,9 @@ def _chat_result(resp: Any, model: str, seconds: float) -> ChatResult:
         raise TransientError("empty_choices", "the server returned a choice without content")
     if not isinstance(text, str):
         raise TransientError("malformed_body", "message content is not text")
+    if not text.strip():
+        # An empty answer is never what was asked for: retried like a malformed body, never returned or cached.
+        raise TransientError("empty_reply", "the server returned an empty reply")
     usage = resp.get("usage") or {}
     timings = resp.get("timings") or {}
     processed = timings.get("prompt_n") if isinstance(timings, dict) else None

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +26,7 @@ class RoleUsage:
     retries: int = 0
     failures: int = 0
     schema_retries: int = 0
+    unusable: int = 0
     cost_usd: float = 0.0
     faults: Counter[str] = field(default_factory=Counter)
 
@@ -37,7 +41,7 @@ class RoleUsage:
     def merge(self, other: RoleUsage) -> None:
         """Add ``other``'s counters to this one."""
         for name in ("calls", "cache_hits", "prompt_tokens", "completion_tokens", "prompt_tokens_processed",
-                     "seconds", "retries", "failures", "schema_retries", "cost_usd"):
+                     "seconds", "retries", "failures", "schema_retries", "unusable", "cost_usd"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.faults.update(other.faults)
 
@@ -50,6 +54,28 @@ class UsageLedger:
         self.in_flight = 0
         #: The live adaptive concurrency limit of each endpoint, for progress displays (not persisted).
         self.limiters: dict[str, AdaptiveLimiter] = {}
+        self._started: dict[int, float] = {}
+        self._next_call = 0
+
+    @contextlib.contextmanager
+    def waiting(self) -> Iterator[None]:
+        """Count one attempt on the wire for its duration, with its start time for :meth:`stalled`."""
+        token = self._next_call
+        self._next_call += 1
+        self._started[token] = time.monotonic()
+        self.in_flight += 1
+        try:
+            yield
+        finally:
+            self.in_flight -= 1
+            self._started.pop(token, None)
+
+    def stalled(self, threshold_s: float, now: float | None = None) -> tuple[int, float]:
+        """How many attempts have waited longer than ``threshold_s``, and the longest wait in seconds."""
+        now = time.monotonic() if now is None else now
+        waits = [now - t for t in list(self._started.values())]
+        slow = [w for w in waits if w > threshold_s]
+        return len(slow), max(slow, default=0.0)
 
     def role(self, name: str) -> RoleUsage:
         """The counters of role ``name`` (created on first use)."""

@@ -142,12 +142,21 @@ def display_rows(entries: Sequence[Entry]) -> list[list[str]]:
     return rows
 
 
+#: Characters that would end a table cell, open raw HTML, code spans, links or emphasis. Underscores stay as
+#: they are: inside a word (run_b) they are plain text, and names are full of them.
+_MD_ESCAPES = {"\\": "\\\\", "|": "\\|", "`": "\\`", "*": "\\*", "[": "\\[", "]": "\\]",
+               "<": "&lt;", ">": "&gt;", "&": "&amp;"}
+
+
+def markdown_cell(text: str) -> str:
+    """``text`` as literal content of one Markdown table cell: no HTML, no formatting, no line break."""
+    flat = " ".join(str(text).split())  # newlines (and other breaks) would end the table row
+    return "".join(_MD_ESCAPES.get(ch, ch) for ch in flat)
+
+
 def to_markdown(entries: Sequence[Entry]) -> str:
-    """A Markdown table (pipes in names are escaped)."""
-
-    def esc(text: str) -> str:
-        return text.replace("|", "\\|").replace("\n", " ")
-
+    """A Markdown table; every cell is escaped, so a name from a config file stays plain text."""
+    esc = markdown_cell
     lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     lines += ["| " + " | ".join(esc(c) for c in row) + " |" for row in table_rows(entries)]
     note = ("\nRuns are ranked only within a group (same environment and protocol); incomplete and degenerate "

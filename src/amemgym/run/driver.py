@@ -16,7 +16,9 @@ from ..config import AppConfig
 from ..data.io import load_environment
 from ..errors import ConfigError
 from ..llm.client import LLMClient
+from ..llm.health import describe as describe_problem
 from .engine import Runner
+from .lock import run_lock
 from .progress import RunProgress
 
 
@@ -59,6 +61,9 @@ def print_summary(console: Console, metrics: dict[str, Any], rundir: Path) -> No
     warning = degenerate_warning(metrics.get("simulator"))
     if warning:
         console.print(f"[yellow]{warning}[/]", highlight=False)
+    problems = metrics.get("endpoint_problems") or []
+    for problem in problems:
+        console.print(f"[red]{describe_problem(problem)}[/red]", highlight=False)
     usage = metrics.get("usage", {}).get("last_invocation", {}).get("total", {})
     console.print(
         f"this invocation: {usage.get('calls', 0)} model calls, {usage.get('cache_hits', 0)} cache hits, "
@@ -100,28 +105,30 @@ def run_command(
         check_endpoints(cfg)
         distributed = RayExecutor(address=ray_address)
     llm = LLMClient.from_config(cfg.llm, serial=cfg.run.serial)
-    progress = RunProgress()
+    # Taken only once the inputs are known to be good, so bad input never leaves a directory behind.
+    with run_lock(out_dir, "amemgym run"):
+        progress = RunProgress()
 
-    runner = Runner(env, spec, out_dir, cfg, llm, env_path=env_path, off_policy=off_policy, progress=progress,
-                    allow_model_change=allow_model_change)
+        runner = Runner(env, spec, out_dir, cfg, llm, env_path=env_path, off_policy=off_policy, progress=progress,
+                        allow_model_change=allow_model_change)
 
-    async def go() -> Any:
-        try:
-            return await runner.run(executor=distributed)
-        finally:
-            progress.close()
-            await llm.aclose()
+        async def go() -> Any:
+            try:
+                return await runner.run(executor=distributed)
+            finally:
+                progress.close()
+                await llm.aclose()
 
-    with _calm_gc():
-        outcome = asyncio.run(go())
-    print_summary(console, outcome.metrics, out_dir)
-    if outcome.failures:
-        console.print(f"[red]{len(outcome.failures)} failure(s)[/red] (see {out_dir / 'failures.json'}); "
-                      "re-run the same command to retry what failed")
-    console.print(f"results: {out_dir / 'metrics.json'} (traces under {out_dir / 'users'})")
-    sha = runner.environment_sha256
-    write_run_report(out_dir, console, environment=(env, sha) if sha else None)
-    return 1 if outcome.failures or not outcome.metrics["complete"] else 0
+        with _calm_gc():
+            outcome = asyncio.run(go())
+        print_summary(console, outcome.metrics, out_dir)
+        if outcome.failures:
+            console.print(f"[red]{len(outcome.failures)} failure(s)[/red] (see {out_dir / 'failures.json'}); "
+                          "re-run the same command to retry what failed")
+        console.print(f"results: {out_dir / 'metrics.json'} (traces under {out_dir / 'users'})")
+        sha = runner.environment_sha256
+        write_run_report(out_dir, console, environment=(env, sha) if sha else None)
+        return 1 if outcome.failures or not outcome.metrics["complete"] else 0
 
 
 @contextlib.contextmanager

@@ -20,6 +20,8 @@ from ..data.io import dump_environment
 from ..data.model import Environment, UserEnv
 from ..errors import RunError
 from ..llm.client import LLMClient
+from ..llm.health import endpoint_problems
+from ..llm.redact import redact_obj
 from ..llm.usage import UsageLedger
 from ..prompts import template_hashes
 from ..storage import atomic_write_json
@@ -247,10 +249,13 @@ class Runner:
         elapsed = time.perf_counter() - start
         usage = load_json(self.rundir.usage)
         metrics["usage"] = usage
+        metrics["endpoint_problems"] = endpoint_problems(usage.get("last_invocation") or {})
         metrics["agent"] = self.spec.name
         metrics["wall_seconds_last_invocation"] = round(elapsed, 3)
-        metrics["failures"] = events.failures
-        atomic_write_json(self.rundir.failures, events.failures)
+        # Redacted again here: a failure text from a plug-in or an executor may not have passed the client.
+        failures = redact_obj(events.failures)
+        metrics["failures"] = failures
+        atomic_write_json(self.rundir.failures, failures)
         atomic_write_json(self.rundir.metrics, metrics)
         return RunOutcome(metrics, events.failures, self.llm.ledger, elapsed)
 

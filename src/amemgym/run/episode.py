@@ -15,6 +15,7 @@ from ..config import AppConfig
 from ..data.model import UserEnv
 from ..errors import AMemGymError
 from ..llm.client import LLMClient
+from ..llm.redact import redact
 from ..seeding import derive_seed
 from ..simulate import LeakTally, UserSimulator, replay_session, run_session
 from ..storage import append_jsonl, atomic_write_json
@@ -124,7 +125,8 @@ class Episode:
             await self._writes
 
     def _fail(self, period: int | None, stage: str, exc: BaseException) -> None:
-        self.events.failures.append({"user": self.user.id, "period": period, "stage": stage, "error": str(exc)})
+        self.events.failures.append({"user": self.user.id, "period": period, "stage": stage,
+                                    "error": redact(str(exc))})
 
     async def _upper_bound(self) -> dict[str, Any]:
         path = self.rundir.upper_bound(self.user.id)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import sys
 import time
 from typing import Any
@@ -10,6 +11,19 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ..llm.usage import UsageLedger
+
+#: A call on the wire longer than this is reported as waiting (the display shows how many and the longest).
+STALL_SECONDS = 30.0
+#: How often the display refreshes on its own, so a hung call shows even when no session finishes.
+TICK_SECONDS = 5.0
+
+
+def stall_text(ledger: UsageLedger, threshold_s: float = STALL_SECONDS) -> str:
+    """``"2 calls waiting > 30 s (longest 95 s)"``, or an empty string when nothing waits that long."""
+    count, longest = ledger.stalled(threshold_s)
+    if not count:
+        return ""
+    return f"{count} call{'s' if count != 1 else ''} waiting > {threshold_s:g} s (longest {longest:.0f} s)"
 
 
 class RunProgress:
@@ -21,6 +35,8 @@ class RunProgress:
         self._progress: Progress | None = None
         self._ledger: UsageLedger | None = None
         self._last_log = 0.0
+        self._ticker: asyncio.Task[None] | None = None
+        self.stall_seconds = STALL_SECONDS
 
     def attach(self, events: Any, users: list[Any], ledger: UsageLedger) -> None:
         """Wire the episode hooks to the display."""
@@ -47,6 +63,15 @@ class RunProgress:
 
         events.on_session = on_session
         events.on_eval = on_eval
+        try:
+            self._ticker = asyncio.get_running_loop().create_task(self._tick())
+        except RuntimeError:
+            self._ticker = None  # attached outside an event loop (tests): updates come from the hooks only
+
+    async def _tick(self) -> None:
+        while True:
+            await asyncio.sleep(TICK_SECONDS)
+            self._update(heartbeat=True)
 
     def _info(self) -> str:
         if self._ledger is None:
@@ -55,21 +80,27 @@ class RunProgress:
         # Each endpoint's adaptive concurrency limit (it falls on 429/5xx/slow replies), next to what is in flight.
         limits = "/".join(str(lim.limit) for lim in self._ledger.limiters.values())
         cap = f" limit {limits}" if limits else ""
+        stall = stall_text(self._ledger, self.stall_seconds)
         return (f"calls {t.calls} (in flight {self._ledger.in_flight}{cap}) cached {t.cache_hits} "
-                f"tokens {t.prompt_tokens}+{t.completion_tokens} errors {t.failures}")
+                f"tokens {t.prompt_tokens}+{t.completion_tokens} errors {t.failures}" + (f"; {stall}" if stall else ""))
 
-    def _update(self) -> None:
+    def _update(self, heartbeat: bool = False) -> None:
         if self._progress is not None:
             self._progress.update(self._sessions, completed=self.done_sessions, info=self._info())
             self._progress.update(self._evals, completed=self.done_evals)
             return
         now = time.monotonic()
+        if heartbeat and not (self._ledger and self._ledger.stalled(self.stall_seconds)[0]):
+            return  # plain logs only speak up between events when something is stuck
         if now - self._last_log >= 5 or self.done_evals == self.total_evals:
             self._last_log = now
             self.console.print(f"sessions {self.done_sessions}/{self.total_sessions}, evaluations "
                                f"{self.done_evals}/{self.total_evals}; {self._info()}", highlight=False)
 
     def close(self) -> None:
-        """Stop the live display."""
+        """Stop the live display and its refresh timer."""
+        if self._ticker is not None:
+            self._ticker.cancel()
+            self._ticker = None
         if self._progress is not None:
             self._progress.stop()

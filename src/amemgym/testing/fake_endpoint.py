@@ -47,6 +47,10 @@ FAULT_KINDS: tuple[str, ...] = (
     "http_429", "http_429_retry_after", "http_500", "http_502", "http_503", "reset", "timeout",
     "truncated", "malformed", "schema_break", "empty_choices",
 )
+#: Faults injected only when forced (``force_faults``), never drawn at random: a 401 whose body echoes the
+#: request's Authorization header (as some proxies do), a reply whose content is an empty string, and a
+#: reply of ``huge_bytes`` bytes.
+FORCED_ONLY: tuple[str, ...] = ("http_400", "echo_auth_401", "empty_content", "huge")
 _STATUS = {"http_400": 400, "http_429": 429, "http_429_retry_after": 429, "http_500": 500, "http_502": 502,
            "http_503": 503}
 
@@ -92,6 +96,7 @@ class FakeEndpoint:
             the request named (as a llama.cpp server answers as the model it loaded).
         embed_dim: dimension of the (hashing) embeddings.
         host, port: where to listen (port 0 = ephemeral).
+        huge_bytes: size of the body a ``huge`` fault sends.
 
     The attributes ``fault_rate``, ``force_faults``, ``force_budget``, ``bad_request``, ``latency`` and ``model``
     may be changed while the server runs (e.g. to turn faults off before a re-run against the same URL, which
@@ -115,8 +120,9 @@ class FakeEndpoint:
         embed_dim: int = 64,
         host: str = "127.0.0.1",
         port: int = 0,
+        huge_bytes: int = 5 << 20,
     ) -> None:
-        unknown = sorted(set(fault_kinds) - set(FAULT_KINDS) - {"http_400"})
+        unknown = sorted(set(fault_kinds) - set(FAULT_KINDS) - set(FORCED_ONLY))
         if unknown:
             raise ValueError(f"unknown fault kind(s): {', '.join(unknown)}")
         self.latency = latency
@@ -130,6 +136,7 @@ class FakeEndpoint:
         self.timeout_sleep = timeout_sleep
         self.model = model
         self.embed_dim = embed_dim
+        self.huge_bytes = huge_bytes
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
         self._host, self._port = host, port
@@ -277,6 +284,13 @@ class _Server(ThreadingHTTPServer):
     block_on_close = False  # a request sleeping through a ``timeout`` fault must not hold up stop()
     endpoint: FakeEndpoint
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client killed mid-connection (the soak's SIGKILLs) resets its idle keep-alive socket; that is
+        # the expected end of the connection, not a server error worth a traceback.
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
+
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
@@ -341,7 +355,16 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _chat(self, ep: FakeEndpoint, body: dict[str, Any]) -> None:
         _, fault = ep._decide(body)
-        if fault is None:
+        if fault == "echo_auth_401":
+            auth = self.headers.get("Authorization") or ""
+            self._json(401, {"error": {"message": f"invalid credentials: {auth}", "type": "auth_error",
+                                       "received_headers": {"Authorization": auth}}})
+        elif fault == "empty_content":
+            self._json(200, ep.completion(body, ""))
+        elif fault == "huge":
+            pad = "x" * max(0, ep.huge_bytes)
+            self._json(200, ep.completion(body, pad))
+        elif fault is None:
             self._json(200, ep.completion(body, ep.responder(body)))
         elif fault in _STATUS:
             headers = {"Retry-After": f"{ep.retry_after:g}"} if fault == "http_429_retry_after" else None

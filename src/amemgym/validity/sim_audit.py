@@ -29,6 +29,7 @@ from ..data.io import load_environment
 from ..data.model import Environment, Session, UserEnv
 from ..errors import AMemGymError, RunError
 from ..llm.client import LLMClient
+from ..llm.redact import redact
 from ..prompts import render
 from ..run.episode import load_json, recorded_sessions
 from ..run.layout import RunDir
@@ -212,7 +213,7 @@ async def judge_turn(llm: LLMClient, user: UserEnv, period: int, session: Sessio
         value, _ = await llm.chat_json("judge", judge_messages(user, period, session, text), _JUDGE_SCHEMA,
                                        check=_check_judge(user), max_tokens=200, tag="audit.sim")
     except AMemGymError as exc:
-        turn.judge_error = str(exc)
+        turn.judge_error = redact(str(exc))
         return
     turn.judge = value
     beyond = [f"{s['topic']}={s['value']}" for s in value["stated"] if unexposed(session, s["topic"], s["value"])]

@@ -22,6 +22,7 @@ from ...data import Environment, UserEnv, save_environment
 from ...data.checks import check_environment
 from ...errors import AMemGymError, ConfigError, DataError
 from ...llm import LLMClient
+from ...llm.redact import redact, redact_obj
 from ...storage import atomic_write_json
 from ..personas import Persona, load_personas, sample_personas
 from .answers import run_answers
@@ -215,9 +216,9 @@ async def run_user(
         try:
             record = await _compute(stage, ctx, persona, done, user_id, run_seed)
         except (StepFailure, CallFailure) as exc:
-            run.failure = UserFailure(user_id, run.name, exc.step, exc.reason)
+            run.failure = UserFailure(user_id, run.name, exc.step, redact(exc.reason))
         except AMemGymError as exc:
-            run.failure = UserFailure(user_id, run.name, stage, str(exc))
+            run.failure = UserFailure(user_id, run.name, stage, redact(str(exc)))
         merge_stats(run.stats, ctx.stats)
         if run.failure is not None:
             notify(user_id, stage, "failed")
@@ -306,6 +307,7 @@ async def generate_llm(
         save_environment(env, data_path)
     report = build_report(cfg, run_seed, limits, runs, llm.ledger.role(ROLE).to_dict(), data_path)
     report_path = out_dir / "generation_report.json"
+    report = redact_obj(report)
     atomic_write_json(report_path, report)
     result = GenerationResult(env, report, failed, data_path, report_path)
     if failed and not allow_partial:

@@ -1,0 +1,44 @@
+"""Telling a broken endpoint from a weak model, from the usage counters of a run.
+
+Empty replies, bodies that are not the API's JSON, and oversized replies say the server is not answering
+properly. When most of a role's attempts end that way, the scores measure the endpoint, not the model, and
+the run says so instead of blaming the model. Replies that arrive intact but fail a structured parse or
+check are the model's doing and are left out (a weak model must not be excused as a broken server).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: Attempt faults that mean "the server answered, but not with a usable reply".
+UNUSABLE_FAULTS = ("empty_reply", "empty_choices", "malformed_body", "reply_too_large")
+#: Fewer attempts than this say too little to judge an endpoint.
+MIN_ATTEMPTS = 3
+
+
+def endpoint_problems(usage: dict[str, Any], share: float = 0.5) -> list[dict[str, Any]]:
+    """Roles whose attempts were mostly unusable, from a ledger's ``to_dict()`` (most affected first).
+
+    Args:
+        usage: per-role counters as :meth:`UsageLedger.to_dict` writes them.
+        share: the fraction of unusable attempts above which a role is reported.
+    """
+    found = []
+    for role, counts in usage.items():
+        if role == "total" or not isinstance(counts, dict):
+            continue
+        faults = counts.get("faults") or {}
+        bad_faults = sum(int(faults.get(k, 0)) for k in UNUSABLE_FAULTS)
+        attempts = int(counts.get("calls", 0)) + sum(int(v) for v in faults.values())
+        unusable = bad_faults
+        if attempts >= MIN_ATTEMPTS and unusable > share * attempts:
+            kinds = {k: int(faults[k]) for k in UNUSABLE_FAULTS if faults.get(k)}
+            found.append({"role": role, "unusable": unusable, "attempts": attempts, "kinds": kinds})
+    return sorted(found, key=lambda p: -p["unusable"] / p["attempts"])
+
+
+def describe(problem: dict[str, Any]) -> str:
+    """One line for the console."""
+    kinds = ", ".join(f"{n} {k}" for k, n in problem["kinds"].items())
+    return (f"endpoint problem: {problem['unusable']} of {problem['attempts']} {problem['role']} attempts got no "
+            f"usable reply ({kinds}); check the server: these scores do not measure the model")

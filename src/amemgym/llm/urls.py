@@ -1,0 +1,37 @@
+"""Checks on an endpoint's base URL that turn a doomed configuration into one clear config error."""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from ..errors import ConfigError
+
+
+def base_url_problem(url: str) -> str | None:
+    """What is wrong with ``url`` as an OpenAI-compatible API root, or None.
+
+    Only ``http`` and ``https`` can work: any other scheme would fail the same way on every retry. Credentials
+    in the URL would be sent as HTTP basic auth next to the key's bearer header, which servers reject in
+    ways that look like a broken reply; the key belongs in the key variable or key file.
+    """
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port  # raises on a non-numeric or out-of-range port
+    except ValueError as exc:
+        return f"malformed base_url ({exc})"
+    del port
+    if parts.scheme.lower() not in ("http", "https"):
+        shown = f"{parts.scheme}://" if parts.scheme else "no scheme"
+        return f"base_url must start with http:// or https:// (got {shown})"
+    if not parts.hostname:
+        return "base_url has no host"
+    if parts.username is not None or parts.password is not None:
+        return "put credentials in the key variable or key file, not in base_url (user:password@host)"
+    return None
+
+
+def check_base_url(url: str, source: str = "base_url") -> None:
+    """Raise :class:`ConfigError` (exit 2) naming ``source`` when ``url`` cannot work."""
+    problem = base_url_problem(url)
+    if problem is not None:
+        raise ConfigError(f"{source}: {problem}")
