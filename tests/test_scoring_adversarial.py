@@ -84,7 +84,7 @@ def test_duplicate_answer_keys_are_unparseable() -> None:
 
 def test_invalid_reply_scores_wrong_but_keeps_a_fallback() -> None:
     ans = parse_answer('{"answer": [1, 2, 3, 4]}', N, rng_seed=1)
-    assert ans.choice is None and ans.status == "unparseable" and 1 <= ans.fallback_choice <= N
+    assert ans.choice is None and ans.status == "unparseable" and ans.original_random and 1 <= ans.original_choice <= N
 
 
 @pytest.fixture

@@ -66,9 +66,21 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
-#: Run settings that come with a preset (tiny is sized for the embedded CPU model: short replies).
+#: Completion budget of every agent reply, answer and simulator turn in the original protocol.
+PROTOCOL_MAX_TOKENS = 8192
+
+#: Run settings that come with a preset. The v1 presets follow the original protocol: 8192-token budgets,
+#: the whole conversation in context (the original never trimmed it) and the simulator seeing the last
+#: exchange only. ``tiny`` is sized for the embedded CPU model (short replies, a small window): its numbers
+#: are not comparable with published ones, and the run summary says so.
+_PROTOCOL_RUN: dict[str, Any] = dict(
+    reply_max_tokens=PROTOCOL_MAX_TOKENS, simulator_max_tokens=PROTOCOL_MAX_TOKENS,
+    eval_max_tokens=PROTOCOL_MAX_TOKENS, context_window=1_048_576, simulator_history_turns=2,
+)
 PRESET_RUN: dict[str, dict[str, Any]] = {
     "tiny": dict(reply_max_tokens=96, simulator_max_tokens=48, eval_max_tokens=40, context_window=6144),
+    "v1.base": dict(_PROTOCOL_RUN),
+    "v1.extra": dict(_PROTOCOL_RUN),
 }
 
 
@@ -175,6 +187,13 @@ class RunSettings(_Strict):
     resimulate_attempts: int = Field(2, ge=0, description="Redraws of a leaking simulator turn (resimulate_leaks).")
     context_window: int = Field(
         16384, ge=512, description="Agent context budget in tokens; older turns are dropped beyond it."
+    )
+    agent_system_prompt: bool = Field(
+        True, description="The native agent opens with amemgym's system prompt (the original sent none)."
+    )
+    answer_rule: Literal["strict", "original"] = Field(
+        "strict", description="Headline scoring of invalid answers: 'strict' scores them wrong; 'original' "
+        "maps 0 to the last option and other bad replies to a seeded random option, as the original did.",
     )
 
 

@@ -24,6 +24,8 @@ class AgentContext:
         eval_max_tokens: budget of an evaluation answer.
         context_window: the agent model's window in tokens.
         state_schema: the user's state variables; only oracle ablations may look at it.
+        system_prompt: whether the native agent opens its requests with amemgym's system prompt (the
+            original protocol sends none).
     """
 
     user_id: str
@@ -32,6 +34,7 @@ class AgentContext:
     eval_max_tokens: int = 96
     context_window: int = 16384
     state_schema: dict[str, list[str]] = field(default_factory=dict)
+    system_prompt: bool = True
 
 
 @runtime_checkable

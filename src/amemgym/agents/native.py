@@ -22,12 +22,12 @@ class NativeAgent:
     def __init__(self, llm: LLMClient, ctx: AgentContext) -> None:
         self.llm = llm
         self.ctx = ctx
-        self.system = render("agent_system")
+        self.system = render("agent_system") if ctx.system_prompt else ""
         self.history: list[ChatMessage] = []
         self.dropped_messages = 0
 
     def _window(self, extra: str, reserve: int) -> list[ChatMessage]:
-        """System prompt + as much recent history as fits + the new message."""
+        """System prompt (if any) + as much recent history as fits + the new message."""
         budget = self.ctx.context_window - reserve - estimate_tokens(self.system) - estimate_tokens(extra)
         kept: list[ChatMessage] = []
         used = 0
@@ -41,12 +41,14 @@ class NativeAgent:
         # Never start the window on an assistant turn: the model would see a reply without its question.
         while kept and kept[0]["role"] == "assistant":
             kept.pop(0)
-        return [{"role": "system", "content": self.system}, *kept, {"role": "user", "content": extra}]
+        head: list[ChatMessage] = [{"role": "system", "content": self.system}] if self.system else []
+        return [*head, *kept, {"role": "user", "content": extra}]
 
     async def reply(self, message: str, *, time: str) -> str:
         """Reply with the full (windowed) history in context."""
         msgs = self._window(message, self.ctx.reply_max_tokens)
-        self.dropped_messages = max(self.dropped_messages, len(self.history) - (len(msgs) - 2))
+        kept = len(msgs) - 1 - (1 if self.system else 0)
+        self.dropped_messages = max(self.dropped_messages, len(self.history) - kept)
         res = await self.llm.chat("agent", msgs, max_tokens=self.ctx.reply_max_tokens, tag="agent.reply")
         self.history += [{"role": "user", "content": message}, {"role": "assistant", "content": res.text}]
         return res.text

@@ -57,35 +57,54 @@ def parse_probe(reply: str, user: UserEnv, qa: QA) -> dict[str, str | None]:
 
 @dataclass(frozen=True)
 class Answer:
-    """A parsed multiple-choice answer.
+    """A parsed multiple-choice answer, under amemgym's strict rule and under the original release's rule.
 
     Attributes:
-        choice: the 1-based option picked, or None.
+        choice: the 1-based option picked under the strict rule, or None.
         status: ``ok``, ``unparseable`` or ``out_of_range``.
-        fallback_choice: the original release's rule for a bad reply (a random option, seeded); equals
-            ``choice`` when the reply was valid.
+        original_choice: the 1-based option the original release's rule picks (see
+            :func:`original_rule_choice`); equals ``choice`` when the reply was valid.
+        original_random: whether ``original_choice`` came from the random draw.
     """
 
     choice: int | None
     status: str
-    fallback_choice: int
+    original_choice: int
+    original_random: bool
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready."""
         return asdict(self)
 
 
+def original_rule_choice(reply: str, num_choices: int, rng_seed: int) -> tuple[int, bool]:
+    """The option the original release picks for ``reply``, and whether it was drawn at random.
+
+    The original indexed the options list with ``answer - 1`` in Python, so any integer that indexes the
+    list counts, negative indices included: ``{"answer": 0}`` is the last option, ``-1`` the one before it
+    (a JSON ``true`` / ``false`` behave as 1 / 0). Anything else (no JSON object with an ``answer``
+    integer, or an index past either end) is replaced by a uniformly random option; here the draw is
+    seeded so that it is reproducible.
+    """
+    data = parse_json_reply(reply)
+    raw = data.get("answer") if isinstance(data, dict) else None
+    if isinstance(raw, int) and -num_choices < raw <= num_choices:
+        return (raw - 1) % num_choices + 1, False
+    return random.Random(rng_seed).randint(1, num_choices), True
+
+
 def parse_answer(reply: str, num_choices: int, rng_seed: int) -> Answer:
-    """Parse an option number; an invalid reply scores wrong, and the original's random draw is kept aside."""
+    """Parse an option number under both rules: strict (invalid scores wrong) and the original's."""
     choice, status = parse_choice(reply, num_choices)
-    fallback = choice if choice is not None else random.Random(rng_seed).randint(1, num_choices)
-    return Answer(choice, status, fallback)
+    original, drawn = original_rule_choice(reply, num_choices, rng_seed)
+    return Answer(choice, status, original, drawn)
 
 
 def score_overall(user: UserEnv, period: int, q: int, reply: str, seed: int) -> dict[str, Any]:
     """Parse and score one overall answer; the record fields every evaluation path writes.
 
-    ``seed`` is the per-user seed; the fallback draw is derived from it, the period and the question.
+    ``seed`` is the per-user seed; the original rule's random draw is derived from it, the period and the
+    question. ``score`` follows the strict rule, ``score_original_rule`` the original release's.
     """
     from ..seeding import derive_seed
 
@@ -93,11 +112,11 @@ def score_overall(user: UserEnv, period: int, q: int, reply: str, seed: int) -> 
     ans = parse_answer(reply, len(qa.answer_choices), derive_seed(seed, "overall", period, q))
     truth = [user.periods[period].state[v] for v in qa.required_info]
     picked = qa.answer_choices[ans.choice - 1].state if ans.choice else None
-    fallback = qa.answer_choices[ans.fallback_choice - 1].state
+    original = qa.answer_choices[ans.original_choice - 1].state
     return {
         "question": q, "reply": reply, **ans.to_dict(), "gold": user.correct_choice(q, period) + 1,
         "n_choices": len(qa.answer_choices), "score": 1.0 if picked == truth else 0.0,
-        "score_with_random_fallback": 1.0 if fallback == truth else 0.0,
+        "score_original_rule": 1.0 if original == truth else 0.0,
     }
 
 

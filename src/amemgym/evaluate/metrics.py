@@ -114,6 +114,27 @@ def memory_score(overall: float, random_: float, upper: float) -> float | None:
     return (overall - random_) / denom
 
 
+def original_memory_aggregation(cells: Sequence[tuple[float, float, float]]) -> float | str | None:
+    """The original release's memory score: the plain mean of (O - R) / (UB - R) over (O, R, UB) cells.
+
+    There is no guard, as in the original's array arithmetic: a cell with UB == R is +-inf (or nan when
+    O == R too) and turns the mean into inf or nan; a cell with UB < R counts with its (sign-flipped) ratio.
+    Non-finite results are returned as the strings ``"inf"``, ``"-inf"`` or ``"nan"`` so that they survive
+    JSON; None when there are no cells.
+    """
+    if not cells:
+        return None
+    vals = []
+    for o, r, ub in cells:
+        num, den = o - r, ub - r
+        if abs(den) <= 1e-12:
+            vals.append(math.nan if abs(num) <= 1e-12 else math.copysign(math.inf, num))
+        else:
+            vals.append(num / den)
+    m = sum(vals) / len(vals)
+    return m if math.isfinite(m) else ("nan" if math.isnan(m) else ("inf" if m > 0 else "-inf"))
+
+
 def diagnose(outcomes: Iterable[QuestionOutcome]) -> dict[tuple[str, int, int], dict[str, Any]]:
     """Write / read / utilization attribution per (user, period, question).
 
@@ -197,9 +218,11 @@ def aggregate(outcomes: list[QuestionOutcome], num_periods: int) -> dict[str, An
         per_period.append({"period": p, **{n: stat(n, p) for n in names}, "failure_rates": rates(p)})
     all_cells = [c["memory_score"] for u in users for c in per_cell[u].values() if c["memory_score"] is not None]
     undefined = sum(1 for u in users for c in per_cell[u].values() if c["memory_score"] is None)
+    raw_cells = [(c["overall"], c["random"], c["upper_bound"]) for u in users for c in per_cell[u].values()
+                 if c["upper_bound"] is not None]
     overall: dict[str, Any] = {n: stat(n) for n in names} | {
-        "memory_score_all_cells": mean(all_cells), "failure_rates": rates(), "users": len(users),
-        "undefined_memory_cells": undefined,
+        "memory_score_all_cells": mean(all_cells), "memory_score_original": original_memory_aggregation(raw_cells),
+        "failure_rates": rates(), "users": len(users), "undefined_memory_cells": undefined,
         "memory_cells": {"defined": len(all_cells), "undefined": undefined, "total": len(all_cells) + undefined},
     }
     overall["flags"] = result_flags(overall)
@@ -209,8 +232,13 @@ def aggregate(outcomes: list[QuestionOutcome], num_periods: int) -> dict[str, An
         "per_period": per_period,
         "per_user": {u: {str(p): c for p, c in sorted(per_cell[u].items())} for u in users},
         "definitions": {
-            "memory_score": "(O - R) / (UB - R) per (user, period), averaged over questions first; undefined "
-                            "cells (UB <= R) are excluded and counted",
+            "memory_score": "amemgym's aggregation: (O - R) / (UB - R) per (user, period), each term averaged "
+                            "over questions first; undefined cells (UB <= R) are excluded and counted in "
+                            "undefined_memory_cells; the headline is the mean over users of each user's mean",
+            "memory_score_all_cells": "amemgym's guarded cells pooled: mean over every defined (user, period) cell",
+            "memory_score_original": "the original release's aggregation: mean of (O - R) / (UB - R) over all "
+                                     "(user, period) cells with no guard; a UB == R cell makes it 'inf', '-inf' "
+                                     "or 'nan' (written as a string), and UB < R cells count with their ratio",
             "ci": "95 % t-interval over users (each user's mean over the selected periods)",
             "write_rate": "write failures / (question, required variable) probe items",
             "read_rate": "read failures / (question, required variable) probe items",

@@ -37,6 +37,10 @@ def _fmt(stat: dict[str, Any] | None) -> str:
     return f"{stat['mean']:.3f} [{stat['lo']:.3f}, {stat['hi']:.3f}]"
 
 
+def _num(value: Any) -> str:
+    return f"{value:.3f}" if isinstance(value, int | float) else str(value if value is not None else "n/a")
+
+
 def print_summary(console: Console, metrics: dict[str, Any], rundir: Path) -> None:
     """The short summary printed after a run."""
     o = metrics["overall"]
@@ -64,6 +68,22 @@ def print_summary(console: Console, metrics: dict[str, Any], rundir: Path) -> No
     problems = metrics.get("endpoint_problems") or []
     for problem in problems:
         console.print(f"[red]{describe_problem(problem)}[/red]", highlight=False)
+    answers = metrics.get("answers") or {}
+    if answers.get("total"):
+        counts = ", ".join(f"{k.replace('_', ' ')} {n}" for k, n in answers["status_counts"].items() if k != "ok")
+        rule = "the original's rule (0 = last option, else random)" if answers.get("rule") == "original" \
+            else "strict: scored wrong"
+        strict, original = _num(answers.get("overall_strict")), _num(answers.get("overall_original_rule"))
+        console.print(f"invalid answers: {answers['invalid']} of {answers['total']}"
+                      + (f" ({counts})" if counts else "") + f"; headline uses {rule}. overall strict "
+                      f"{strict}, original rule {original}", highlight=False)
+    orig = o.get("memory_score_original")
+    if orig is not None:
+        console.print(f"memory score, original aggregation (mean over all user x period cells, unguarded): "
+                      f"{_num(orig)}; amemgym's: {_fmt(o['memory_score'])} over users, "
+                      f"{o.get('undefined_memory_cells', 0)} undefined cell(s) excluded", highlight=False)
+    for diff in (metrics.get("protocol_settings") or {}).get("differences_from_original", []):
+        console.print(f"note: {diff}; numbers are not comparable with published results", highlight=False)
     usage = metrics.get("usage", {}).get("last_invocation", {}).get("total", {})
     console.print(
         f"this invocation: {usage.get('calls', 0)} model calls, {usage.get('cache_hits', 0)} cache hits, "

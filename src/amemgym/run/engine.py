@@ -28,7 +28,7 @@ from ..storage import atomic_write_json
 from .episode import RUN_ROLES, Episode, EpisodeEvents, PeriodHook, load_json
 from .layout import RunDir, adopt_legacy_folders, folder_clashes, user_folder
 from .progress import RunProgress
-from .results import compute_metrics, write_trace
+from .results import compute_metrics, protocol_settings, write_trace
 
 #: How often a running invocation writes its usage so far (a SIGKILL loses at most this much of it).
 USAGE_FLUSH_SECONDS = 2.0
@@ -245,12 +245,13 @@ class Runner:
         if executor is not None:
             for user in users:
                 write_trace(user, self.rundir)
-        metrics = compute_metrics(self.env, self.rundir)
+        metrics = compute_metrics(self.env, self.rundir, self.cfg.run.answer_rule)
         elapsed = time.perf_counter() - start
         usage = load_json(self.rundir.usage)
         metrics["usage"] = usage
         metrics["endpoint_problems"] = endpoint_problems(usage.get("last_invocation") or {})
         metrics["agent"] = self.spec.name
+        metrics["protocol_settings"] = protocol_settings(self.cfg.run)
         metrics["wall_seconds_last_invocation"] = round(elapsed, 3)
         # Redacted again here: a failure text from a plug-in or an executor may not have passed the client.
         failures = redact_obj(events.failures)

@@ -94,7 +94,7 @@ class Episode:
         self.ctx = AgentContext(
             user_id=user.id, seed=self.seed, reply_max_tokens=cfg.run.reply_max_tokens,
             eval_max_tokens=cfg.run.eval_max_tokens, context_window=cfg.run.context_window,
-            state_schema=dict(user.state_schema),
+            state_schema=dict(user.state_schema), system_prompt=cfg.run.agent_system_prompt,
         )
         self.simulator = UserSimulator(
             llm, history_messages=cfg.run.simulator_history_turns, max_tokens=cfg.run.simulator_max_tokens,
@@ -150,6 +150,7 @@ class Episode:
             qa = self.user.qas[q["question"]]
             key = f"{q['question']}|" + "|".join(self.user.periods[period].state[v] for v in qa.required_info)
             q["ub_score"] = ub[key]["score"]
+            q["ub_score_original_rule"] = ub[key].get("score_original_rule", ub[key]["score"])
         await asyncio.to_thread(atomic_write_json, path, result)
         self.events.on_eval(self.user.id, period)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..config import PROTOCOL_MAX_TOKENS, RunSettings
 from ..data.model import Environment, UserEnv
 from ..evaluate.metrics import QuestionOutcome, aggregate, result_flags
 from ..storage import atomic_write_text
@@ -19,8 +20,19 @@ def changed_at(user: UserEnv, period: int, variable: str) -> int:
     return 0
 
 
-def outcomes_of(user: UserEnv, rundir: RunDir) -> tuple[list[QuestionOutcome], list[dict[str, Any]]]:
-    """Scored questions of every evaluated period of one user, plus the raw evaluation records."""
+def _original_score(q: dict[str, Any], key: str, old_key: str) -> Any:
+    # Records written before the original rule had its own field carried only the random draw.
+    return q.get(key, q.get(old_key))
+
+
+def outcomes_of(
+    user: UserEnv, rundir: RunDir, answer_rule: str = "strict"
+) -> tuple[list[QuestionOutcome], list[dict[str, Any]]]:
+    """Scored questions of every evaluated period of one user, plus the raw evaluation records.
+
+    ``answer_rule`` picks which score of each answer (and of the upper bound) the outcomes carry: the strict
+    one (an invalid reply is wrong) or the original release's (see ``original_rule_choice``).
+    """
     outcomes: list[QuestionOutcome] = []
     records: list[dict[str, Any]] = []
     for p in range(len(user.periods)):
@@ -31,40 +43,59 @@ def outcomes_of(user: UserEnv, rundir: RunDir) -> tuple[list[QuestionOutcome], l
         records.append(rec)
         for q in rec["questions"]:
             qa = user.qas[q["question"]]
+            score, ub = q["score"], q.get("ub_score")
+            if answer_rule == "original":
+                score = _original_score(q, "score_original_rule", "score_with_random_fallback")
+                ub = q.get("ub_score_original_rule", ub)
             outcomes.append(QuestionOutcome(
-                user=user.id, period=p, question=q["question"], score=q["score"], n_choices=q["n_choices"],
-                ub_score=q.get("ub_score"), probe=dict(q["probe_correct"]),
+                user=user.id, period=p, question=q["question"], score=score, n_choices=q["n_choices"],
+                ub_score=ub, probe=dict(q["probe_correct"]),
                 changed_at={v: changed_at(user, p, v) for v in qa.required_info},
             ))
     return outcomes, records
 
 
-def compute_metrics(env: Environment, rundir: RunDir) -> dict[str, Any]:
-    """Metrics over every evaluated (user, period), with completeness and reply-parsing counts."""
+def compute_metrics(env: Environment, rundir: RunDir, answer_rule: str = "strict") -> dict[str, Any]:
+    """Metrics over every evaluated (user, period), with completeness and reply-parsing counts.
+
+    ``answer_rule`` (``strict`` or ``original``) decides how invalid answers count in the headline numbers;
+    ``answers`` reports the overall score under both rules either way.
+    """
     outcomes: list[QuestionOutcome] = []
     status_counts: dict[str, int] = {}
-    fallback: list[float] = []
+    strict: list[float] = []
+    original: list[float] = []
     agent_stats: dict[str, Any] = {}
     missing: list[dict[str, Any]] = []
     for user in env.users:
-        outs, recs = outcomes_of(user, rundir)
+        outs, recs = outcomes_of(user, rundir, answer_rule)
         outcomes += outs
         done = {r["period"] for r in recs}
         missing += [{"user": user.id, "period": p} for p in range(len(user.periods)) if p not in done]
         for rec in recs:
             for q in rec["questions"]:
                 status_counts[q["status"]] = status_counts.get(q["status"], 0) + 1
-                fallback.append(q["score_with_random_fallback"])
+                strict.append(q["score"])
+                original.append(_original_score(q, "score_original_rule", "score_with_random_fallback"))
         if recs:
             agent_stats[user.id] = recs[-1].get("agent_stats", {})
     metrics = aggregate(outcomes, env.num_periods)
     metrics["complete"] = not missing
     metrics["missing"] = missing
     metrics["answers"] = {
+        "rule": answer_rule,
+        "total": len(strict),
+        "invalid": sum(n for k, n in status_counts.items() if k != "ok"),
         "status_counts": dict(sorted(status_counts.items())),
-        "overall_with_random_fallback": sum(fallback) / len(fallback) if fallback else None,
-        "note": "invalid replies score 0 in 'overall'; the original release drew a random option instead, "
-                "reported here as overall_with_random_fallback",
+        "overall_strict": sum(strict) / len(strict) if strict else None,
+        "overall_original_rule": sum(original) / len(original) if original else None,
+        "definitions": {
+            "strict": "amemgym's rule: an unparseable or out-of-range reply scores 0",
+            "original_rule": "the original release's rule: the reply's answer indexes the options as a Python "
+                             "list (0 is the last option, -1 the one before), anything else is replaced by a "
+                             "random option (seeded per user, period and question, so reproducible)",
+            "rule": "which of the two the headline numbers (overall, upper_bound, memory_score) use",
+        },
     }
     metrics["agent_stats"] = agent_stats
     from ..validity.sim_audit import degenerate_summary
@@ -74,6 +105,16 @@ def compute_metrics(env: Environment, rundir: RunDir) -> dict[str, Any]:
     metrics["overall"]["flags"] = result_flags(metrics["overall"], metrics["simulator"])
     metrics["overall"]["degenerate"] = bool(metrics["overall"]["flags"])
     return metrics
+
+
+def protocol_settings(run: RunSettings) -> dict[str, Any]:
+    """The interaction settings that decide comparability with the original protocol, and each difference."""
+    caps = {"reply_max_tokens": run.reply_max_tokens, "simulator_max_tokens": run.simulator_max_tokens,
+            "eval_max_tokens": run.eval_max_tokens}
+    differences = [f"{name} is {value} (the original allows {PROTOCOL_MAX_TOKENS})"
+                   for name, value in caps.items() if value < PROTOCOL_MAX_TOKENS]
+    return {**caps, "context_window": run.context_window, "agent_system_prompt": run.agent_system_prompt,
+            "answer_rule": run.answer_rule, "differences_from_original": differences}
 
 
 def write_trace(user: UserEnv, rundir: RunDir) -> None:

@@ -94,7 +94,7 @@ def message_lines(user: RecordedUser, with_evaluation: bool) -> list[dict[str, A
             out.append({"kind": "evaluation", **base, "role": "assistant", "content": q["reply"],
                         "reward": q["score"], "choice": q["choice"], "gold": q["gold"], "status": q["status"],
                         "n_choices": q["n_choices"], "ub_score": q.get("ub_score"),
-                        "score_with_random_fallback": q.get("score_with_random_fallback")})
+                        "score_original_rule": q.get("score_original_rule", q.get("score_with_random_fallback"))})
             if q.get("probe_prompt") is not None:
                 out.append({"kind": "probe", **base, "role": "user", "content": q["probe_prompt"]})
                 out.append({"kind": "probe", **base, "role": "assistant", "content": q["probe_reply"],
