@@ -67,11 +67,37 @@ def request_key(body: dict[str, Any]) -> str:
 
 @dataclass(frozen=True)
 class CallRecord:
-    """One chat request the endpoint received: its kind, body digest and the fault injected (None = served)."""
+    """One chat request the endpoint received.
+
+    Attributes:
+        kind: the request kind (see :func:`~amemgym.testing.responder.request_kind`).
+        key: digest of the whole body.
+        fault: the fault injected, None when served.
+        model, temperature, max_tokens: the sampling settings the request carried (None when absent).
+        system: whether the request opened with a system message.
+    """
 
     kind: str
     key: str
     fault: str | None
+    model: str | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    system: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready (the request log's line format)."""
+        return {"kind": self.kind, "model": self.model, "temperature": self.temperature,
+                "max_tokens": self.max_tokens, "system": self.system, "fault": self.fault, "key": self.key}
+
+
+def _record(kind: str, body: dict[str, Any], fault: str | None) -> CallRecord:
+    msgs = body.get("messages") or []
+    first = msgs[0] if msgs and isinstance(msgs[0], dict) else {}
+    # Clients send the budget under either name depending on the API generation.
+    budget = body.get("max_tokens", body.get("max_completion_tokens"))
+    return CallRecord(kind, request_key(body), fault, model=body.get("model"), temperature=body.get("temperature"),
+                      max_tokens=budget, system=first.get("role") == "system")
 
 
 class FakeEndpoint:
@@ -97,6 +123,8 @@ class FakeEndpoint:
         embed_dim: dimension of the (hashing) embeddings.
         host, port: where to listen (port 0 = ephemeral).
         huge_bytes: size of the body a ``huge`` fault sends.
+        log_path: if set, every chat request's :meth:`CallRecord.to_dict` is appended there as a JSON line
+            (for tests that run the client in another process); the in-memory ``log`` is kept either way.
 
     The attributes ``fault_rate``, ``force_faults``, ``force_budget``, ``bad_request``, ``latency`` and ``model``
     may be changed while the server runs (e.g. to turn faults off before a re-run against the same URL, which
@@ -121,6 +149,7 @@ class FakeEndpoint:
         host: str = "127.0.0.1",
         port: int = 0,
         huge_bytes: int = 5 << 20,
+        log_path: str | None = None,
     ) -> None:
         unknown = sorted(set(fault_kinds) - set(FAULT_KINDS) - set(FORCED_ONLY))
         if unknown:
@@ -140,6 +169,7 @@ class FakeEndpoint:
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
         self._host, self._port = host, port
+        self.log_path = log_path
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
         self.reset_counters()
@@ -243,7 +273,11 @@ class FakeEndpoint:
                 self.served += 1
             else:
                 self.faults[fault] += 1
-            self.log.append(CallRecord(kind, request_key(body), fault))
+            record = _record(kind, body, fault)
+            self.log.append(record)
+            if self.log_path:
+                with open(self.log_path, "a", encoding="utf-8") as fh:
+                    fh.write(json.dumps(record.to_dict()) + "\n")
         return kind, fault
 
     # ---- replies ----------------------------------------------------------------------------------------
@@ -404,9 +438,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--model", default="fake-model")
     parser.add_argument("--timeout-sleep", type=float, default=1.0)
+    parser.add_argument("--log-requests", default=None, metavar="FILE",
+                        help="append model, temperature and max_tokens of every chat request to FILE (JSON lines)")
     args = parser.parse_args(argv)
     ep = FakeEndpoint(latency=args.latency, fault_rate=args.fault_rate, seed=args.seed, model=args.model,
-                      timeout_sleep=args.timeout_sleep, host=args.host, port=args.port)
+                      timeout_sleep=args.timeout_sleep, host=args.host, port=args.port, log_path=args.log_requests)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     with ep:
