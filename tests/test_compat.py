@@ -18,7 +18,10 @@ def test_agent_config_mapping(tmp_path: Path) -> None:
            "agent_config": {"update_bsz": 2, "local_length": 8, "top_k": 10}}
     path = tmp_path / "awe.json"
     path.write_text(json.dumps(cfg))
-    assert agent_from_original(str(path)) == ("awe-2-8-10", "awe-mini", {"model": "gpt-4.1-mini", "max_tokens": 2000})
+    agent = agent_from_original(str(path))
+    assert (agent.kind, agent.name, agent.endpoint) == ("awe-2-8-10", "awe-mini",
+                                                        {"model": "gpt-4.1-mini", "max_tokens": 2000})
+    assert agent.max_tokens == 2000
     path.write_text(json.dumps({"type": "hack"}))
     with pytest.raises(ConfigError, match="unsupported agent type"):
         agent_from_original(str(path))

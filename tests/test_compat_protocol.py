@@ -122,7 +122,7 @@ def _malformed(body: dict) -> str:
     from amemgym.testing.responder import default_responder, request_kind
 
     if request_kind(body) == "answer":
-        return '{"answer": 0}'
+        return '{"answer": -1}'  # the second-to-last option for the original, out of range for amemgym
     return default_responder(body)
 
 
@@ -138,12 +138,13 @@ def test_diagnosis_console_counts_invalid_answers_and_uses_the_original_rule(
     assert "invalid answers: 6 of 6 (out of range 6)" in shown
     metrics = json.loads((tmp_path / "mini-native" / "metrics.json").read_text())
     env = json.loads(original_env_path.read_text())[0]
-    # {"answer": 0} is the last option under the original rule: right exactly where the last option is the truth.
+    # {"answer": -1} indexes the second-to-last option under the original rule.
     expected = []
     for period in env["periods"]:
         for qa in env["qas"]:
             truth = [period["state"][v] for v in qa["required_info"]]
-            expected.append(1.0 if qa["answer_choices"][-1]["state"] == truth else 0.0)
+            expected.append(1.0 if qa["answer_choices"][-2]["state"] == truth else 0.0)
+    assert 0 < sum(expected) < len(expected)
     assert metrics["answers"]["overall_original_rule"] == pytest.approx(sum(expected) / len(expected))
     assert metrics["answers"]["overall_strict"] == 0.0
     assert metrics["answers"]["rule"] == "original"
