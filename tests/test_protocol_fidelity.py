@@ -92,3 +92,6 @@ def test_run_summary_counts_invalid_answers_and_flags_small_caps(original_env_pa
     assert metrics["overall"]["overall"]["mean"] == 0.0 and metrics["answers"]["overall_strict"] == 0.0
     assert metrics["answers"]["overall_original_rule"] == pytest.approx(2 / 6)
     assert metrics["protocol_settings"]["reply_max_tokens"] == 96
+    page = (tmp_path / "run" / "report.html").read_text()
+    assert "invalid answers 6 of 6 (headline rule: strict)" in page
+    assert "the original&#x27;s (mean over all user x period cells, unguarded)" in page

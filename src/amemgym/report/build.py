@@ -79,6 +79,29 @@ def run_figures(runs: list[RunRecord]) -> dict[str, Figure]:
     return figures
 
 
+def _num(value: Any) -> str:
+    return f"{value:.3f}" if isinstance(value, int | float) else str(value if value is not None else "n/a")
+
+
+def scoring_note(label: str, metrics: dict[str, Any]) -> str | None:
+    """How a run's answers and memory score were counted: invalid answers and both aggregations, named."""
+    answers = metrics.get("answers") or {}
+    overall = metrics.get("overall") or {}
+    if not answers.get("total") and "memory_score_original" not in overall:
+        return None
+    parts = []
+    if answers.get("total"):
+        parts.append(f"invalid answers {answers.get('invalid', 0)} of {answers['total']} (headline rule: "
+                     f"{answers.get('rule', 'strict')}); overall strict {_num(answers.get('overall_strict'))}, "
+                     f"original rule {_num(answers.get('overall_original_rule'))}.")
+    if "memory_score_original" in overall:
+        mean = (overall.get("memory_score") or {}).get("mean")
+        parts.append(f"Memory score, amemgym's aggregation (mean over users, undefined cells excluded: "
+                     f"{overall.get('undefined_memory_cells', 0)}) {_num(mean)}; the original's (mean over all "
+                     f"user x period cells, unguarded) {_num(overall['memory_score_original'])}.")
+    return f"{label}: " + " ".join(parts)
+
+
 def build_report(roots: list[Path], *, env_override: Path | None = None, title: str = "amemgym report",
                  environment: tuple[Environment, str] | None = None) -> Report:
     """Load runs and render the self-contained page.
@@ -111,6 +134,9 @@ def build_report(roots: list[Path], *, env_override: Path | None = None, title: 
         if not r.complete:
             missing = len(r.metrics.get("missing") or [])
             notes.append(f"{r.label}: incomplete run ({missing} user-period cells not evaluated).")
+        note = scoring_note(r.label, r.metrics)
+        if note:
+            notes.append(note)
         browser.append(browser_run(r, env, why))
         audit, problem = read_sim_audit(r)
         if problem:
