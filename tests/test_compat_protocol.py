@@ -86,7 +86,8 @@ def test_original_output_folder_is_written_and_replayed_off_policy(
         assert metrics["accuracy"] == [[r["scores"]["accuracy"] for r in row] for row in results]
         diag = json.loads((user / "diagnosis_metrics.json").read_text())
         assert set(diag) == {"write_failure", "read_failure", "memory_success"}
-        assert json.loads((tmp_path / "on" / "mini-native" / "native.json").read_text())["llm_config"]["api_key"] is None
+        copied = json.loads((tmp_path / "on" / "mini-native" / "native.json").read_text())
+        assert copied["llm_config"]["api_key"] is None
 
         # Replaying the original folder: no simulator call, and the agent ingests exactly those conversations.
         ep.reset_counters()

@@ -22,6 +22,7 @@ def test_v1_presets_use_the_protocol_budgets(preset: str) -> None:
     run = load_config(preset).run
     assert (run.reply_max_tokens, run.simulator_max_tokens, run.eval_max_tokens) == (PROTOCOL_MAX_TOKENS,) * 3
     assert protocol_settings(run)["differences_from_original"] == []
+    assert run.agent_system_prompt is False and run.context_window >= 1_000_000
 
 
 def test_tiny_says_where_it_leaves_the_protocol() -> None:

@@ -70,17 +70,19 @@ PRESETS: dict[str, dict[str, Any]] = {
 PROTOCOL_MAX_TOKENS = 8192
 
 #: Run settings that come with a preset. The v1 presets follow the original protocol: 8192-token budgets,
-#: the whole conversation in context (the original never trimmed it) and the simulator seeing the last
-#: exchange only. ``tiny`` is sized for the embedded CPU model (short replies, a small window): its numbers
-#: are not comparable with published ones, and the run summary says so.
-_PROTOCOL_RUN: dict[str, Any] = dict(
+#: the whole conversation in context (the original never trimmed it), no system prompt for the native
+#: agent, and the simulator seeing the last exchange only. ``tiny`` is sized for the embedded CPU model
+#: (short replies, a small window): its numbers are not comparable with published ones, and the run
+#: summary says so.
+PROTOCOL_RUN: dict[str, Any] = dict(
     reply_max_tokens=PROTOCOL_MAX_TOKENS, simulator_max_tokens=PROTOCOL_MAX_TOKENS,
     eval_max_tokens=PROTOCOL_MAX_TOKENS, context_window=1_048_576, simulator_history_turns=2,
+    agent_system_prompt=False,
 )
 PRESET_RUN: dict[str, dict[str, Any]] = {
     "tiny": dict(reply_max_tokens=96, simulator_max_tokens=48, eval_max_tokens=40, context_window=6144),
-    "v1.base": dict(_PROTOCOL_RUN),
-    "v1.extra": dict(_PROTOCOL_RUN),
+    "v1.base": dict(PROTOCOL_RUN),
+    "v1.extra": dict(PROTOCOL_RUN),
 }
 
 

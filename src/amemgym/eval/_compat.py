@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..config import PROTOCOL_MAX_TOKENS, AppConfig, load_config
+from ..config import PROTOCOL_MAX_TOKENS, PROTOCOL_RUN, AppConfig, load_config
 from ..errors import AMemGymError, ConfigError
 
 #: Environment variables that carry a key given inside an original config file to the client, so the key
@@ -22,9 +22,6 @@ from ..errors import AMemGymError, ConfigError
 AGENT_KEY_ENV = "AMEMGYM_COMPAT_AGENT_API_KEY"
 SIMULATOR_KEY_ENV = "AMEMGYM_COMPAT_SIMULATOR_API_KEY"
 GENERATOR_KEY_ENV = "AMEMGYM_COMPAT_GENERATOR_API_KEY"
-
-#: The original read the whole conversation into every request; this window never trims a v1 episode.
-UNBOUNDED_WINDOW = 1_048_576
 
 
 def parser(description: str) -> argparse.ArgumentParser:
@@ -139,10 +136,8 @@ def app_config(args: argparse.Namespace, agent: OriginalAgent) -> AppConfig:
             roles[role] = {**roles.get(role, {}), **over}
     cfg.llm.roles = roles  # type: ignore[assignment]
     cfg.run = cfg.run.model_copy(update={
-        "reply_max_tokens": agent.max_tokens, "eval_max_tokens": agent.max_tokens,
-        "simulator_max_tokens": int(sim.get("max_tokens") or PROTOCOL_MAX_TOKENS),
-        "context_window": UNBOUNDED_WINDOW, "simulator_history_turns": 2,
-        "agent_system_prompt": False, "answer_rule": "original",
+        **PROTOCOL_RUN, "reply_max_tokens": agent.max_tokens, "eval_max_tokens": agent.max_tokens,
+        "simulator_max_tokens": int(sim.get("max_tokens") or PROTOCOL_MAX_TOKENS), "answer_rule": "original",
     })
     try:
         return AppConfig.model_validate(cfg.model_dump())
