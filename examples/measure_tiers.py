@@ -21,13 +21,14 @@ from pathlib import Path
 
 from amemgym.agents import resolve_agent
 from amemgym.agents.base import estimate_tokens
-from amemgym.config import PRESETS, AppConfig, env_preset
+from amemgym.config import PRESETS, load_config
 from amemgym.errors import ConfigError
 from amemgym.generate.procedural import generate_procedural
 from amemgym.llm import ChatRequest, ChatResult, LLMClient
 from amemgym.llm.fake import ScriptedBackend
 from amemgym.run import Runner
 from amemgym.run.episode import rounds_for
+from amemgym.run.layout import RunDir
 
 
 class SizedBackend(ScriptedBackend):
@@ -54,7 +55,7 @@ def responder(reply_words: int, sim_words: int):
 
 
 async def measure(preset: str, users: int, reply_words: int, sim_words: int) -> dict:
-    cfg = AppConfig(env=env_preset(preset))
+    cfg = load_config(preset)  # the preset's own run settings (the v1 ones follow the original protocol)
     n = min(users, cfg.env.num_user_profiles)
     env, _ = generate_procedural(cfg.env, num_users=n)
     per_user = []
@@ -69,13 +70,18 @@ async def measure(preset: str, users: int, reply_words: int, sim_words: int) -> 
     llm = LLMClient(backends={r: backend for r in ("agent", "simulator", "memory", "judge")}, backoff_base=0.001)
     with tempfile.TemporaryDirectory() as tmp:
         await Runner(env, resolve_agent("native"), Path(tmp) / "run", cfg, llm).run()
+        rundir = RunDir(Path(tmp) / "run")
+        dialogue = statistics.mean(
+            sum(estimate_tokens(m["content"]) for rec in rundir.session_records(u.id).values() for m in rec["messages"])
+            for u in env.users)
     usage = {r: (u.calls / n, u.prompt_tokens / n, u.completion_tokens / n) for r, u in llm.ledger.roles.items()}
     u0 = env.users[0]
     return {"preset": preset, "cfg": cfg.env, "measured_users": n, "periods": len(u0.periods),
             "questions": len(u0.qas), "n_s": len(u0.qas[0].required_info),
             "values": len(next(iter(u0.state_schema.values()))),
             "rounds": (cfg.env.num_rounds_init, cfg.env.num_rounds_update),
-            **{k: statistics.mean(x[k] for x in per_user) for k in per_user[0]}, "usage": usage}
+            **{k: statistics.mean(x[k] for x in per_user) for k in per_user[0]}, "usage": usage,
+            "dialogue_tokens": dialogue}
 
 
 def estimate(n_p: int, q: int, s0: float, sl: float, r0: int, r1: int, combos: float, *, window: int = 16128,
@@ -125,7 +131,7 @@ def main() -> None:
               f"Q={m['questions']}, N_s={m['n_s']}, values/var={m['values']}, rounds={m['rounds']}, "
               f"variables/user={m['variables']:.1f}, options/question={m['options']:.2f}, "
               f"sessions/user={m['sessions']:.1f} (period 0: {m['period0']:.1f}, later: {m['per_period']:.2f}), "
-              f"messages/user={m['messages']:.0f}")
+              f"messages/user={m['messages']:.0f}, dialogue tokens/user={m['dialogue_tokens']:,.0f}")
         for role, (calls, pt, ct) in sorted(m["usage"].items()):
             print(f"   {role:10s} per user: {calls:9.1f} calls {pt:13,.0f} prompt {ct:10,.0f} completion | "
                   f"tier: {pt * c.num_user_profiles:15,.0f} prompt {ct * c.num_user_profiles:12,.0f} completion")
