@@ -10,7 +10,15 @@ from pathlib import Path
 import pytest
 
 from amemgym.eval import diagnosis, overall
+from amemgym.eval._compat import AGENT_KEY_ENV, GENERATOR_KEY_ENV, SIMULATOR_KEY_ENV
 from amemgym.testing.fake_endpoint import CallRecord, FakeEndpoint
+
+
+@pytest.fixture(autouse=True)
+def _compat_keys_restored(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The entry points hand config-file keys to the client through these variables; undo them after each test.
+    for name in (AGENT_KEY_ENV, SIMULATOR_KEY_ENV, GENERATOR_KEY_ENV):
+        monkeypatch.setenv(name, "unset")
 
 
 def _configs(tmp_path: Path, url: str, *, agent_tokens: int = 8192, sim_tokens: int = 8192) -> tuple[Path, Path]:
