@@ -96,3 +96,4 @@ def test_run_summary_counts_invalid_answers_and_flags_small_caps(original_env_pa
     page = (tmp_path / "run" / "report.html").read_text()
     assert "invalid answers 6 of 6 (headline rule: strict)" in page
     assert "the original&#x27;s (mean over all user x period cells, unguarded)" in page
+    assert "not comparable with published results: reply_max_tokens is 96" in page

@@ -137,6 +137,9 @@ def build_report(roots: list[Path], *, env_override: Path | None = None, title: 
         note = scoring_note(r.label, r.metrics)
         if note:
             notes.append(note)
+        diffs = (r.metrics.get("protocol_settings") or {}).get("differences_from_original") or []
+        if diffs:
+            notes.append(f"{r.label}: not comparable with published results: {'; '.join(diffs)}.")
         browser.append(browser_run(r, env, why))
         audit, problem = read_sim_audit(r)
         if problem:
