@@ -20,9 +20,11 @@ def changed_at(user: UserEnv, period: int, variable: str) -> int:
     return 0
 
 
-def _original_score(q: dict[str, Any], key: str, old_key: str) -> Any:
-    # Records written before the original rule had its own field carried only the random draw.
-    return q.get(key, q.get(old_key))
+def _original_score(q: dict[str, Any], key: str, old_key: str) -> float:
+    # Records written before the original rule had its own field carried only the random draw (which
+    # agrees with it except for 0 and negative answers); records without either predate both rules.
+    value = q.get(key, q.get(old_key))
+    return float(q["score"] if value is None else value)
 
 
 def outcomes_of(
