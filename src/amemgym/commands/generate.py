@@ -47,8 +47,21 @@ def register(app: typer.Typer) -> None:
         strict_checks: Annotated[bool, typer.Option(
             "--strict-checks", help="LLM only: fail a user whose answer or utterance still fails its reflection "
             "or exposure check after the refinements (default: keep it and list it as unverified).")] = False,
+        family: Annotated[str, typer.Option("--family", help="statetrack (default) or budget.")] = "statetrack",
+        tier: Annotated[str, typer.Option("--tier", help="budget only: lite, standard, hard or multi.")] = "lite",
+        domain: Annotated[str | None, typer.Option("--domain", help="budget only: domain template name.")] = None,
+        official: Annotated[bool, typer.Option("--official", help="budget only: seeds 0-9 x every domain, "
+                                               "under OUT/<domain>/seed<N>/.")] = False,
     ) -> None:
-        """Generate an environment: data.json plus a generation report."""
+        """Generate an environment: data.json plus a generation report (or a budget-family episode)."""
+        if family == "budget":
+            from ..families.budget.commands import generate as generate_budget
+
+            generate_budget(out_dir, tier=tier, domain=domain, seed=seed or 0, salt=salt, official=official,
+                            console=out)
+            return
+        if family != "statetrack":
+            raise AMemGymError(f"unknown --family {family!r} (statetrack or budget)")
         from ..data.io import save_environment
         from ..generate.personas import load_personas
         from ..run.lock import run_lock

@@ -113,8 +113,16 @@ def register(app: typer.Typer) -> None:
         = False,
         config: ConfigOpt = None,
         set_: SetOpt = None,
+        seeds: Annotated[int, typer.Option("--seeds", help="budget family: also validate seeds 0..N-1 of every "
+                                           "domain at the file's tier.")] = 0,
     ) -> None:
         """Check that no shortcut beats random and that the reference agents hold (exit 1 if not)."""
+        from ..families.budget.io import family_of
+
+        if family_of(env) == "budget":
+            from ..families.budget.commands import validate as validate_budget
+
+            raise typer.Exit(validate_budget(env, seeds=seeds, json_out=json_out, console=out))
         from ..data.io import load_environment
         from ..storage import atomic_write_json
         from ..validity import TextVectors, run_suite

@@ -1,0 +1,1 @@
+"""Environment families: each one brings its own world, stream, checker and scores."""

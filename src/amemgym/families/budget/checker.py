@@ -1,0 +1,137 @@
+"""The rule checker: is a reply right, by number, name, text, date or refusal?
+
+Rules:
+- integers must match exactly; floats within 2 % (relative; 0.01 absolute near zero);
+- the reply must commit to one answer: two different numbers, dates, names or category values make it
+  wrong, so listing every candidate never scores (a known exploit of the original checker);
+- entity names and text compare after normalisation (case, punctuation, spacing, a leading "the");
+- a refusal is right only for an abstention question, and only with a refusal phrase and no digits.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import unicodedata
+from dataclasses import dataclass
+
+from .model import Question
+from .world import MONTHS
+
+FLOAT_TOLERANCE = 0.02
+REFUSAL_PHRASES = ("don't know", "do not know", "not in my memory", "no record", "cannot answer", "can't answer",
+                   "unknown", "never appeared", "no information", "not stored", "not sure", "no such",
+                   "never mentioned", "not found", "i refuse", "unable to answer", "cannot find", "can't find")
+_NUMBER = re.compile(r"(?<![\w.])([-\u2212]?)\$?(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?")
+_ISO = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
+_LONG = re.compile(r"\b(" + "|".join(MONTHS) + r")\s+(\d{1,2}),?\s+(\d{4})\b", re.I)
+_DMY = re.compile(r"\b(\d{1,2})\s+(" + "|".join(MONTHS) + r"),?\s+(\d{4})\b", re.I)
+_DECREASE = re.compile(r"\b(decrease[ds]?|fell|fall|dropped|down|lower|declined?|less)\b", re.I)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A checked reply: right or not, and why."""
+
+    correct: bool
+    reason: str
+    abstained: bool = False
+
+
+def normalise(text: str) -> str:
+    """Lower case, accents and punctuation removed, single spaces, no leading article."""
+    text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+    text = re.sub(r"[^a-z0-9]+", " ", text.lower()).strip()
+    return re.sub(r"^the ", "", text)
+
+
+def numbers(text: str) -> list[float]:
+    """Every number in ``text`` (thousands separators, currency signs and minus signs handled)."""
+    out = []
+    for sign, whole, frac in _NUMBER.findall(text):
+        x = float(whole.replace(",", "") + (frac or ""))
+        out.append(-x if sign else x)
+    return out
+
+
+def dates(text: str) -> set[str]:
+    """Every date in ``text`` as ISO strings."""
+    found: set[str] = set()
+    months = {m.lower(): i + 1 for i, m in enumerate(MONTHS)}
+    for y, m, d in _ISO.findall(text):
+        found.add(_iso(int(y), int(m), int(d)))
+    for mon, d, y in _LONG.findall(text):
+        found.add(_iso(int(y), months[mon.lower()], int(d)))
+    for d, mon, y in _DMY.findall(text):
+        found.add(_iso(int(y), months[mon.lower()], int(d)))
+    return found
+
+
+def _iso(y: int, m: int, d: int) -> str:
+    try:
+        return dt.date(y, m, d).isoformat()
+    except ValueError:
+        return f"invalid:{y}-{m}-{d}"
+
+
+def is_refusal(reply: str) -> bool:
+    """A refusal phrase and not a single digit."""
+    low = reply.lower().replace("\u2019", "'")
+    return any(p in low for p in REFUSAL_PHRASES) and not re.search(r"\d", reply)
+
+
+def _contains(haystack: str, needle: str) -> bool:
+    return bool(needle) and re.search(rf"(?<![a-z0-9]){re.escape(needle)}(?![a-z0-9])", haystack) is not None
+
+
+def _close(x: float, gold: float, integer: bool) -> bool:
+    if integer:
+        return x == gold
+    return abs(x - gold) <= max(FLOAT_TOLERANCE * abs(gold), 0.01)
+
+
+def check(question: Question, reply: str | None, names: list[str]) -> Verdict:
+    """Check ``reply`` against the question's gold. ``names`` are every entity name of the episode."""
+    if reply is None or not reply.strip():
+        return Verdict(False, "no answer (skipped)")
+    refused = is_refusal(reply)
+    if question.answer_type == "refuse":
+        return Verdict(refused, "refused" if refused else "answered a question about an entity never seen",
+                       abstained=refused)
+    if refused:
+        return Verdict(False, "refused a question that has an answer", abstained=True)
+    gold = question.gold
+    if question.answer_type in ("int", "float"):
+        assert isinstance(gold, int | float)
+        found = numbers(reply)
+        distinct = {round(x, 9) for x in found}
+        if not found:
+            return Verdict(False, "no number")
+        if len(distinct) > 1:
+            # A decrease stated as a positive magnitude next to the word "decrease" is still one answer.
+            return Verdict(False, f"{len(distinct)} different numbers (one answer expected)")
+        x = found[0]
+        integer = question.answer_type == "int"
+        if _close(x, float(gold), integer):
+            return Verdict(True, "number matches")
+        if gold < 0 < x and _DECREASE.search(reply) and _close(-x, float(gold), integer):
+            return Verdict(True, "magnitude of a stated decrease matches")
+        return Verdict(False, f"number {x:g} differs from {gold:g}")
+    if question.answer_type == "date":
+        found_dates = dates(reply)
+        if len(found_dates) != 1:
+            return Verdict(False, f"{len(found_dates)} dates (one expected)")
+        ok = found_dates == {gold}
+        return Verdict(ok, "date matches" if ok else "date differs")
+    text = normalise(reply)
+    pool = names if question.answer_type == "name" else question.candidates
+    mentioned = {normalise(c) for c in pool if _contains(text, normalise(c))}
+    target = normalise(str(gold))
+    # A longer candidate that contains the gold (e.g. "Blue Works" in "Apex Blue Works") is a different answer.
+    mentioned = {m for m in mentioned if not any(m != o and _contains(o, m) for o in mentioned)}
+    if target not in mentioned and not _contains(text, target):
+        return Verdict(False, "expected answer not named")
+    others = mentioned - {target}
+    if others:
+        return Verdict(False, f"names {len(others) + 1} candidates (one answer expected)")
+    return Verdict(True, "matches")

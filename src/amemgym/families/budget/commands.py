@@ -1,0 +1,76 @@
+"""What the shared CLI commands do for the budget family (they dispatch here when the file or flag says so)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from ...errors import ConfigError
+from ...storage import atomic_write_json
+from .domain import domain_names, load_domain
+from .generate import build_episode
+from .io import load_episode, save_episode
+from .strategies import ATTACKS, STRATEGIES
+from .tiers import OFFICIAL_SEEDS, get_tier
+from .validity import EpisodeResult, pool_failures, pooled, validate_episode
+
+
+def generate(out_dir: Path, *, tier: str, domain: str | None, seed: int, salt: int, official: bool,
+             console: Console) -> None:
+    """Write ``OUT/data.json`` (one episode) or, with ``official``, ``OUT/<domain>/seed<N>/data.json``."""
+    get_tier(tier)
+    if official:
+        for name in domain_names():
+            for s in OFFICIAL_SEEDS:
+                save_episode(build_episode(tier, name, s, salt), out_dir / name / f"seed{s}" / "data.json")
+        console.print(f"wrote {len(domain_names()) * len(OFFICIAL_SEEDS)} {tier} episodes under {out_dir} "
+                      f"({len(domain_names())} domains x seeds {OFFICIAL_SEEDS[0]}-{OFFICIAL_SEEDS[-1]})",
+                      highlight=False)
+        return
+    if domain is None:
+        raise ConfigError(f"--domain is required for --family budget (one of: {', '.join(domain_names())})")
+    load_domain(domain)
+    episode = build_episode(tier, domain, seed, salt)
+    save_episode(episode, out_dir / "data.json")
+    console.print(f"wrote {out_dir / 'data.json'} (budget/{tier}, {domain}, seed {seed}, salt {salt}: "
+                  f"{len(episode.entities)} entities, {len(episode.events)} events, {len(episode.questions)} "
+                  f"questions, budget {episode.tier.writes} writes)", highlight=False)
+
+
+def validate(env: Path, *, seeds: int, json_out: Path | None, console: Console) -> int:
+    """Strategies, attacks and invariants on the file (plus seeds 0..N-1 of every domain); the exit code."""
+    if seeds < 0:
+        raise ConfigError(f"--seeds must be >= 0, got {seeds}")
+    episode, raw = load_episode(env)
+    results: list[EpisodeResult] = [validate_episode(episode, str(env), raw)]
+    for name in domain_names() if seeds else ():
+        for s in range(seeds):
+            ep = build_episode(episode.tier.name, name, s, episode.salt)
+            results.append(validate_episode(ep, f"{episode.tier.name}/{name}/seed{s}"))
+    acc = pooled(results)
+    table = Table("strategy", "kind", "accuracy (pooled)", "composite (mean)",
+                  title=f"budget validity: {len(results)} episode(s), tier {episode.tier.name}")
+    for name in STRATEGIES + ATTACKS:
+        comps = [r.scores[name].composite for r in results if r.scores[name].composite is not None]
+        comp = f"{sum(comps) / len(comps):.3f}" if comps else "n/a"
+        table.add_row(name, "attack" if name in ATTACKS else "strategy", f"{acc[name]:.3f}", comp)
+    console.print(table)
+    failures = [f for r in results for f in r.failures]
+    pool_fails, notes = pool_failures(results)
+    failures += pool_fails
+    for note in notes:
+        console.print(f"note: {note}", highlight=False, markup=False)
+    if json_out is not None:
+        atomic_write_json(json_out, {"environment_file": str(env), "episodes": len(results), "pooled_accuracy": acc,
+                                     "failures": failures, "notes": notes,
+                                     "per_episode": {r.label: {k: s.to_dict() for k, s in r.scores.items()}
+                                                     for r in results}})
+        console.print(f"results: {json_out}", highlight=False)
+    for f in failures:
+        console.print(f"[red]FAIL[/]: {f}", highlight=False)
+    if not failures:
+        console.print("[green]PASS[/]: perfect = 1.0, attacks score nothing, guessers and abstainers stay low, "
+                      "storing more and applying corrections pay")
+    return 1 if failures else 0

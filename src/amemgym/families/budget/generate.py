@@ -1,0 +1,177 @@
+"""Assemble one episode: world, changes, the event stream, questions and the reference write count."""
+
+from __future__ import annotations
+
+import json
+import random
+
+from ...seeding import derive_seed
+from .domain import DomainTemplate, load_domain, pools
+from .model import Change, EntityRecord, Episode, Event, Question, TierRecord
+from .questions import Context, make_question, reasoning_question, retrieval_spec
+from .solve import REASONING_KINDS
+from .stream import changed_value, contradiction, correction_notice, document, memo
+from .tiers import ABSENT_NAMES, BATCH_SIZE, NOTE_CHARS, Tier, get_tier
+from .views import final_view
+from .world import build_world
+
+
+def _quota(tier: Tier) -> tuple[int, int, int, int]:
+    """Questions per group: abstention, retrieval, maintenance, reasoning."""
+    q = tier.questions
+    abstain = max(1, round(q * 0.08))
+    retrieval = max(2, round(q * 0.2))
+    maintenance = min(tier.corrections, max(2, round(q * 0.2)))
+    return abstain, retrieval, maintenance, q - abstain - retrieval - maintenance
+
+
+def _records(world_entities: list) -> list[EntityRecord]:
+    return [EntityRecord(name=e.name, category=e.category, attrs=dict(e.attrs),
+                         relations={k: list(v) for k, v in e.relations.items()}) for e in world_entities]
+
+
+def _pick_changes(domain: DomainTemplate, records: list[EntityRecord], order: list[str], tier: Tier,
+                  rng: random.Random) -> list[Change]:
+    numeric = {a.key for a in domain.attributes if a.numeric}
+    by_name = {e.name: e for e in records}
+    pairs = [(n, k) for n in order for k in sorted(by_name[n].attrs) if k in numeric]
+    chosen = rng.sample(pairs, tier.corrections)
+    out = []
+    for i, (name, key) in enumerate(chosen):
+        old = by_name[name].attrs[key]
+        assert isinstance(old, int | float)
+        new = changed_value(domain.attribute(key), old, rng)
+        out.append(Change(entity=name, attr=key, old=old, new=new, kind="notice" if i % 3 != 2 else "silent"))
+    return out
+
+
+def build_episode(tier_name: str, domain_name: str, seed: int, salt: int = 0) -> Episode:
+    """The episode of (tier, domain, seed, salt); the same inputs always give the same episode."""
+    tier, domain = get_tier(tier_name), load_domain(domain_name)
+    world = build_world(domain, pools(), seed=seed, entities=tier.entities, absent=ABSENT_NAMES, salt=salt)
+    rng = random.Random(derive_seed("budget.stream", tier.name, domain.name, seed, salt))
+    records = _records(world.entities)
+    order = [e.name for e in records]
+    rng.shuffle(order)
+    batches = [order[i:i + BATCH_SIZE] for i in range(0, len(order), BATCH_SIZE)]
+    n_batches = len(batches)
+    batch_of = {name: b for b, names in enumerate(batches) for name in names}
+    changes = _pick_changes(domain, records, order, tier, rng)
+    view = final_view(records, changes)
+    ctx = Context(domain, view, records, changes, world.absent_names, rng)
+    n_abstain, n_retrieval, n_maint, n_reason = _quota(tier)
+
+    # Slot s holds what comes after batch s: changes, memos, and (at the middle) mid-stream questions.
+    slots: list[list[tuple[str, int | None, str | None]]] = [[] for _ in range(n_batches)]
+    for i, c in enumerate(changes):
+        slots[rng.randint(batch_of[c.entity], n_batches - 1)].append(("change", i, None))
+    for _ in range(n_batches // 2 + 1):
+        slots[rng.randrange(n_batches)].append(("memo", None, None))
+    for slot in slots:
+        rng.shuffle(slot)
+
+    by_name = {e.name: e for e in records}
+    rendered = {name: document(domain, by_name[name], rng) for name in order}
+    with_distractor = {(f.entity, f.attr) for _, fs in rendered.values() for f in fs if f.distractor is not None}
+    changed = {(c.entity, c.attr) for c in changes}
+    # Enum values are few, so retrieving one is guessable; enum attributes are asked through filters instead.
+    plain = [a.key for a in domain.attributes if a.type not in ("series", "enum")]
+    mid_slot = max(0, n_batches // 2 - 1)
+    pending: list[tuple[str, tuple]] = []  # (where, (kind, spec, text))
+    n_mid = n_retrieval // 2
+    early = [n for n in order if batch_of[n] <= mid_slot]
+    used: set[tuple[str, str]] = set()
+
+    def pick_fact(pool: list[str], distracted: bool) -> tuple[str, str]:
+        for attempt in range(200):
+            e = rng.choice(pool)
+            keys = [k for k in plain if (e, k) in view.facts and (e, k) not in changed and (e, k) not in used
+                    and (not distracted or attempt > 100 or (e, k) in with_distractor)]
+            if keys:
+                k = rng.choice(keys)
+                used.add((e, k))
+                return e, k
+        raise AssertionError("no fact left to ask about")
+
+    for i in range(n_retrieval):
+        e, k = pick_fact(early if i < n_mid else order, distracted=i % 2 == 1)
+        pending.append(("mid" if i < n_mid else "end", ("retrieval", *retrieval_spec(ctx, e, k, "retrieval"))))
+    maint_kinds = ("update", "delta", "counterfactual")
+    for i, c in enumerate(changes[:n_maint]):
+        kind = maint_kinds[i % 3]
+        pending.append(("end", (kind, *retrieval_spec(ctx, c.entity, c.attr, kind))))
+    numeric = [a.key for a in domain.attributes if a.numeric]
+    for i in range(n_abstain):
+        pending.append(("end", ("abstention", *retrieval_spec(ctx, world.absent_names[i], rng.choice(numeric),
+                                                              "abstention"))))
+    questions_mid: list[Question] = []
+    questions_end: list[Question] = []
+    for where, (kind, spec, text) in pending:
+        q = make_question(ctx, "", kind, spec, text)
+        (questions_mid if where == "mid" else questions_end).append(q)
+    kinds = list(REASONING_KINDS)
+    rng.shuffle(kinds)
+    seen = {q.text for q in questions_mid + questions_end}
+    made, attempts = 0, 0
+    while made < n_reason and attempts < n_reason * 6:
+        kind = kinds[attempts % len(kinds)]
+        attempts += 1
+        q2 = reasoning_question(ctx, "", kind, seen)
+        if q2 is not None:
+            seen.add(q2.text)
+            questions_end.append(q2)
+            made += 1
+    rng.shuffle(questions_end)
+
+    events: list[Event] = []
+    questions: list[Question] = []
+
+    def session_of(batch: int) -> int:
+        return batch * tier.sessions // n_batches
+
+    def add(kind: str, text: str, session: int, **extra: object) -> None:
+        events.append(Event(index=len(events), session=session, kind=kind, text=text, **extra))  # type: ignore[arg-type]
+
+    def ask(q: Question, session: int) -> None:
+        q = q.model_copy(update={"id": f"q{len(questions) + 1:03d}"})
+        questions.append(q)
+        add("question", q.text, session, question=q.id)
+
+    for b, names in enumerate(batches):
+        s = session_of(b)
+        docs, facts = [], []
+        for name in names:
+            text, fs = rendered[name]
+            docs.append(text)
+            facts.extend(fs)
+        add("documents", f"Batch {b + 1} of {n_batches}: {len(names)} {domain.plural} documents.\n\n"
+            + "\n\n".join(docs), s, facts=facts)
+        for what, idx, _ in slots[b]:
+            if what == "memo":
+                add("memo", memo(rng), s)
+            else:
+                assert idx is not None
+                c = changes[idx]
+                if c.kind == "notice":
+                    add("correction", correction_notice(domain, c), s, change=idx)
+                else:
+                    add("contradiction", contradiction(domain, c, rng), s, change=idx)
+        if b == mid_slot:
+            for q in questions_mid:
+                ask(q, s)
+    for q in questions_end:
+        ask(q, tier.sessions - 1)
+
+    episode = Episode(domain=domain.name, seed=seed, salt=salt,
+                      tier=TierRecord(**{k: getattr(tier, k) for k in TierRecord.model_fields}),
+                      note_chars=NOTE_CHARS, entity_names=sorted(order), absent_names=world.absent_names,
+                      entities=records, changes=changes, events=events, questions=questions, reference_writes=0)
+    from .strategies import run_strategy
+
+    reference = run_strategy("perfect", episode, domain).store.writes_used
+    return episode.model_copy(update={"reference_writes": reference})
+
+
+def episode_bytes(episode: Episode) -> bytes:
+    """The canonical file bytes of an episode (byte-identical for the same inputs)."""
+    return (json.dumps(episode.model_dump(mode="json"), ensure_ascii=False, indent=1) + "\n").encode("utf-8")

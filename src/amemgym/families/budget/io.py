@@ -1,0 +1,61 @@
+"""Reading and writing budget-family data files, and telling them apart from other families' files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from ...errors import DataError
+from ...storage import atomic_write_bytes
+from .generate import episode_bytes
+from .model import FAMILY, FORMAT_VERSION, Episode
+
+
+def family_of(path: Path) -> str | None:
+    """The ``family`` a data file declares, or None (older files and other families declare none)."""
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(4096)
+    except OSError:
+        return None
+    text = head.decode("utf-8", "ignore")
+    if '"family"' not in text:
+        return None
+    try:
+        return str(json.loads(path.read_text(encoding="utf-8")).get("family"))
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def save_episode(episode: Episode, path: Path) -> None:
+    """Write the episode's canonical bytes atomically."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(path, episode_bytes(episode))
+
+
+def load_episode(path: Path) -> tuple[Episode, bytes]:
+    """An episode and its raw bytes.
+
+    Raises:
+        DataError: when the file is missing, not JSON, another family, another format version, or malformed.
+    """
+    try:
+        raw = path.read_bytes()
+        data = json.loads(raw)
+    except FileNotFoundError:
+        raise DataError(f"{path}: no such file") from None
+    except (OSError, ValueError) as exc:
+        raise DataError(f"{path}: not a readable JSON file ({exc})") from None
+    if not isinstance(data, dict) or data.get("family") != FAMILY:
+        raise DataError(f"{path}: not a budget-family file (family: {data.get('family') if isinstance(data, dict) else None!r})")
+    if data.get("format_version") != FORMAT_VERSION:
+        raise DataError(f"{path}: format_version {data.get('format_version')!r} is not supported "
+                        f"(this amemgym reads {FORMAT_VERSION})")
+    try:
+        return Episode.model_validate(data), raw
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise DataError(f"{path}: {where}: {first['msg']}") from None

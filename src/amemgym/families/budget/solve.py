@@ -1,0 +1,232 @@
+"""Gold answers: one solver per question kind, reading facts through a view.
+
+Gold answers come from the final world's view; scripted strategies call the same solvers on what they
+stored, so a strategy is right exactly when it stored (and kept up to date) the facts a question needs.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+
+from .domain import DomainTemplate
+from .model import AnswerType, QuestionSpec
+from .views import FactView, Missing
+
+Answer = tuple[AnswerType, int | float | str | None]
+Solver = Callable[[QuestionSpec, FactView, DomainTemplate], Answer]
+
+#: Kinds scored on the breadth axis.
+BREADTH_KINDS = ("retrieval",)
+#: Kinds scored on the maintenance axis (they depend on corrections and contradictions).
+MAINTENANCE_KINDS = ("update", "delta", "counterfactual")
+#: Kinds scored on the reasoning axis.
+REASONING_KINDS = ("synthesis_max", "synthesis_min", "aggregation", "comparison", "ratio", "conditional",
+                   "multi_hop", "outlier", "temporal_trend", "temporal_extreme", "text_match", "enum_filter",
+                   "multi_count", "relation_lookup", "relation_hop", "relation_count")
+ABSTENTION_KINDS = ("abstention",)
+ALL_KINDS = BREADTH_KINDS + MAINTENANCE_KINDS + REASONING_KINDS + ABSTENTION_KINDS
+
+
+def axis_of(kind: str) -> str:
+    """The score axis a kind counts toward: breadth, maintenance, reasoning or abstention."""
+    if kind in BREADTH_KINDS:
+        return "breadth"
+    if kind in MAINTENANCE_KINDS:
+        return "maintenance"
+    if kind in REASONING_KINDS:
+        return "reasoning"
+    if kind in ABSTENTION_KINDS:
+        return "abstention"
+    raise KeyError(kind)
+
+
+def _number(domain: DomainTemplate, attr: str, x: float) -> Answer:
+    a = domain.attribute(attr)
+    if a.type == "int" or (a.type == "series" and a.decimals == 0):
+        return "int", int(round(x))
+    return "float", round(x, max(a.decimals, 2))
+
+
+def _typed(domain: DomainTemplate, attr: str, v: object) -> Answer:
+    a = domain.attribute(attr)
+    if a.type in ("int", "float"):
+        assert isinstance(v, int | float)
+        return _number(domain, attr, float(v))
+    if a.type == "date":
+        return "date", str(v)
+    if a.type in ("text", "enum"):
+        return "text", str(v)
+    raise Missing(f"{attr} has no single value")
+
+
+def retrieval(s: QuestionSpec, v: FactView, d: DomainTemplate) -> Answer:
+    """The current value of one attribute."""
+    return _typed(d, s.attrs[0], v.get(s.entities[0], s.attrs[0]))
+
+
+def counterfactual(s: QuestionSpec, v: FactView, d: DomainTemplate) -> Answer:
+    """The value first reported, before its revision."""
+    return _typed(d, s.attrs[0], v.get(s.entities[0], f"{s.attrs[0]}@old"))
+
+
+def delta(s: QuestionSpec, v: FactView, d: DomainTemplate) -> Answer:
+    """Current minus first-reported value."""
+    e, a = s.entities[0], s.attrs[0]
+    return _number(d, a, v.number(e, a) - v.number(e, f"{a}@old"))
+
+
+def _extreme(s: QuestionSpec, v: FactView, highest: bool) -> str:
+    values = {e: v.number(e, s.attrs[0]) for e in s.entities}
+    pick = max if highest else min
+    return pick(values, key=lambda e: values[e])
+
+
+def synthesis_max(s: QuestionSpec, v: FactView, d: DomainTemplate) -> Answer:
+    """The named entity with the highest value."""
+    return "name", _extreme(s, v, True)
+
+
+def synthesis_min(s: QuestionSpec, v: FactView, d: DomainTemplate) -> Answer:
+    """The named entity with the lowest value."""
+    return "name", _extreme(s, v, False)
+
+
+def aggregation(s: QuestionSpec, v: FactView, d: DomainTemplate) -> Answer:
+    """The sum over the named entities."""
+    return _number(d, s.attrs[0], sum(v.number(e, s.attrs[0]) for e in s.entities))
+
+
+def comparison(s: QuestionSpec, v: FactView, d: DomainTemplate) -> Answer:
+    """First entity's value minus the second's."""
+    a = s.attrs[0]
+    return _number(d, a, v.number(s.entities[0], a) - v.number(s.entities[1], a))
+
+
+def ratio(s: QuestionSpec, v: FactView, d: DomainTemplate) -> Answer:
+    """First entity's value divided by the second's."""
+    a = s.attrs[0]
+    den = v.number(s.entities[1], a)
+    if den == 0:
+        raise Missing("ratio with a zero denominator")
+    return "float", round(v.number(s.entities[0], a) / den, 4)
+
+
+def conditional(s: QuestionSpec, v: FactView, d: DomainTemplate) -> Answer:
+    """The second attribute of the entity that is highest on the first."""
+    top = _extreme(s, v, True)
+    return _typed(d, s.attrs[1], v.get(top, s.attrs[1]))
+
+
+def multi_hop(s: QuestionSpec, v: FactView, d: DomainTemplate) -> Answer:
+    """An attribute of the single relation target."""
+    targets = v.targets(s.entities[0], s.relations[0])
+    if len(targets) != 1:
+        raise Missing("multi-hop needs exactly one target")
+    return _typed(d, s.attrs[0], v.get(targets[0], s.attrs[0]))
+
+
+def outlier(s: QuestionSpec, v: FactView, d: DomainTemplate) -> Answer:
+    """The named entity furthest from the group's median."""
+    values = {e: v.number(e, s.attrs[0]) for e in s.entities}
+    med = statistics.median(values.values())
+    return "name", max(values, key=lambda e: abs(values[e] - med))
+
+
+def _series(s: QuestionSpec, v: FactView) -> list[float]:
+    x = v.get(s.entities[0], s.attrs[0])
+    if not isinstance(x, list) or not x:
+        raise Missing("not a series")
+    return [float(y) for y in x]
+
+
+def temporal_trend(s: QuestionSpec, v: FactView, d: DomainTemplate) -> Answer:
+    """Last reading minus first reading."""
+    xs = _series(s, v)
+    return _number(d, s.attrs[0], xs[-1] - xs[0])
+
+
+def temporal_extreme(s: QuestionSpec, v: FactView, d: DomainTemplate) -> Answer:
+    """The highest reading."""
+    return _number(d, s.attrs[0], max(_series(s, v)))
+
+
+def text_match(s: QuestionSpec, v: FactView, d: DomainTemplate) -> Answer:
+    """The one entity (among all the view knows) whose text attribute equals the value."""
+    hits = []
+    for e in v.names():
+        try:
+            if v.get(e, s.attrs[0]) == s.value:
+                hits.append(e)
+        except Missing:
+            continue
+    if len(hits) != 1:
+        raise Missing(f"{len(hits)} entities match")
+    return "name", hits[0]
+
+
+def enum_filter(s: QuestionSpec, v: FactView, d: DomainTemplate) -> Answer:
+    """The one named entity whose enum attribute equals the value."""
+    hits = [e for e in s.entities if v.get(e, s.attrs[0]) == s.value]
+    if len(hits) != 1:
+        raise Missing(f"{len(hits)} entities match")
+    return "name", hits[0]
+
+
+def multi_count(s: QuestionSpec, v: FactView, d: DomainTemplate) -> Answer:
+    """How many named entities are in the category and above the threshold."""
+    assert s.threshold is not None
+    n = sum(1 for e in s.entities if v.get(e, "category") == s.category and v.number(e, s.attrs[0]) > s.threshold)
+    return "int", n
+
+
+def relation_lookup(s: QuestionSpec, v: FactView, d: DomainTemplate) -> Answer:
+    """The single relation target."""
+    targets = v.targets(s.entities[0], s.relations[0])
+    if len(targets) != 1:
+        raise Missing("lookup needs exactly one target")
+    return "name", targets[0]
+
+
+def relation_hop(s: QuestionSpec, v: FactView, d: DomainTemplate) -> Answer:
+    """The target of the second relation, starting from the first relation's target."""
+    first = v.targets(s.entities[0], s.relations[0])
+    if len(first) != 1:
+        raise Missing("hop needs exactly one first target")
+    second = v.targets(first[0], s.relations[1])
+    if len(second) != 1:
+        raise Missing("hop needs exactly one second target")
+    return "name", second[0]
+
+
+def relation_count(s: QuestionSpec, v: FactView, d: DomainTemplate) -> Answer:
+    """Relation targets summed over the named entities."""
+    return "int", sum(len(v.targets(e, s.relations[0])) for e in s.entities)
+
+
+def abstention(s: QuestionSpec, v: FactView, d: DomainTemplate) -> Answer:
+    """Refuse: the entity never appeared. A view that somehow holds it would answer instead."""
+    try:
+        return retrieval(s, v, d)
+    except Missing:
+        return "refuse", None
+
+
+SOLVERS: dict[str, Solver] = {
+    "retrieval": retrieval, "update": retrieval, "counterfactual": counterfactual, "delta": delta,
+    "synthesis_max": synthesis_max, "synthesis_min": synthesis_min, "aggregation": aggregation,
+    "comparison": comparison, "ratio": ratio, "conditional": conditional, "multi_hop": multi_hop,
+    "outlier": outlier, "temporal_trend": temporal_trend, "temporal_extreme": temporal_extreme,
+    "text_match": text_match, "enum_filter": enum_filter, "multi_count": multi_count,
+    "relation_lookup": relation_lookup, "relation_hop": relation_hop, "relation_count": relation_count,
+    "abstention": abstention,
+}
+
+
+def solve(kind: str, spec: QuestionSpec, view: FactView, domain: DomainTemplate) -> Answer:
+    """The answer to a question of ``kind`` from the facts in ``view``.
+
+    Raises:
+        Missing: when the view lacks a fact the answer needs.
+    """
+    return SOLVERS[kind](spec, view, domain)
