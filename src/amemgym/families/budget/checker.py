@@ -81,7 +81,8 @@ def is_refusal(reply: str) -> bool:
 
 
 def _contains(haystack: str, needle: str) -> bool:
-    return bool(needle) and re.search(rf"(?<![a-z0-9]){re.escape(needle)}(?![a-z0-9])", haystack) is not None
+    """Whole-token containment of normalised text (both sides are space-separated tokens)."""
+    return bool(needle) and f" {needle} " in f" {haystack} "
 
 
 def _close(x: float, gold: float, integer: bool) -> bool:
@@ -108,8 +109,7 @@ def check(question: Question, reply: str | None, names: list[str]) -> Verdict:
         if not found:
             return Verdict(False, "no number")
         if len(distinct) > 1:
-            # A decrease stated as a positive magnitude next to the word "decrease" is still one answer.
-            return Verdict(False, f"{len(distinct)} different numbers (one answer expected)")
+                return Verdict(False, f"{len(distinct)} different numbers (one answer expected)")
         x = found[0]
         integer = question.answer_type == "int"
         if _close(x, float(gold), integer):

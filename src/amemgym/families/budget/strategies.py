@@ -12,6 +12,7 @@ import random
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ...seeding import derive_seed
 from .domain import DomainTemplate
@@ -48,6 +49,12 @@ def fact_line(entity: str, key: str, value: object) -> str:
 
 def parse_notes(notes: list[str]) -> FactView:
     """The facts a strategy can recover from its notes."""
+    facts, names = _parse(tuple(notes))
+    return FactView(dict(facts), names)  # type: ignore[arg-type]
+
+
+@lru_cache(maxsize=64)
+def _parse(notes: tuple[str, ...]) -> tuple[dict[tuple[str, str], object], list[str]]:
     facts: dict[tuple[str, str], object] = {}
     names: list[str] = []
     for note in notes:
@@ -60,7 +67,7 @@ def parse_notes(notes: list[str]) -> FactView:
             except json.JSONDecodeError:
                 continue
             names.append(m.group(1))
-    return FactView(facts, names)  # type: ignore[arg-type]
+    return facts, names
 
 
 def format_answer(answer_type: str, gold: object, domain: DomainTemplate, q: Question) -> str:

@@ -1,0 +1,77 @@
+"""The rule checker: tolerances, names, refusals, and replies that try to hedge."""
+
+from __future__ import annotations
+
+from amemgym.families.budget.checker import check
+from amemgym.families.budget.model import Question, QuestionSpec
+
+NAMES = ["Apex Works", "Blue Labs", "Cinder Group", "Apex Blue Labs"]
+
+
+def q(answer_type: str, gold: object, candidates: list[str] | None = None) -> Question:
+    return Question(id="q1", kind="retrieval", text="?", answer_type=answer_type, gold=gold,  # type: ignore[arg-type]
+                    spec=QuestionSpec(), needs=[], candidates=candidates or [])
+
+
+def ok(question: Question, reply: str | None) -> bool:
+    return check(question, reply, NAMES).correct
+
+
+def test_integers_are_exact() -> None:
+    assert ok(q("int", 1234), "1,234 staff")
+    assert not ok(q("int", 1234), "1,235")
+
+
+def test_floats_within_two_percent() -> None:
+    assert ok(q("float", 100.0), "$101.9M")
+    assert not ok(q("float", 100.0), "$102.5M")
+
+
+def test_negative_numbers_and_stated_decreases() -> None:
+    assert ok(q("int", -50), "-50")
+    assert ok(q("int", -50), "It decreased by 50.")
+    assert not ok(q("int", -50), "It increased by 50.")
+
+
+def test_listing_several_numbers_is_wrong_even_with_the_gold_among_them() -> None:
+    assert not ok(q("int", 7), "7 or 8")
+    assert not ok(q("float", 40.0), "; ".join(str(x) for x in (10.0, 40.0, 25.0, 5.0)))
+
+
+def test_names_are_normalised() -> None:
+    assert ok(q("name", "Blue Labs"), "  the BLUE labs. ")
+
+
+def test_listing_several_names_is_wrong() -> None:
+    assert not ok(q("name", "Blue Labs"), "Apex Works, Blue Labs, Cinder Group")
+    assert not ok(q("name", "Blue Labs"), "Blue Labs or Cinder Group")
+
+
+def test_a_longer_name_containing_the_gold_is_a_different_answer() -> None:
+    assert not ok(q("name", "Blue Labs"), "Apex Blue Labs")
+
+
+def test_text_answers_reject_several_candidates() -> None:
+    question = q("text", "NYSE", ["NYSE", "LSE", "TSX"])
+    assert ok(question, "nyse")
+    assert not ok(question, "NYSE, LSE or TSX")
+
+
+def test_refusals_only_for_abstention_and_without_digits() -> None:
+    assert ok(q("refuse", None), "I don't know; it is not in my memory.")
+    assert not ok(q("refuse", None), "I don't know, maybe 42")
+    assert not ok(q("refuse", None), "Blue Labs")
+    assert not ok(q("int", 5), "I don't know")
+
+
+def test_dates_in_several_formats_but_only_one() -> None:
+    question = q("date", "2014-03-12")
+    assert ok(question, "March 12, 2014")
+    assert ok(question, "2014-03-12")
+    assert ok(question, "12 March 2014")
+    assert not ok(question, "March 12, 2014 or April 1, 2015")
+
+
+def test_a_skipped_question_is_wrong() -> None:
+    assert not ok(q("int", 1), None)
+    assert not ok(q("int", 1), "   ")
