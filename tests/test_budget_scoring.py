@@ -17,7 +17,7 @@ from amemgym.families.budget.validity import judge
 def test_perfect_reaches_composite_one_on_every_tier(tier: str) -> None:
     ep = build_episode(tier, "cities", 1)
     run = run_strategy("perfect", ep, load_domain("cities"))
-    s = score_episode(ep, judge(ep, run), run.store.writes_used, list(run.store.notes.values()))
+    s = score_episode(ep, judge(ep, run.answers), run.store.writes_used, list(run.store.notes.values()))
     assert (s.breadth, s.maintenance, s.reasoning, s.efficiency, s.composite) == (1.0, 1.0, 1.0, 1.0, 1.0)
     assert run.store.writes_used <= ep.tier.writes
 

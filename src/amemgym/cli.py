@@ -121,7 +121,13 @@ def run(
                                                      "model changed; each session records its model.")] = False,
 ) -> None:
     """Run an agent on an environment (on-policy), evaluate every period, and write metrics."""
+    from .families.budget.io import family_of
     from .run.driver import run_command
+
+    if env is not None and family_of(env) == "budget":
+        from .families.budget.run import run_budget
+
+        raise typer.Exit(run_budget(app_config(config, set_), env, agent, out_dir, console=out))
 
     # With neither an environment nor a config, run the bundled tiny demo with its sized-down settings.
     cfg = app_config(config if config or env else "tiny", set_)

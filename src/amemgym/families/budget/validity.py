@@ -14,6 +14,7 @@ Invariants checked on the pool of all episodes (statistical, judged once the poo
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .checker import Verdict, check
@@ -21,7 +22,7 @@ from .domain import load_domain
 from .generate import build_episode, episode_bytes
 from .model import Episode
 from .scoring import EpisodeScore, score_episode
-from .strategies import ATTACKS, STRATEGIES, StrategyRun, run_strategy
+from .strategies import ATTACKS, STRATEGIES, run_strategy
 
 #: Answers a pool needs before its statistical invariants are judged.
 MIN_POOL_ANSWERS = 100
@@ -40,10 +41,10 @@ class EpisodeResult:
     failures: list[str] = field(default_factory=list)
 
 
-def judge(episode: Episode, run: StrategyRun) -> dict[str, Verdict]:
-    """Check every answer of a strategy run."""
+def judge(episode: Episode, answers: Mapping[str, str | None]) -> dict[str, Verdict]:
+    """Check every answer (question id -> reply; a missing id is a skipped question)."""
     names = episode.entity_names + episode.absent_names
-    return {q.id: check(q, run.answers.get(q.id), names) for q in episode.questions}
+    return {q.id: check(q, answers.get(q.id), names) for q in episode.questions}
 
 
 def validate_episode(episode: Episode, label: str, raw: bytes | None = None) -> EpisodeResult:
@@ -54,7 +55,7 @@ def validate_episode(episode: Episode, label: str, raw: bytes | None = None) -> 
     fails: list[str] = []
     for name in STRATEGIES + ATTACKS:
         run = run_strategy(name, episode, domain)
-        verdicts = judge(episode, run)
+        verdicts = judge(episode, run.answers)
         scores[name] = score_episode(episode, verdicts, run.store.writes_used, list(run.store.notes.values()))
         if run.store.budget is not None and run.store.writes_used > run.store.budget:
             fails.append(f"{label}: {name} used {run.store.writes_used} writes of {run.store.budget}")

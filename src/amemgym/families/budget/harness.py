@@ -1,0 +1,212 @@
+"""The harness: plays an episode's stream to an LLM agent through the tool protocol.
+
+The harness owns the store and its budget. After each event the conversation is cut back to the system
+prompt, and the next event opens with a one-line memory summary, so answers must come from memory. The
+long-context reference policy keeps the whole stream in context instead (no budget, no cut; context is
+still cleared between sessions of a multi-session tier). A checkpoint after every event lets a killed run
+resume where it stopped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ...errors import LLMError
+from ...llm.client import LLMClient
+from ...prompts import render
+from ...storage import atomic_write_json, read_jsonl
+from .model import Episode, Event
+from .protocol import ProtocolError, parse_call
+from .store import BudgetStore, LedgerEntry
+from .tiers import MAX_STEPS_PER_EVENT
+
+POLICIES = ("budget", "long-context")
+INSTRUCTIONS = {
+    "documents": "Save what you judge worth keeping, then call done.",
+    "memo": "Save anything worth keeping (often nothing), then call done.",
+    "correction": "A correction notice: edits are free while it is on screen. Update your memory, then call done.",
+    "contradiction": "Save what you judge worth keeping, then call done.",
+    "question": "Answer with submit_answer (search or read your notes first if you need to).",
+}
+
+
+@dataclass
+class EpisodeState:
+    """Everything a resumed run needs: where it is, the store, answers, the trace and the history."""
+
+    next_event: int
+    notes: dict[int, str]
+    ledger: list[LedgerEntry]
+    next_id: int
+    answers: dict[str, str]
+    writes_over_time: list[int]
+    history: list[dict[str, str]]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {"next_event": self.next_event, "notes": {str(k): v for k, v in self.notes.items()},
+                "ledger": [e.__dict__ for e in self.ledger], "next_id": self.next_id, "answers": self.answers,
+                "writes_over_time": self.writes_over_time, "history": self.history}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> EpisodeState:
+        """Rebuild from :meth:`to_dict`."""
+        return cls(d["next_event"], {int(k): v for k, v in d["notes"].items()},
+                   [LedgerEntry(**e) for e in d["ledger"]], d["next_id"], dict(d["answers"]),
+                   list(d["writes_over_time"]), list(d["history"]))
+
+
+def env_digest(raw: bytes) -> str:
+    """sha256 of the episode file, recorded so a resume never mixes two episodes."""
+    return hashlib.sha256(raw).hexdigest()
+
+
+class Harness:
+    """Runs one episode for one agent policy, writing ``checkpoint.json`` and ``trace.jsonl`` under ``out_dir``."""
+
+    def __init__(self, episode: Episode, llm: LLMClient, out_dir: Path, *, policy: str = "budget",
+                 max_steps: int = MAX_STEPS_PER_EVENT, max_tokens: int = 512, digest: str = "") -> None:
+        if policy not in POLICIES:
+            raise ValueError(policy)
+        self.episode, self.llm, self.out_dir, self.policy = episode, llm, out_dir, policy
+        self.max_steps, self.max_tokens, self.digest = max_steps, max_tokens, digest
+        budget = None if policy == "long-context" else episode.tier.writes
+        self.store = BudgetStore(budget=budget, note_chars=episode.note_chars)
+        self.system = render("budget_agent_system", plural=self._domain_plural(), noun=self._domain_noun(),
+                             budget="unlimited" if budget is None else budget, note_chars=episode.note_chars,
+                             max_steps=max_steps)
+        self.state = EpisodeState(0, {}, [], 1, {}, [], [])
+
+    def _domain_plural(self) -> str:
+        from .domain import load_domain
+
+        return load_domain(self.episode.domain).plural
+
+    def _domain_noun(self) -> str:
+        from .domain import load_domain
+
+        return load_domain(self.episode.domain).noun
+
+    # ---- checkpoints --------------------------------------------------------------------------------
+    @property
+    def checkpoint_path(self) -> Path:
+        """Where progress is saved after each event."""
+        return self.out_dir / "checkpoint.json"
+
+    def _save(self) -> None:
+        s = self.state
+        s.notes, s.ledger, s.next_id = dict(self.store.notes), list(self.store.ledger), self.store._next_id
+        atomic_write_json(self.checkpoint_path, {"digest": self.digest, "policy": self.policy, **s.to_dict()})
+
+    def _restore(self) -> None:
+        import json
+
+        if not self.checkpoint_path.exists():
+            return
+        data = json.loads(self.checkpoint_path.read_text(encoding="utf-8"))
+        if data.get("digest") != self.digest or data.get("policy") != self.policy:
+            from ...errors import RunError
+
+            raise RunError(f"{self.out_dir} holds a run of another episode or policy; use a new --out")
+        self.state = EpisodeState.from_dict(data)
+        self.store.notes, self.store.ledger = dict(self.state.notes), list(self.state.ledger)
+        self.store._next_id = self.state.next_id
+
+    def _trace(self, record: dict[str, Any]) -> None:
+        from ...storage import append_jsonl
+
+        append_jsonl(self.out_dir / "trace.jsonl", [record])
+
+    # ---- the loop -----------------------------------------------------------------------------------
+    async def run(self) -> EpisodeState:
+        """Play every remaining event; returns the final state."""
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        self._restore()
+        if self.state.next_event == 0:
+            (self.out_dir / "trace.jsonl").unlink(missing_ok=True)
+        events = self.episode.events
+        for ev in events[self.state.next_event:]:
+            await self._event(ev)
+            self.state.next_event = ev.index + 1
+            self.state.writes_over_time.append(self.store.writes_used)
+            self._save()
+        return self.state
+
+    def _opening(self, ev: Event) -> str:
+        return render("budget_agent_event", summary=self.store.summary(), index=ev.index + 1,
+                      total=len(self.episode.events), kind=ev.kind.replace("_", " "), text=ev.text,
+                      instruction=INSTRUCTIONS[ev.kind])
+
+    async def _event(self, ev: Event) -> None:
+        self.store.begin_event(ev.index, correction=ev.kind == "correction")
+        prior = self.episode.events[ev.index - 1] if ev.index else None
+        keep_history = self.policy == "long-context" and prior is not None and prior.session == ev.session
+        history = self.state.history if keep_history else []
+        messages = [{"role": "system", "content": self.system}, *history,
+                    {"role": "user", "content": self._opening(ev)}]
+        for step in range(self.max_steps):
+            try:
+                res = await self.llm.chat("agent", messages, max_tokens=self.max_tokens, tag="budget.agent")
+            except LLMError as exc:
+                # A failed call is recorded, never turned into an answer; the question stays unanswered.
+                self._trace({"event": ev.index, "step": step, "error": str(exc)})
+                break
+            reply = res.text
+            messages.append({"role": "assistant", "content": reply})
+            finished, feedback, record = self._apply(ev, reply)
+            self._trace({"event": ev.index, "kind": ev.kind, "step": step, "reply": reply, **record,
+                         "writes_used": self.store.writes_used})
+            if finished:
+                break
+            messages.append({"role": "user", "content": feedback})
+        if self.policy == "long-context":
+            self.state.history = messages[1:]
+
+    def _apply(self, ev: Event, reply: str) -> tuple[bool, str, dict[str, Any]]:
+        try:
+            call = parse_call(reply)
+        except ProtocolError as exc:
+            return False, f"protocol error: {exc}. Reply with exactly one JSON tool call.", {"error": str(exc)}
+        rec: dict[str, Any] = {"tool": call.tool, "args": call.args}
+        a, s = call.args, self.store
+        if call.tool == "submit_answer":
+            if ev.kind != "question" or not ev.question:
+                return False, "error: there is no question to answer now; call done.", {**rec, "ok": False}
+            self.state.answers[ev.question] = a["answer"]
+            return True, "", {**rec, "ok": True}
+        if call.tool == "done":
+            if ev.kind == "question":
+                return False, "error: answer the question with submit_answer.", {**rec, "ok": False}
+            return True, "", {**rec, "ok": True}
+        if call.tool == "write":
+            r = s.write(a["text"])
+        elif call.tool == "edit":
+            r = s.edit(a["id"], a["old"], a["new"])
+        elif call.tool == "read":
+            r = s.read(a["id"])
+        elif call.tool == "forget":
+            r = s.forget(a["id"])
+        elif call.tool == "search":
+            k = a.get("k", 5)
+            hits = s.search(a["query"], k if isinstance(k, int) and 0 < k <= 20 else 5)
+            text = "\n".join(f"note {i}: {t}" for i, t in hits) or "no matching notes"
+            return False, f"result:\n{text}", {**rec, "ok": True, "hits": [i for i, _ in hits]}
+        else:  # list
+            text = "\n".join(f"note {i}: {t[:80]}" for i, t in s.notes.items()) or "no notes"
+            return False, f"result:\n{text}", {**rec, "ok": True}
+        return False, f"result: {r.message}", {**rec, "ok": r.ok, "result": r.message}
+
+
+def read_trace(out_dir: Path) -> list[dict[str, Any]]:
+    """The tool-call trace of a run directory."""
+    path = out_dir / "trace.jsonl"
+    return list(read_jsonl(path)) if path.exists() else []
+
+
+def wall_clock() -> float:
+    """Seconds on a monotonic clock."""
+    return time.perf_counter()

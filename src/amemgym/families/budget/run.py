@@ -1,0 +1,99 @@
+"""``amemgym run`` for a budget-family file: play the episode, check the answers, write ``results.json``."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from ...config import AppConfig
+from ...errors import ConfigError
+from ...llm.client import LLMClient
+from ...storage import atomic_write_json
+from .harness import Harness, env_digest, wall_clock
+from .io import load_episode
+from .scoring import AXES, score_episode
+from .validity import judge
+
+#: Agent names this family runs: the tool-using LLM agent under the budget, and the long-context reference.
+AGENTS = {"native": "budget", "llm": "budget", "long-context": "long-context"}
+RESULTS_VERSION = 1
+
+
+def policy_of(agent: str) -> str:
+    """The harness policy of an ``--agent`` name.
+
+    Raises:
+        ConfigError: for agents this family cannot run yet.
+    """
+    try:
+        return AGENTS[agent]
+    except KeyError:
+        raise ConfigError(f"agent {agent!r} cannot run a budget-family episode yet; use one of: "
+                          f"{', '.join(AGENTS)}") from None
+
+
+async def run_episode(env: Path, agent: str, out_dir: Path, llm: LLMClient) -> dict[str, Any]:
+    """Run (or resume) one episode and return the results record (also written to ``results.json``)."""
+    policy = policy_of(agent)
+    episode, raw = load_episode(env)
+    t0 = wall_clock()
+    harness = Harness(episode, llm, out_dir, policy=policy, digest=env_digest(raw))
+    state = await harness.run()
+    verdicts = judge(episode, state.answers)
+    notes = list(harness.store.notes.values())
+    score = score_episode(episode, verdicts, harness.store.writes_used, notes)
+    per_kind: dict[str, list[int]] = {}
+    for q in episode.questions:
+        per_kind.setdefault(q.kind, [0, 0])
+        per_kind[q.kind][0] += verdicts[q.id].correct
+        per_kind[q.kind][1] += 1
+    results = {
+        "family": "budget", "format_version": RESULTS_VERSION, "environment_file": str(env),
+        "environment_sha256": env_digest(raw), "agent": agent, "policy": policy, "tier": episode.tier.name,
+        "domain": episode.domain, "seed": episode.seed, "salt": episode.salt,
+        "score": score.to_dict(),
+        "per_kind": {k: {"correct": c, "total": n} for k, (c, n) in sorted(per_kind.items())},
+        "answers": {q.id: {"kind": q.kind, "reply": state.answers.get(q.id), "gold": q.gold,
+                           "correct": verdicts[q.id].correct, "reason": verdicts[q.id].reason}
+                    for q in episode.questions},
+        "writes_over_time": state.writes_over_time,
+        "ledger": [e.__dict__ for e in harness.store.ledger],
+        "usage": llm.ledger.to_dict(),
+        "wall_seconds_last_invocation": round(wall_clock() - t0, 3),
+        "definitions": {"composite": "0.30 breadth + 0.25 maintenance + 0.25 reasoning + 0.20 efficiency",
+                        "maintenance": "update-kind accuracy x storage gate",
+                        "efficiency": "non-abstention accuracy x min(1, reference writes / writes used)"},
+    }
+    atomic_write_json(out_dir / "results.json", results)
+    return results
+
+
+def run_budget(cfg: AppConfig, env: Path, agent: str, out_dir: Path, *, console: Console) -> int:
+    """The ``run`` command for a budget-family file; returns the exit code."""
+    policy_of(agent)
+    llm = LLMClient.from_config(cfg.llm, serial=cfg.run.serial)
+
+    async def go() -> dict[str, Any]:
+        try:
+            return await run_episode(env, agent, out_dir, llm)
+        finally:
+            await llm.aclose()
+
+    results = asyncio.run(go())
+    s = results["score"]
+    table = Table("axis", "score", title=f"budget/{results['tier']} {results['domain']} seed {results['seed']} - "
+                                         f"{agent} ({results['policy']})")
+    for name in (*AXES, "composite", "abstention", "accuracy"):
+        v = s[name]
+        table.add_row(name, "n/a" if v is None else f"{v:.3f}")
+    console.print(table)
+    total = results["usage"]["total"]
+    console.print(f"writes used {s['writes_used']} (reference {s['reference_writes']}); {total['calls']} model "
+                  f"calls, {total['prompt_tokens']} prompt + {total['completion_tokens']} completion tokens, "
+                  f"{results['wall_seconds_last_invocation']:.1f} s; results: {out_dir / 'results.json'}",
+                  highlight=False)
+    return 0

@@ -1,0 +1,134 @@
+"""The harness with a scripted agent: protocol, budget enforcement, context cuts, skips, resume, CLI."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from amemgym.cli import app
+from amemgym.families.budget.generate import build_episode
+from amemgym.families.budget.io import save_episode
+from amemgym.families.budget.model import Episode
+from amemgym.families.budget.run import run_episode
+from amemgym.llm.backends import PermanentError
+from amemgym.llm.client import LLMClient
+from amemgym.llm.fake import ScriptedBackend
+from amemgym.llm.types import ChatRequest
+from amemgym.testing.fake_endpoint import FakeEndpoint
+
+_OPENING = re.compile(r"Event (\d+) of \d+ \((\w+)\)")
+
+
+def call(tool: str, **args: object) -> str:
+    return json.dumps({"tool": tool, "args": args})
+
+
+class ScriptedAgent:
+    """Writes ``writes_per_doc`` notes per document event and submits the gold answer to each question."""
+
+    def __init__(self, episode: Episode, writes_per_doc: int = 1, prose_first: bool = False,
+                 answer: bool = True) -> None:
+        self.episode, self.writes_per_doc, self.prose_first, self.answer = episode, writes_per_doc, prose_first, answer
+        self.requests: list[ChatRequest] = []
+
+    def __call__(self, req: ChatRequest) -> str:
+        self.requests.append(req)
+        opening = next(m["content"] for m in reversed(req.messages) if _OPENING.search(m["content"]))
+        index, kind = _OPENING.search(opening).groups()  # type: ignore[union-attr]
+        ev = self.episode.events[int(index) - 1]
+        steps = sum(1 for m in req.messages[req.messages.index(next(m for m in req.messages if m["content"] == opening)):]
+                    if m["role"] == "assistant")
+        if self.prose_first and steps == 0:
+            return "Sure! I will store that."
+        if kind == "question":
+            if not self.answer:
+                return call("list")
+            q = self.episode.question(ev.question or "")
+            return call("submit_answer", answer="I don't know" if q.gold is None else str(q.gold))
+        if kind == "documents" and steps < self.writes_per_doc + self.prose_first:
+            return call("write", text=ev.text[:300])
+        return call("done")
+
+
+def run(episode: Episode, agent: ScriptedAgent, tmp_path: Path, name: str = "agent") -> dict:
+    env = tmp_path / "data.json"
+    save_episode(episode, env)
+    llm = LLMClient(backends={"agent": ScriptedBackend(agent)})
+    return asyncio.run(run_episode(env, "native", tmp_path / name, llm))
+
+
+@pytest.fixture(scope="module")
+def episode() -> Episode:
+    return build_episode("lite", "films", 0)
+
+
+def test_a_scripted_agent_runs_end_to_end(episode: Episode, tmp_path: Path) -> None:
+    res = run(episode, ScriptedAgent(episode), tmp_path)
+    assert res["score"]["accuracy"] == 1.0
+    docs = sum(e.kind == "documents" for e in episode.events)
+    assert res["score"]["writes_used"] == docs
+    assert (tmp_path / "agent" / "results.json").exists() and (tmp_path / "agent" / "trace.jsonl").exists()
+    assert len(res["writes_over_time"]) == len(episode.events)
+
+
+def test_the_context_is_cut_after_every_event(episode: Episode, tmp_path: Path) -> None:
+    agent = ScriptedAgent(episode)
+    run(episode, agent, tmp_path)
+    for req in agent.requests:
+        openings = [m for m in req.messages if _OPENING.search(m["content"])]
+        assert len(openings) == 1
+        assert req.messages[0]["role"] == "system"
+
+
+def test_the_budget_is_enforced_whatever_the_agent_does(episode: Episode, tmp_path: Path) -> None:
+    res = run(episode, ScriptedAgent(episode, writes_per_doc=10), tmp_path)
+    assert res["score"]["writes_used"] == episode.tier.writes
+    trace = [json.loads(line) for line in (tmp_path / "agent" / "trace.jsonl").read_text().splitlines()]
+    assert any(t.get("result", "").startswith("write budget exhausted") for t in trace)
+
+
+def test_a_prose_reply_gets_protocol_feedback_and_the_agent_recovers(episode: Episode, tmp_path: Path) -> None:
+    agent = ScriptedAgent(episode, prose_first=True)
+    res = run(episode, agent, tmp_path)
+    assert res["score"]["accuracy"] == 1.0
+    assert any("protocol error" in m["content"] for r in agent.requests for m in r.messages if m["role"] == "user")
+
+
+def test_an_unanswered_question_counts_as_wrong(episode: Episode, tmp_path: Path) -> None:
+    res = run(episode, ScriptedAgent(episode, answer=False), tmp_path)
+    assert res["score"]["accuracy"] == 0.0
+    assert res["score"]["skipped"] == len(episode.questions)
+
+
+def test_a_finished_run_resumes_without_calls(episode: Episode, tmp_path: Path) -> None:
+    first = run(episode, ScriptedAgent(episode), tmp_path)
+
+    def broken(req: ChatRequest) -> Exception:
+        return PermanentError("must not be called")
+
+    env = tmp_path / "data.json"
+    llm = LLMClient(backends={"agent": ScriptedBackend(broken)})  # type: ignore[arg-type]
+    again = asyncio.run(run_episode(env, "native", tmp_path / "agent", llm))
+    assert again["score"] == first["score"] and again["usage"]["total"]["calls"] == 0
+
+
+def test_cli_run_detects_the_family(episode: Episode, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    env = tmp_path / "data.json"
+    save_episode(episode, env)
+    agent = ScriptedAgent(episode)
+
+    def respond(body: dict) -> str:
+        msgs = tuple({"role": m["role"], "content": m["content"]} for m in body["messages"])
+        return agent(ChatRequest(role="agent", messages=msgs))
+
+    with FakeEndpoint(responder=respond) as ep:
+        monkeypatch.setenv("OPENAI_BASE_URL", ep.base_url)
+        result = CliRunner().invoke(app, ["run", "--env", str(env), "--out", str(tmp_path / "run"),
+                                          "--set", "llm.cache=false"])
+    assert result.exit_code == 0, result.output
+    assert json.loads((tmp_path / "run" / "results.json").read_text())["score"]["composite"] is not None
