@@ -36,8 +36,9 @@ def test_salt_changes_values_but_not_names() -> None:
 
 
 def test_a_domain_typo_names_the_file_and_the_key() -> None:
-    import yaml
     from importlib import resources
+
+    import yaml
 
     raw = yaml.safe_load(resources.files("amemgym.families.budget").joinpath("domains/films.yaml").read_text())
     raw["attributes"][0]["mni"] = raw["attributes"][0].pop("min")

@@ -21,8 +21,10 @@ def _world() -> FactView:
                             relations={"supplies_to": supplies, "competes_with": competes})
 
     entities = [
-        ent("Apex Works", "software", 100, 10.0, "Okafor", "NYSE", [1.0, 2.0, 5.0, 4.0], ["Blue Labs"], ["Cinder Group"]),
-        ent("Blue Labs", "retail", 300, 40.0, "Tanaka", "LSE", [3.0, 3.5], ["Cinder Group"], ["Apex Works", "Delta Foods"]),
+        ent("Apex Works", "software", 100, 10.0, "Okafor", "NYSE", [1.0, 2.0, 5.0, 4.0], ["Blue Labs"],
+            ["Cinder Group"]),
+        ent("Blue Labs", "retail", 300, 40.0, "Tanaka", "LSE", [3.0, 3.5], ["Cinder Group"],
+            ["Apex Works", "Delta Foods"]),
         ent("Cinder Group", "software", 200, 25.0, "Moreau", "NYSE", [9.0, 7.0], ["Delta Foods"], ["Apex Works"]),
         ent("Delta Foods", "software", 1000, 5.0, "Tanaka", "TSX", [2.0, 2.0], ["Apex Works"], ["Blue Labs"]),
     ]

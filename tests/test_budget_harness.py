@@ -41,8 +41,8 @@ class ScriptedAgent:
         opening = next(m["content"] for m in reversed(req.messages) if _OPENING.search(m["content"]))
         index, kind = _OPENING.search(opening).groups()  # type: ignore[union-attr]
         ev = self.episode.events[int(index) - 1]
-        steps = sum(1 for m in req.messages[req.messages.index(next(m for m in req.messages if m["content"] == opening)):]
-                    if m["role"] == "assistant")
+        start = next(i for i, m in enumerate(req.messages) if m["content"] == opening)
+        steps = sum(1 for m in req.messages[start:] if m["role"] == "assistant")
         if self.prose_first and steps == 0:
             return "Sure! I will store that."
         if kind == "question":

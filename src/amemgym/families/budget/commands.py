@@ -53,7 +53,7 @@ def validate(env: Path, *, seeds: int, json_out: Path | None, console: Console) 
     table = Table("strategy", "kind", "accuracy (pooled)", "composite (mean)",
                   title=f"budget validity: {len(results)} episode(s), tier {episode.tier.name}")
     for name in STRATEGIES + ATTACKS:
-        comps = [r.scores[name].composite for r in results if r.scores[name].composite is not None]
+        comps = [c for r in results if (c := r.scores[name].composite) is not None]
         comp = f"{sum(comps) / len(comps):.3f}" if comps else "n/a"
         table.add_row(name, "attack" if name in ATTACKS else "strategy", f"{acc[name]:.3f}", comp)
     console.print(table)

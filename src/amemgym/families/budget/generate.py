@@ -71,7 +71,10 @@ def build_episode(tier_name: str, domain_name: str, seed: int, salt: int = 0) ->
         rng.shuffle(slot)
 
     by_name = {e.name: e for e in records}
-    rendered = {name: document(domain, by_name[name], rng) for name in order}
+    later: dict[str, dict[str, int | float]] = {}
+    for c in changes:
+        later.setdefault(c.entity, {})[c.attr] = c.new
+    rendered = {name: document(domain, by_name[name], rng, later.get(name)) for name in order}
     with_distractor = {(f.entity, f.attr) for _, fs in rendered.values() for f in fs if f.distractor is not None}
     changed = {(c.entity, c.attr) for c in changes}
     # Enum values are few, so retrieving one is guessable; enum attributes are asked through filters instead.

@@ -49,7 +49,8 @@ def load_episode(path: Path) -> tuple[Episode, bytes]:
     except (OSError, ValueError) as exc:
         raise DataError(f"{path}: not a readable JSON file ({exc})") from None
     if not isinstance(data, dict) or data.get("family") != FAMILY:
-        raise DataError(f"{path}: not a budget-family file (family: {data.get('family') if isinstance(data, dict) else None!r})")
+        declared = data.get("family") if isinstance(data, dict) else None
+        raise DataError(f"{path}: not a budget-family file (family: {declared!r})")
     if data.get("format_version") != FORMAT_VERSION:
         raise DataError(f"{path}: format_version {data.get('format_version')!r} is not supported "
                         f"(this amemgym reads {FORMAT_VERSION})")

@@ -6,8 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-FORMAT_VERSION = 1
-FAMILY = "budget"
+FORMAT_VERSION: Literal[1] = 1
+FAMILY: Literal["budget"] = "budget"
 
 Value = int | float | str | list[float] | list[str]
 EventKind = Literal["documents", "memo", "correction", "contradiction", "question"]

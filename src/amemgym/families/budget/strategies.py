@@ -243,7 +243,8 @@ def run_strategy(name: str, episode: Episode, domain: DomainTemplate, seed: int 
     if name in ("store_greedy", "store_random_full", "store_random_half"):
         n = len(episode.entity_names)
         reserve = max(1, W // 10)
-        share = {"store_greedy": 1.0, "store_random_full": (W - reserve) / n, "store_random_half": (W - reserve) / (2 * n)}[name]
+        share = {"store_greedy": 1.0, "store_random_full": (W - reserve) / n,
+                 "store_random_half": (W - reserve) / (2 * n)}[name]
         chosen = set(episode.entity_names) if share >= 1 else {e for e in episode.entity_names if rng.random() < share}
         stop = W - reserve if name != "store_random_half" else (W - reserve) // 2
         answers = play_storing(episode, domain, store, keep=lambda e, a: e in chosen, olds=set(),

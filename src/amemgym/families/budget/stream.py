@@ -65,8 +65,18 @@ def fact_sentence(domain: DomainTemplate, name: str, attr: Attribute, value: Val
     return text
 
 
-def document(domain: DomainTemplate, entity: EntityRecord, rng: random.Random) -> tuple[str, list[Fact]]:
-    """An entity's document and the facts it states."""
+def _far(x: float, y: float) -> bool:
+    return abs(x - y) > max(0.05 * abs(y), 1)
+
+
+def document(domain: DomainTemplate, entity: EntityRecord, rng: random.Random,
+             later: dict[str, int | float] | None = None) -> tuple[str, list[Fact]]:
+    """An entity's document and the facts it states.
+
+    ``later`` maps attributes to the values they will be revised to; a distractor never lands near one, so
+    the wrong number printed today cannot become the right answer tomorrow.
+    """
+    later = later or {}
     sentences = [f"{entity.name} is a {entity.category} {domain.noun}."]
     facts = [Fact(entity=entity.name, attr="category", value=entity.category)]
     attrs = [a for a in domain.attributes if a.key in entity.attrs]
@@ -77,6 +87,12 @@ def document(domain: DomainTemplate, entity: EntityRecord, rng: random.Random) -
         if attr.numeric and rng.random() < DISTRACTOR_SHARE:
             assert isinstance(value, int | float)
             distractor = _distractor(attr, float(value), rng)
+            for _ in range(20):
+                if attr.key not in later or _far(distractor, float(later[attr.key])):
+                    break
+                distractor = _distractor(attr, float(value), rng)
+            else:
+                distractor = None
         sentences.append(fact_sentence(domain, entity.name, attr, value, rng, distractor))
         facts.append(Fact(entity=entity.name, attr=attr.key, value=value, distractor=distractor))
     for rel in domain.relations:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from ...seeding import derive_seed
 from .domain import Attribute, DomainTemplate
 
-Value = int | float | str | list[float]
+Value = int | float | str | list[float] | list[str]
 
 #: How many of the domain's attributes each entity leaves out (drawn per entity), so entities differ in shape.
 MISSING_ATTRIBUTES = (1, 5)
@@ -91,7 +91,7 @@ def perturb(attr: Attribute, value: Value, rng: random.Random, pool: tuple[str, 
     if attr.type == "series":
         assert isinstance(value, list)
         k = rng.uniform(0.8, 1.25)
-        return [float(_round(attr, v * k)) for v in value]
+        return [float(_round(attr, float(v) * k)) for v in value]
     if attr.type == "date":
         assert isinstance(value, str)
         return (dt.date.fromisoformat(value) + dt.timedelta(days=rng.randint(-400, 400))).isoformat()
@@ -160,5 +160,5 @@ def render_value(attr: Attribute, value: Value) -> str:
         return render_date(value)
     if attr.type == "series":
         assert isinstance(value, list)
-        return ", ".join(render_number(attr, v) for v in value)
+        return ", ".join(render_number(attr, float(v)) for v in value)
     return str(value)
