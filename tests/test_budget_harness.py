@@ -132,3 +132,14 @@ def test_cli_run_detects_the_family(episode: Episode, tmp_path: Path, monkeypatc
                                           "--set", "llm.cache=false"])
     assert result.exit_code == 0, result.output
     assert json.loads((tmp_path / "run" / "results.json").read_text())["score"]["composite"] is not None
+
+
+def test_the_long_context_reference_keeps_the_stream_and_has_no_budget(episode: Episode, tmp_path: Path) -> None:
+    env = tmp_path / "data.json"
+    save_episode(episode, env)
+    agent = ScriptedAgent(episode, writes_per_doc=20)
+    llm = LLMClient(backends={"agent": ScriptedBackend(agent)})
+    res = asyncio.run(run_episode(env, "long-context", tmp_path / "lc", llm))
+    assert res["score"]["writes_used"] > episode.tier.writes
+    last = agent.requests[-1]
+    assert sum(1 for m in last.messages if _OPENING.search(m["content"])) == len(episode.events)
