@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from rich.console import Console
@@ -39,16 +41,28 @@ def generate(out_dir: Path, *, tier: str, domain: str | None, seed: int, salt: i
                   f"questions, budget {episode.tier.writes} writes)", highlight=False)
 
 
+def _validate_one(job: tuple[str, str, int, int]) -> EpisodeResult:
+    tier, domain, seed, salt = job
+    return validate_episode(build_episode(tier, domain, seed, salt), f"{tier}/{domain}/seed{seed}")
+
+
+def _validate_generated(jobs: list[tuple[str, str, int, int]]) -> list[EpisodeResult]:
+    """Validate generated episodes, across processes when there are many (results keep the job order)."""
+    workers = min(os.cpu_count() or 1, 8)
+    if len(jobs) < 8 or workers < 2:
+        return [_validate_one(j) for j in jobs]
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(_validate_one, jobs, chunksize=4))
+
+
 def validate(env: Path, *, seeds: int, json_out: Path | None, console: Console) -> int:
     """Strategies, attacks and invariants on the file (plus seeds 0..N-1 of every domain); the exit code."""
     if seeds < 0:
         raise ConfigError(f"--seeds must be >= 0, got {seeds}")
     episode, raw = load_episode(env)
     results: list[EpisodeResult] = [validate_episode(episode, str(env), raw)]
-    for name in domain_names() if seeds else ():
-        for s in range(seeds):
-            ep = build_episode(episode.tier.name, name, s, episode.salt)
-            results.append(validate_episode(ep, f"{episode.tier.name}/{name}/seed{s}"))
+    jobs = [(episode.tier.name, name, s, episode.salt) for name in domain_names() for s in range(seeds)]
+    results += _validate_generated(jobs)
     acc = pooled(results)
     table = Table("strategy", "kind", "accuracy (pooled)", "composite (mean)",
                   title=f"budget validity: {len(results)} episode(s), tier {episode.tier.name}")
