@@ -143,3 +143,36 @@ def test_the_long_context_reference_keeps_the_stream_and_has_no_budget(episode: 
     assert res["score"]["writes_used"] > episode.tier.writes
     last = agent.requests[-1]
     assert sum(1 for m in last.messages if _OPENING.search(m["content"])) == len(episode.events)
+
+
+class Searcher(ScriptedAgent):
+    """Searches its notes once before answering each question."""
+
+    def __call__(self, req: ChatRequest) -> str:
+        last = req.messages[-1]["content"]
+        if _OPENING.search(last) and "(question)" in last:
+            self.requests.append(req)
+            return call("search", query="revenue")
+        return super().__call__(req)
+
+
+def test_search_uses_the_embedder_in_both_stores(episode: Episode, tmp_path: Path) -> None:
+    from amemgym.llm.fake import HashEmbedder
+
+    env = tmp_path / "data.json"
+    save_episode(episode, env)
+    for agent_name in ("native", "vector"):
+        embedder = HashEmbedder()
+        calls: list[int] = []
+        original = embedder.embed
+
+        async def counted(texts: list[str], _orig=original) -> object:
+            calls.append(len(texts))
+            return await _orig(texts)
+
+        embedder.embed = counted  # type: ignore[method-assign]
+        llm = LLMClient(backends={"agent": ScriptedBackend(Searcher(episode))}, embedder=embedder)
+        res = asyncio.run(run_episode(env, agent_name, tmp_path / agent_name, llm))
+        assert res["store"] == ("vector" if agent_name == "vector" else "notes")
+        assert calls and res["search_embedder_problem"] is None
+        assert res["score"]["accuracy"] == 1.0

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...errors import LLMError
+from ...errors import AMemGymError, LLMError
 from ...llm.client import LLMClient
 from ...prompts import render
 from ...storage import atomic_write_json, read_jsonl
@@ -69,13 +69,17 @@ class Harness:
     """Runs one episode for one agent policy, writing ``checkpoint.json`` and ``trace.jsonl`` under ``out_dir``."""
 
     def __init__(self, episode: Episode, llm: LLMClient, out_dir: Path, *, policy: str = "budget",
-                 max_steps: int = MAX_STEPS_PER_EVENT, max_tokens: int = 512, digest: str = "") -> None:
+                 max_steps: int = MAX_STEPS_PER_EVENT, max_tokens: int = 512, digest: str = "",
+                 store_mode: str = "notes", embed_search: bool = True) -> None:
         if policy not in POLICIES:
             raise ValueError(policy)
         self.episode, self.llm, self.out_dir, self.policy = episode, llm, out_dir, policy
         self.max_steps, self.max_tokens, self.digest = max_steps, max_tokens, digest
         budget = None if policy == "long-context" else episode.tier.writes
-        self.store = BudgetStore(budget=budget, note_chars=episode.note_chars)
+        self.store = BudgetStore(budget=budget, note_chars=episode.note_chars, mode=store_mode)
+        self.embed_search = embed_search or store_mode == "vector"
+        #: Why search fell back to BM25 alone, if it did (recorded in the results, never silent).
+        self.embedder_problem: str | None = None
         self.system = render("budget_agent_system", plural=self._domain_plural(), noun=self._domain_noun(),
                              budget="unlimited" if budget is None else budget, note_chars=episode.note_chars,
                              max_steps=max_steps)
@@ -157,7 +161,7 @@ class Harness:
                 break
             reply = res.text
             messages.append({"role": "assistant", "content": reply})
-            finished, feedback, record = self._apply(ev, reply)
+            finished, feedback, record = await self._apply(ev, reply)
             self._trace({"event": ev.index, "kind": ev.kind, "step": step, "reply": reply, **record,
                          "writes_used": self.store.writes_used})
             if finished:
@@ -166,7 +170,18 @@ class Harness:
         if self.policy == "long-context":
             self.state.history = messages[1:]
 
-    def _apply(self, ev: Event, reply: str) -> tuple[bool, str, dict[str, Any]]:
+    async def _vectors(self, query: str) -> Any:
+        if not self.embed_search or not self.store.notes or self.embedder_problem:
+            return None
+        try:
+            return await self.llm.embed([query, *self.store.notes.values()])
+        except AMemGymError as exc:
+            if self.store.mode == "vector":
+                raise
+            self.embedder_problem = str(exc)
+            return None
+
+    async def _apply(self, ev: Event, reply: str) -> tuple[bool, str, dict[str, Any]]:
         try:
             call = parse_call(reply)
         except ProtocolError as exc:
@@ -192,7 +207,8 @@ class Harness:
             r = s.forget(a["id"])
         elif call.tool == "search":
             k = a.get("k", 5)
-            hits = s.search(a["query"], k if isinstance(k, int) and 0 < k <= 20 else 5)
+            vectors = await self._vectors(a["query"])
+            hits = s.search(a["query"], k if isinstance(k, int) and 0 < k <= 20 else 5, vectors=vectors)
             text = "\n".join(f"note {i}: {t}" for i, t in hits) or "no matching notes"
             return False, f"result:\n{text}", {**rec, "ok": True, "hits": [i for i, _ in hits]}
         else:  # list

@@ -18,13 +18,15 @@ from .io import load_episode
 from .scoring import AXES, score_episode
 from .validity import judge
 
-#: Agent names this family runs: the tool-using LLM agent under the budget, and the long-context reference.
-AGENTS = {"native": "budget", "llm": "budget", "long-context": "long-context"}
+#: Agent names this family runs -> (harness policy, store): the tool-using LLM agent with the notes store
+#: (hybrid BM25 + embedder search) or the vector store, and the long-context reference.
+AGENTS = {"native": ("budget", "notes"), "llm": ("budget", "notes"), "vector": ("budget", "vector"),
+          "long-context": ("long-context", "notes")}
 RESULTS_VERSION = 1
 
 
-def policy_of(agent: str) -> str:
-    """The harness policy of an ``--agent`` name.
+def policy_of(agent: str) -> tuple[str, str]:
+    """The harness policy and store mode of an ``--agent`` name.
 
     Raises:
         ConfigError: for agents this family cannot run yet.
@@ -38,10 +40,10 @@ def policy_of(agent: str) -> str:
 
 async def run_episode(env: Path, agent: str, out_dir: Path, llm: LLMClient) -> dict[str, Any]:
     """Run (or resume) one episode and return the results record (also written to ``results.json``)."""
-    policy = policy_of(agent)
+    policy, store_mode = policy_of(agent)
     episode, raw = load_episode(env)
     t0 = wall_clock()
-    harness = Harness(episode, llm, out_dir, policy=policy, digest=env_digest(raw))
+    harness = Harness(episode, llm, out_dir, policy=policy, digest=env_digest(raw), store_mode=store_mode)
     state = await harness.run()
     verdicts = judge(episode, state.answers)
     notes = list(harness.store.notes.values())
@@ -53,7 +55,8 @@ async def run_episode(env: Path, agent: str, out_dir: Path, llm: LLMClient) -> d
         per_kind[q.kind][1] += 1
     results = {
         "family": "budget", "format_version": RESULTS_VERSION, "environment_file": str(env),
-        "environment_sha256": env_digest(raw), "agent": agent, "policy": policy, "tier": episode.tier.name,
+        "environment_sha256": env_digest(raw), "agent": agent, "policy": policy, "store": store_mode,
+        "search_embedder_problem": harness.embedder_problem, "tier": episode.tier.name,
         "domain": episode.domain, "seed": episode.seed, "salt": episode.salt,
         "score": score.to_dict(),
         "per_kind": {k: {"correct": c, "total": n} for k, (c, n) in sorted(per_kind.items())},

@@ -147,17 +147,23 @@ class BudgetStore:
             return ToolResult(False, f"no note {note_id}")
         return ToolResult(True, f"forgot note {note_id}")
 
-    def search(self, query: str, k: int = 5) -> list[tuple[int, str]]:
-        """The ``k`` notes that best match ``query`` (free)."""
+    def search(self, query: str, k: int = 5, vectors: np.ndarray | None = None) -> list[tuple[int, str]]:
+        """The ``k`` notes that best match ``query`` (free).
+
+        ``vectors`` are precomputed embeddings of the query followed by every note in id order (the async
+        harness computes them); otherwise the ``embed`` hook is used when set.
+        """
         ids = list(self.notes)
         if not ids or k <= 0:
             return []
+        if vectors is None and self.embed is not None:
+            vectors = self.embed([query] + [self.notes[i] for i in ids])
         ranks: list[list[int]] = []
-        if self.mode != "vector" or self.embed is None:
+        if self.mode != "vector" or vectors is None:
             scores = bm25_scores(query, [self.notes[i] for i in ids])
             ranks.append([ids[j] for j in np.argsort(-np.asarray(scores), kind="stable") if scores[j] > 0])
-        if self.embed is not None:
-            vecs = self.embed([query] + [self.notes[i] for i in ids])
+        if vectors is not None:
+            vecs = np.asarray(vectors, dtype=float)
             sims = vecs[1:] @ vecs[0]
             ranks.append([ids[j] for j in np.argsort(-sims, kind="stable")])
         fused: Counter[int] = Counter()
