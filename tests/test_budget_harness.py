@@ -166,8 +166,8 @@ def test_search_uses_the_embedder_in_both_stores(episode: Episode, tmp_path: Pat
         calls: list[int] = []
         original = embedder.embed
 
-        async def counted(texts: list[str], _orig=original) -> object:
-            calls.append(len(texts))
+        async def counted(texts: list[str], _orig=original, _calls=calls) -> object:
+            _calls.append(len(texts))
             return await _orig(texts)
 
         embedder.embed = counted  # type: ignore[method-assign]
