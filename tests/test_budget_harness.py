@@ -176,3 +176,35 @@ def test_search_uses_the_embedder_in_both_stores(episode: Episode, tmp_path: Pat
         assert res["store"] == ("vector" if agent_name == "vector" else "notes")
         assert calls and res["search_embedder_problem"] is None
         assert res["score"]["accuracy"] == 1.0
+
+
+def test_an_interrupted_run_resumes_from_its_checkpoint(episode: Episode, tmp_path: Path) -> None:
+    env = tmp_path / "data.json"
+    save_episode(episode, env)
+    agent = ScriptedAgent(episode)
+    budget = {"calls": 0}
+
+    def flaky(req: ChatRequest) -> str:
+        budget["calls"] += 1
+        if budget["calls"] == 15:
+            raise KeyboardInterrupt  # a kill in the middle of the stream
+        return agent(req)
+
+    with pytest.raises(KeyboardInterrupt):
+        asyncio.run(run_episode(env, "native", tmp_path / "r", LLMClient(backends={"agent": ScriptedBackend(flaky)})))
+    done_before = json.loads((tmp_path / "r" / "checkpoint.json").read_text())["next_event"]
+    assert 0 < done_before < len(episode.events)
+    res = asyncio.run(run_episode(env, "native", tmp_path / "r", LLMClient(backends={"agent": ScriptedBackend(agent)})))
+    assert res["score"]["accuracy"] == 1.0
+    trace = [json.loads(line) for line in (tmp_path / "r" / "trace.jsonl").read_text().splitlines()]
+    steps = [(t["event"], t["step"]) for t in trace]
+    assert steps == sorted(set(steps)) and len(res["writes_over_time"]) == len(episode.events)
+
+
+def test_unsupported_run_flags_exit_2(episode: Episode, tmp_path: Path) -> None:
+    env = tmp_path / "data.json"
+    save_episode(episode, env)
+    result = CliRunner().invoke(app, ["run", "--env", str(env), "--out", str(tmp_path / "x"), "--trials", "2"])
+    assert result.exit_code == 2 and "--trials" in result.output
+    result = CliRunner().invoke(app, ["run", "--env", str(env), "--out", str(tmp_path / "y"), "--agent", "rag"])
+    assert result.exit_code == 2

@@ -127,7 +127,10 @@ def run(
     if env is not None and family_of(env) == "budget":
         from .families.budget.run import run_budget
 
-        raise typer.Exit(run_budget(app_config(config, set_), env, agent, out_dir, console=out))
+        flags = {"--trials": trials != 1, "--executor": executor != "local", "--off-policy": off_policy is not None,
+                 "--models": models is not None, "--resimulate-leaks": resimulate_leaks}
+        raise typer.Exit(run_budget(app_config(config, set_), env, agent, out_dir, console=out, serial=serial,
+                                    unsupported=[name for name, used in flags.items() if used]))
 
     # With neither an environment nor a config, run the bundled tiny demo with its sized-down settings.
     cfg = app_config(config if config or env else "tiny", set_)

@@ -10,6 +10,7 @@ resume where it stopped.
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +19,7 @@ from typing import Any
 from ...errors import AMemGymError, LLMError
 from ...llm.client import LLMClient
 from ...prompts import render
-from ...storage import atomic_write_json, read_jsonl
+from ...storage import atomic_write_json, atomic_write_text, read_jsonl
 from .model import Episode, Event
 from .protocol import ProtocolError, parse_call
 from .store import BudgetStore, LedgerEntry
@@ -107,8 +108,6 @@ class Harness:
         atomic_write_json(self.checkpoint_path, {"digest": self.digest, "policy": self.policy, **s.to_dict()})
 
     def _restore(self) -> None:
-        import json
-
         if not self.checkpoint_path.exists():
             return
         data = json.loads(self.checkpoint_path.read_text(encoding="utf-8"))
@@ -117,6 +116,9 @@ class Harness:
 
             raise RunError(f"{self.out_dir} holds a run of another episode or policy; use a new --out")
         self.state = EpisodeState.from_dict(data)
+        # Calls made during the event that was interrupted are replayed; drop their half-written trace.
+        kept = [r for r in read_trace(self.out_dir) if r.get("event", -1) < self.state.next_event]
+        atomic_write_text(self.out_dir / "trace.jsonl", "".join(json.dumps(r) + "\n" for r in kept))
         self.store.notes, self.store.ledger = dict(self.state.notes), list(self.state.ledger)
         self.store._next_id = self.state.next_id
 

@@ -75,10 +75,17 @@ async def run_episode(env: Path, agent: str, out_dir: Path, llm: LLMClient) -> d
     return results
 
 
-def run_budget(cfg: AppConfig, env: Path, agent: str, out_dir: Path, *, console: Console) -> int:
-    """The ``run`` command for a budget-family file; returns the exit code."""
+def run_budget(cfg: AppConfig, env: Path, agent: str, out_dir: Path, *, console: Console, serial: bool = False,
+               unsupported: list[str] | None = None) -> int:
+    """The ``run`` command for a budget-family file; returns the exit code.
+
+    Raises:
+        ConfigError: for an agent or a flag this family does not support yet.
+    """
+    if unsupported:
+        raise ConfigError(f"{', '.join(unsupported)} not supported for budget-family episodes yet")
     policy_of(agent)
-    llm = LLMClient.from_config(cfg.llm, serial=cfg.run.serial)
+    llm = LLMClient.from_config(cfg.llm, serial=serial or cfg.run.serial)
 
     async def go() -> dict[str, Any]:
         try:

@@ -20,7 +20,7 @@ FACT_TEMPLATES = (
     "{name}'s {label} is {value}.",
     "Records list the {label} of {name} at {value}.",
     "For {name}, the {label} stands at {value}.",
-    "{name} reports a {label} of {value}.",
+    "{name} reports its {label} as {value}.",
     "The filing gives {value} as the {label} of {name}.",
 )
 SERIES_TEMPLATES = (
