@@ -208,3 +208,12 @@ def test_unsupported_run_flags_exit_2(episode: Episode, tmp_path: Path) -> None:
     assert result.exit_code == 2 and "--trials" in result.output
     result = CliRunner().invoke(app, ["run", "--env", str(env), "--out", str(tmp_path / "y"), "--agent", "rag"])
     assert result.exit_code == 2
+
+
+def test_the_report_shows_axes_kinds_budget_and_trace(episode: Episode, tmp_path: Path) -> None:
+    run(episode, ScriptedAgent(episode), tmp_path)
+    result = CliRunner().invoke(app, ["report", str(tmp_path / "agent"), "--out", str(tmp_path / "r.html")])
+    assert result.exit_code == 0, result.output
+    page = (tmp_path / "r.html").read_text()
+    for part in ("composite", "Accuracy per question kind", "<polyline", "Tool calls", "submit_answer"):
+        assert part in page

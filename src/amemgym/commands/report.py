@@ -23,7 +23,16 @@ def report(
     = None,
 ) -> None:
     """Write one self-contained HTML report (tables, curves, diagnosis, heat maps, trace browser)."""
+    from ..families.budget.report import build_budget_report, is_budget_run
     from ..report.build import build_report
+
+    budget_runs = [is_budget_run(r) for r in runs]
+    if any(budget_runs):
+        if not all(budget_runs):
+            raise ConfigError("cannot mix budget-family runs with other runs in one report")
+        atomic_write_text(out_file, build_budget_report(list(runs)))
+        out.print(f"wrote {out_file}", highlight=False, markup=False)
+        return
     from ..report.figures import write_figures
 
     rep = build_report(list(runs), env_override=env)
