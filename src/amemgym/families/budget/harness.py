@@ -20,6 +20,7 @@ from ...errors import AMemGymError, LLMError
 from ...llm.client import LLMClient
 from ...prompts import render
 from ...storage import atomic_write_json, atomic_write_text, read_jsonl
+from .domain import load_domain
 from .model import Episode, Event
 from .protocol import ProtocolError, parse_call
 from .store import BudgetStore, LedgerEntry
@@ -81,20 +82,11 @@ class Harness:
         self.embed_search = embed_search or store_mode == "vector"
         #: Why search fell back to BM25 alone, if it did (recorded in the results, never silent).
         self.embedder_problem: str | None = None
-        self.system = render("budget_agent_system", plural=self._domain_plural(), noun=self._domain_noun(),
+        domain = load_domain(episode.domain)
+        self.system = render("budget_agent_system", plural=domain.plural, noun=domain.noun,
                              budget="unlimited" if budget is None else budget, note_chars=episode.note_chars,
                              max_steps=max_steps)
         self.state = EpisodeState(0, {}, [], 1, {}, [], [])
-
-    def _domain_plural(self) -> str:
-        from .domain import load_domain
-
-        return load_domain(self.episode.domain).plural
-
-    def _domain_noun(self) -> str:
-        from .domain import load_domain
-
-        return load_domain(self.episode.domain).noun
 
     # ---- checkpoints --------------------------------------------------------------------------------
     @property

@@ -70,7 +70,7 @@ def _parse(notes: tuple[str, ...]) -> tuple[dict[tuple[str, str], object], list[
     return facts, names
 
 
-def format_answer(answer_type: str, gold: object, domain: DomainTemplate, q: Question) -> str:
+def format_answer(answer_type: str, gold: object) -> str:
     """A solver's answer as reply text."""
     if answer_type == "refuse" or gold is None:
         return REFUSAL
@@ -88,7 +88,7 @@ def answer_from_memory(q: Question, store: BudgetStore, domain: DomainTemplate) 
         answer_type, value = solve(q.kind, q.spec, view, domain)
     except Missing:
         return REFUSAL
-    return format_answer(answer_type, value, domain, q)
+    return format_answer(answer_type, value)
 
 
 class _Packer:
@@ -235,18 +235,19 @@ def run_strategy(name: str, episode: Episode, domain: DomainTemplate, seed: int 
     rng = random.Random(derive_seed("budget.strategy", name, episode.domain, episode.seed, seed))
     store = new_store(episode)
     cur, old = needed(episode)
-    W = episode.tier.writes
+    budget = episode.tier.writes
     if name in ("perfect", "store_ignore_corrections"):
         answers = play_storing(episode, domain, store, keep=lambda e, a: (e, a) in cur, olds=old,
                                apply_changes=name == "perfect")
         return StrategyRun(name, answers, store)
     if name in ("store_greedy", "store_random_full", "store_random_half"):
         n = len(episode.entity_names)
-        reserve = max(1, W // 10)
-        share = {"store_greedy": 1.0, "store_random_full": (W - reserve) / n,
-                 "store_random_half": (W - reserve) / (2 * n)}[name]
+        # A tenth of the budget stays free for edits after silent contradictions.
+        reserve = max(1, budget // 10)
+        share = {"store_greedy": 1.0, "store_random_full": (budget - reserve) / n,
+                 "store_random_half": (budget - reserve) / (2 * n)}[name]
         chosen = set(episode.entity_names) if share >= 1 else {e for e in episode.entity_names if rng.random() < share}
-        stop = W - reserve if name != "store_random_half" else (W - reserve) // 2
+        stop = budget - reserve if name != "store_random_half" else (budget - reserve) // 2
         answers = play_storing(episode, domain, store, keep=lambda e, a: e in chosen, olds=set(),
                                apply_changes=True, entity_notes=True, stop_at=stop)
         return StrategyRun(name, answers, store)
@@ -257,7 +258,7 @@ def run_strategy(name: str, episode: Episode, domain: DomainTemplate, seed: int 
             return a in numeric or a.startswith("rel:")
 
         answers = play_storing(episode, domain, store, keep=keep, olds=set(), apply_changes=True,
-                               stop_at=W - max(1, W // 10))
+                               stop_at=budget - max(1, budget // 10))
         return StrategyRun(name, answers, store)
     if name in ("guess_blind", "guess_smart"):
         answers = {q.id: _guess(q, episode, domain, rng, name == "guess_smart") for q in episode.questions}
