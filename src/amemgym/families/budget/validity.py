@@ -76,7 +76,8 @@ def validate_episode(episode: Episode, label: str, raw: bytes | None = None) -> 
         fails.append(f"{label}: always_abstain scored {scores['always_abstain'].accuracy:.3f}")
     again = episode_bytes(build_episode(episode.tier.name, episode.domain, episode.seed, episode.salt))
     if again != (raw if raw is not None else episode_bytes(episode)):
-        fails.append(f"{label}: regenerating (tier, domain, seed, salt) gave different bytes")
+        fails.append(f"{label}: regenerating (tier, domain, seed, salt) gave different bytes (the file was edited "
+                     "or written by another version of the generator)")
     return EpisodeResult(label, scores, hits, fails)
 
 
