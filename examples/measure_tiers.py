@@ -25,10 +25,10 @@ from amemgym.config import PRESETS, load_config
 from amemgym.errors import ConfigError
 from amemgym.generate.procedural import generate_procedural
 from amemgym.llm import ChatRequest, ChatResult, LLMClient
-from amemgym.llm.fake import ScriptedBackend
 from amemgym.run import Runner
 from amemgym.run.episode import rounds_for
 from amemgym.run.layout import RunDir
+from amemgym.testing.scripted_model import ScriptedBackend
 
 
 class SizedBackend(ScriptedBackend):

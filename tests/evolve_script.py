@@ -5,13 +5,11 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from pathlib import Path
 
 from amemgym.data.model import UserEnv
-from amemgym.llm import LLMClient, ResponseCache
-from amemgym.llm.fake import HashEmbedder, ScriptedBackend, last_user
 from amemgym.llm.types import ChatRequest
-from scripted import RunScript
+from amemgym.testing.run_script import RunScript
+from amemgym.testing.scripted_model import last_user
 
 EVOLVED_PREFIX = "Keep one note per life circumstance that shapes advice and rewrite it when it changes."
 
@@ -42,8 +40,3 @@ class EvolveScript:
             return json.dumps({k: i % 2 == 0 for i, k in enumerate(ids)})
         return self.run(req)
 
-
-def make_llm(responder, tmp_path: Path) -> LLMClient:
-    backend = ScriptedBackend(responder)
-    return LLMClient(backends={r: backend for r in ("agent", "simulator", "memory", "judge", "generator")},
-                     embedder=HashEmbedder(), cache=ResponseCache(tmp_path / "cache.sqlite"), backoff_base=0.001)

@@ -10,8 +10,8 @@ import pytest
 from amemgym.agents import AgentContext, resolve_agent
 from amemgym.agents.checker import check_agent
 from amemgym.llm import LLMClient
-from amemgym.llm.fake import HashEmbedder, ScriptedBackend
 from amemgym.llm.types import ChatRequest
+from amemgym.testing.scripted_model import HashEmbedder, ScriptedBackend
 
 needs_mem0 = pytest.mark.skipif(importlib.util.find_spec("mem0") is None, reason="mem0ai not installed")
 

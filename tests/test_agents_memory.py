@@ -12,8 +12,8 @@ from amemgym.agents.buffered import MessageBuffer
 from amemgym.agents.vector_store import NumpyVectorStore
 from amemgym.errors import ConfigError
 from amemgym.llm import LLMClient
-from amemgym.llm.fake import HashEmbedder, ScriptedBackend, last_user
 from amemgym.llm.types import ChatRequest
+from amemgym.testing.scripted_model import HashEmbedder, ScriptedBackend, last_user
 
 CTX = AgentContext(user_id="u1", seed=3, state_schema={"kitchen": ["tiny", "full"], "shift": ["days", "nights"]})
 

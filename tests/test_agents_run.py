@@ -10,11 +10,10 @@ import pytest
 from amemgym.agents import resolve_agent
 from amemgym.config import load_config
 from amemgym.data import load_environment
-from amemgym.llm import LLMClient, ResponseCache
-from amemgym.llm.fake import HashEmbedder, ScriptedBackend
 from amemgym.llm.types import ChatRequest
 from amemgym.run import Runner
-from scripted import RunScript
+from amemgym.testing.run_script import RunScript
+from amemgym.testing.scripted_model import scripted_client
 
 
 def memory_writer(inner):
@@ -31,11 +30,6 @@ def memory_writer(inner):
 
     return respond
 
-
-def make_llm(responder, tmp_path: Path) -> LLMClient:
-    backend = ScriptedBackend(responder)
-    return LLMClient(backends={r: backend for r in ("agent", "simulator", "memory", "judge", "generator")},
-                     embedder=HashEmbedder(), cache=ResponseCache(tmp_path / "cache.sqlite"), backoff_base=0.001)
 
 
 def tiny_env_path(original_env_path: Path) -> list[Path]:
@@ -55,7 +49,7 @@ def tiny_env_path(original_env_path: Path) -> list[Path]:
 async def test_agent_finishes_fixture_run(agent: str, original_env_path: Path, tmp_path: Path) -> None:
     for i, env_path in enumerate(tiny_env_path(original_env_path)):
         env = load_environment(env_path)
-        llm = make_llm(memory_writer(RunScript(env.users[0])), tmp_path / str(i))
+        llm = scripted_client(memory_writer(RunScript(env.users[0])), cache=tmp_path / str(i) / "cache.sqlite")
         outcome = await Runner(env, resolve_agent(agent), tmp_path / f"run{i}", load_config("tiny"), llm).run(
             user_ids=[env.users[0].id])
         # Only the first user was run: nothing of theirs may be missing or failed.

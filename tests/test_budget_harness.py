@@ -17,9 +17,9 @@ from amemgym.families.budget.model import Episode
 from amemgym.families.budget.run import run_episode
 from amemgym.llm.backends import PermanentError
 from amemgym.llm.client import LLMClient
-from amemgym.llm.fake import ScriptedBackend
 from amemgym.llm.types import ChatRequest
 from amemgym.testing.fake_endpoint import FakeEndpoint
+from amemgym.testing.scripted_model import ScriptedBackend
 
 _OPENING = re.compile(r"Event (\d+) of \d+ \((\w+)\)")
 
@@ -157,7 +157,7 @@ class Searcher(ScriptedAgent):
 
 
 def test_search_uses_the_embedder_in_both_stores(episode: Episode, tmp_path: Path) -> None:
-    from amemgym.llm.fake import HashEmbedder
+    from amemgym.testing.scripted_model import HashEmbedder
 
     env = tmp_path / "data.json"
     save_episode(episode, env)

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from amemgym.eval import diagnosis, overall
-from amemgym.eval._compat import AGENT_KEY_ENV, GENERATOR_KEY_ENV, SIMULATOR_KEY_ENV
+from amemgym.compat import diagnosis, overall
+from amemgym.compat.flags import AGENT_KEY_ENV, GENERATOR_KEY_ENV, SIMULATOR_KEY_ENV
 from amemgym.testing.fake_endpoint import CallRecord, FakeEndpoint
 
 
@@ -170,7 +170,7 @@ def test_random_output_file_has_the_original_shape(original_env_path: Path, tmp_
 def test_upperbound_uses_the_agent_config_and_writes_utilization_metrics(
     original_env_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from amemgym.eval import upperbound
+    from amemgym.compat import upperbound
 
     with FakeEndpoint() as ep:
         agent_cfg, _ = _configs(tmp_path, ep.base_url, agent_tokens=2000)

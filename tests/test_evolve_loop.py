@@ -15,14 +15,15 @@ from amemgym.config import load_config
 from amemgym.data import load_environment
 from amemgym.evolve import LLMEvolver, LLMRecallJudge, PolicyLimits, evolve_loop, feedback_builder
 from amemgym.generate.procedural import tiny_environment_path
-from evolve_script import EVOLVED_PREFIX, EvolveScript, make_llm
+from amemgym.testing.scripted_model import scripted_client
+from evolve_script import EVOLVED_PREFIX, EvolveScript
 
 ENV = tiny_environment_path()
 
 
 async def evolve_once(out: Path, responder_for, tmp: Path, kind: str = "complete", limits=None):
     env = load_environment(ENV)
-    llm = make_llm(responder_for(env), tmp)
+    llm = scripted_client(responder_for(env), cache=tmp / "cache.sqlite")
     builder = feedback_builder(kind)
     outcome = await evolve_loop(env, resolve_agent("awi"), out, load_config("tiny"), llm, feedback=builder,
                                 evolver=LLMEvolver(llm), judge=LLMRecallJudge(llm), limits=limits)
@@ -152,7 +153,7 @@ async def test_agent_without_policy_is_refused(tmp_path: Path) -> None:
     from amemgym.errors import ConfigError
 
     env = load_environment(ENV)
-    llm = make_llm(script(env), tmp_path)
+    llm = scripted_client(script(env), cache=tmp_path / "cache.sqlite")
     with pytest.raises(ConfigError, match="awi"):
         await evolve_loop(env, resolve_agent("native"), tmp_path / "run", load_config("tiny"), llm,
                           feedback=feedback_builder("complete"), evolver=LLMEvolver(llm), judge=None)

@@ -11,7 +11,7 @@ from amemgym.agents.awi import default_policy
 from amemgym.evolve import LLMEvolver, PolicyLimits, policy_problem
 from amemgym.evolve.evolver import Proposal
 from amemgym.evolve.loop import decide
-from evolve_script import make_llm
+from amemgym.testing.scripted_model import scripted_client
 
 
 @pytest.mark.parametrize("text, problem", [
@@ -35,7 +35,8 @@ def test_decide_keeps_the_current_policy_unless_accepted() -> None:
 
 
 async def test_evolver_sends_a_real_system_message_and_a_strict_schema(tmp_path: Path) -> None:
-    llm = make_llm(lambda req: json.dumps({"changes": ["c"], "policy": "Keep notes on work and health."}), tmp_path)
+    llm = scripted_client(lambda req: json.dumps({"changes": ["c"], "policy": "Keep notes on work and health."}),
+        cache=tmp_path / "cache.sqlite")
     prop = await LLMEvolver(llm, role="agent").propose("old policy", "feedback text", seed=3)
     assert prop == Proposal("Keep notes on work and health.", ["c"])
     (req,) = llm._backends["agent"].requests
@@ -45,7 +46,8 @@ async def test_evolver_sends_a_real_system_message_and_a_strict_schema(tmp_path:
 
 
 async def test_malformed_evolver_replies_become_a_proposal_problem(tmp_path: Path) -> None:
-    llm = make_llm(lambda req: json.dumps({"policy": "x", "changes": "not a list", "extra": 1}), tmp_path)
+    llm = scripted_client(lambda req: json.dumps({"policy": "x", "changes": "not a list", "extra": 1}),
+        cache=tmp_path / "cache.sqlite")
     prop = await LLMEvolver(llm).propose("old", "fb", seed=3)
     assert prop.policy is None and "2 attempts" in prop.problem
     assert llm.ledger.role("memory").schema_retries == 2

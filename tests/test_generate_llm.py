@@ -21,7 +21,7 @@ from amemgym.generate.llm.schema import check_groups
 from amemgym.generate.llm.utterances import check_initial
 from amemgym.generate.personas import Persona
 from amemgym.llm import ChatRequest, LLMClient, PermanentError, ResponseCache
-from amemgym.llm.fake import ScriptedBackend
+from amemgym.testing.scripted_model import ScriptedBackend
 
 CFG = EnvConfig(
     name="test", num_user_profiles=2, num_questions=2, num_periods=2, num_states_per_question=2,

@@ -18,11 +18,9 @@ from amemgym.config import load_config
 from amemgym.data import load_environment
 from amemgym.data.model import Environment, UserEnv
 from amemgym.generate.procedural import tiny_environment_path
-from amemgym.llm import LLMClient
-from amemgym.llm.fake import ScriptedBackend
 from amemgym.llm.types import ChatRequest
 from amemgym.run import Runner
-from scripted import RunScript
+from amemgym.testing.run_script import RunScript
 
 PINNED = Path(__file__).parent / "fixtures" / "pinned_metrics.json"
 
@@ -69,10 +67,9 @@ def _marks(user: UserEnv) -> list[str]:
     return [s.query for period in user.periods for s in period.sessions] + [qa.query for qa in user.qas]
 
 
-async def test_metrics_of_the_bundled_environment_are_pinned(tmp_path: Path) -> None:
+async def test_metrics_of_the_bundled_environment_are_pinned(tmp_path: Path, scripted_llm: Any) -> None:
     env = load_environment(tiny_environment_path())
-    backend = ScriptedBackend(_ByUser(env))
-    llm = LLMClient(backends={r: backend for r in ("agent", "simulator", "memory", "judge")}, backoff_base=0.001)
+    llm = scripted_llm(_ByUser(env))
     try:
         outcome = await Runner(env, resolve_agent("native"), tmp_path / "run", load_config("tiny"), llm).run()
     finally:

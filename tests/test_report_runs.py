@@ -17,10 +17,10 @@ from amemgym.commands.report import register
 from amemgym.config import load_config
 from amemgym.data import load_environment, save_environment
 from amemgym.llm import LLMClient, ResponseCache
-from amemgym.llm.fake import ScriptedBackend
 from amemgym.llm.types import ChatRequest
 from amemgym.run import Runner
-from scripted import RunScript
+from amemgym.testing.run_script import RunScript
+from amemgym.testing.scripted_model import ScriptedBackend
 
 FIXTURE = Path(__file__).parent / "fixtures" / "original_shape.json"
 # Hostile markup whose effects, were it ever parsed, would be visible in the DOM.

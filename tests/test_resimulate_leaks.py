@@ -11,7 +11,6 @@ from amemgym.agents import resolve_agent
 from amemgym.config import load_config
 from amemgym.data import load_environment
 from amemgym.llm import LLMClient
-from amemgym.llm.fake import ScriptedBackend
 from amemgym.llm.types import ChatRequest
 from amemgym.report.extras import leak_guard
 from amemgym.report.load import load_run, session_records
@@ -19,8 +18,9 @@ from amemgym.run import Runner
 from amemgym.run.layout import RunDir
 from amemgym.simulate import LeakTally, UserSimulator, leaked_values
 from amemgym.simulate.simulator import NEUTRAL_FOLLOW_UP
+from amemgym.testing.run_script import RunScript
+from amemgym.testing.scripted_model import ScriptedBackend
 from amemgym.validity.sim_audit import audit_run
-from scripted import RunScript
 
 SCHEMA = {"running_goal": ["casual_5k", "half_marathon", "trail_ultra"], "mood": ["low", "high", "ok"]}
 LEAK = "Honestly I am training for a trail ultra now."
@@ -145,8 +145,8 @@ def test_echo_of_the_assistant_is_redrawn_once() -> None:
 async def test_simulator_redraws_an_echo_and_counts_it(original_env_path) -> None:
     from amemgym.data import load_environment
     from amemgym.llm import LLMClient
-    from amemgym.llm.fake import ScriptedBackend
     from amemgym.simulate import UserSimulator
+    from amemgym.testing.scripted_model import ScriptedBackend
 
     user = load_environment(original_env_path).users[0]
     reply = "To make your trip more enjoyable, plan in advance and pack light for every flight."

@@ -10,22 +10,15 @@ import pytest
 from amemgym.agents import resolve_agent
 from amemgym.config import load_config
 from amemgym.data import load_environment
-from amemgym.llm import LLMClient, ResponseCache
-from amemgym.llm.fake import ScriptedBackend
 from amemgym.run import Runner
-from scripted import RunScript
-
-
-def make_llm(responder, tmp_path: Path, cache: bool = True) -> LLMClient:
-    backend = ScriptedBackend(responder)
-    return LLMClient(backends={r: backend for r in ("agent", "simulator", "memory", "judge")},
-                     cache=ResponseCache(tmp_path / "cache.sqlite") if cache else None, backoff_base=0.001)
+from amemgym.testing.run_script import RunScript
+from amemgym.testing.scripted_model import scripted_client
 
 
 async def run_once(env_path: Path, out: Path, responder, tmp_path: Path, agent: str = "native", **kw):
     env = load_environment(env_path)
     cfg = load_config("tiny")
-    llm = make_llm(responder, tmp_path)
+    llm = scripted_client(responder, cache=tmp_path / "cache.sqlite")
     return await Runner(env, resolve_agent(agent), out, cfg, llm, **kw).run(), llm
 
 
@@ -142,4 +135,5 @@ async def test_rundir_of_another_agent_is_refused(original_env_path: Path, tmp_p
     env = load_environment(original_env_path)
     cfg = load_config("tiny", ["run.seed=5"])
     with pytest.raises(RunError, match="different run"):
-        await Runner(env, resolve_agent("native"), tmp_path / "run", cfg, make_llm(RunScript(user), tmp_path)).run()
+        await Runner(env, resolve_agent("native"), tmp_path / "run", cfg, scripted_client(RunScript(user),
+            cache=tmp_path / "cache.sqlite")).run()

@@ -11,9 +11,9 @@ import pytest
 
 from amemgym.data import load_environment
 from amemgym.llm import LLMClient
-from amemgym.llm.fake import ScriptedBackend
+from amemgym.testing.run_script import RunScript
+from amemgym.testing.scripted_model import ScriptedBackend
 from amemgym.train import MemoryEnv
-from scripted import RunScript
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
@@ -43,10 +43,10 @@ def test_works_without_gymnasium(original_env_path: Path) -> None:
         import sys
         sys.modules["gymnasium"] = None
         sys.path[:0] = [{str(SRC)!r}, {str(Path(__file__).parent)!r}]
-        from scripted import RunScript
+        from amemgym.testing.run_script import RunScript
         from amemgym.data import load_environment
         from amemgym.llm import LLMClient
-        from amemgym.llm.fake import ScriptedBackend
+        from amemgym.testing.scripted_model import ScriptedBackend
         from amemgym.train import MemoryEnv, check_env
         env_ = load_environment({str(original_env_path)!r})
         backend = ScriptedBackend(RunScript(env_.users[0]))

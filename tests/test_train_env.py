@@ -15,12 +15,12 @@ from amemgym.config import load_config
 from amemgym.data import load_environment
 from amemgym.errors import ConfigError, LLMError, RunError
 from amemgym.llm import LLMClient, PermanentError
-from amemgym.llm.fake import ScriptedBackend, last_user
 from amemgym.llm.types import ChatRequest
 from amemgym.run import Runner
 from amemgym.run.layout import RunDir
+from amemgym.testing.run_script import RunScript
+from amemgym.testing.scripted_model import ScriptedBackend, last_user, scripted_client
 from amemgym.train import EnvCheckError, MemoryEnv, check_env
-from scripted import RunScript
 
 
 def policy(text: str) -> str:
@@ -64,7 +64,7 @@ def policy_agent(llm: LLMClient, ctx: Any) -> PolicyAgent:
     return PolicyAgent()
 
 
-class Responder(RunScript):
+class TrainScript(RunScript):
     """Upper bound as the scripted fake; a simulator whose turn depends on the assistant's last reply."""
 
     def __call__(self, req: ChatRequest) -> str:
@@ -72,10 +72,6 @@ class Responder(RunScript):
             return f"Hmm, about '{last_user(req)[:24]}', what would you change?"
         return super().__call__(req)
 
-
-def fake_llm(responder: Any, tmp_path: Path | None = None) -> LLMClient:
-    backend = ScriptedBackend(responder)
-    return LLMClient(backends={r: backend for r in ("agent", "simulator", "memory", "judge")}, backoff_base=0.001)
 
 
 def play(env: MemoryEnv, **reset: Any) -> tuple[list[tuple[str, dict[str, Any]]], list[dict[str, Any]], dict]:
@@ -98,8 +94,8 @@ async def test_same_scores_as_the_runner(user_env, original_env_path: Path, tmp_
     user = user_env.users[0]
     cfg = load_config("tiny")
     await Runner(user_env, resolve_agent("test_train_env:policy_agent"), tmp_path / "run", cfg,
-                 fake_llm(Responder(user))).run()
-    env = MemoryEnv(user_env, llm=fake_llm(Responder(user)), config=cfg, probes=True)
+                 scripted_client(TrainScript(user))).run()
+    env = MemoryEnv(user_env, llm=scripted_client(TrainScript(user)), config=cfg, probes=True)
     try:
         seen, outcomes, last = play(env, seed=3)
     finally:
@@ -124,7 +120,7 @@ async def test_same_scores_as_the_runner(user_env, original_env_path: Path, tmp_
 
 async def test_scores_are_not_trivial(user_env) -> None:
     # Guard for the equality test: the policy must get some questions right and some wrong.
-    env = MemoryEnv(user_env, llm=fake_llm(Responder(user_env.users[0])), upper_bound=False)
+    env = MemoryEnv(user_env, llm=scripted_client(TrainScript(user_env.users[0])), upper_bound=False)
     try:
         _, outcomes, _ = play(env, seed=0)
     finally:
@@ -134,7 +130,7 @@ async def test_scores_are_not_trivial(user_env) -> None:
 
 
 def test_observation_info_never_reveals_the_answer(user_env) -> None:
-    env = MemoryEnv(user_env, llm=fake_llm(Responder(user_env.users[0])), upper_bound=False)
+    env = MemoryEnv(user_env, llm=scripted_client(TrainScript(user_env.users[0])), upper_bound=False)
     try:
         seen, _, _ = play(env)
     finally:
@@ -144,7 +140,7 @@ def test_observation_info_never_reveals_the_answer(user_env) -> None:
 
 
 def test_rewards_and_period_results(user_env) -> None:
-    env = MemoryEnv(user_env, llm=fake_llm(Responder(user_env.users[0])))
+    env = MemoryEnv(user_env, llm=scripted_client(TrainScript(user_env.users[0])))
     try:
         obs, info = env.reset(seed=0)
         rewards, periods = [], []
@@ -163,7 +159,7 @@ def test_rewards_and_period_results(user_env) -> None:
 
 
 def test_upper_bound_can_be_switched_off(user_env) -> None:
-    backend = ScriptedBackend(Responder(user_env.users[0]))
+    backend = ScriptedBackend(TrainScript(user_env.users[0]))
     llm = LLMClient(backends={r: backend for r in ("agent", "simulator")}, backoff_base=0.001)
     env = MemoryEnv(user_env, llm=llm)
     try:
@@ -175,7 +171,7 @@ def test_upper_bound_can_be_switched_off(user_env) -> None:
 
 
 def test_budget_truncates_and_then_refuses(user_env) -> None:
-    env = MemoryEnv(user_env, llm=fake_llm(Responder(user_env.users[0])), max_steps=3)
+    env = MemoryEnv(user_env, llm=scripted_client(TrainScript(user_env.users[0])), max_steps=3)
     try:
         obs, _ = env.reset()
         flags = [env.step(policy(obs))[2:4] for _ in range(3)]
@@ -187,7 +183,7 @@ def test_budget_truncates_and_then_refuses(user_env) -> None:
 
 
 def test_bad_calls_are_clear_errors(user_env) -> None:
-    env = MemoryEnv(user_env, llm=fake_llm(Responder(user_env.users[0])))
+    env = MemoryEnv(user_env, llm=scripted_client(TrainScript(user_env.users[0])))
     try:
         with pytest.raises(RunError, match="reset"):
             env.step("hello")
@@ -206,7 +202,7 @@ def test_simulator_failure_is_raised_from_step(user_env) -> None:
     def responder(req: ChatRequest) -> Any:
         return PermanentError("simulator endpoint said 400") if req.role == "simulator" else "ok"
 
-    env = MemoryEnv(user_env, llm=fake_llm(responder), upper_bound=False)
+    env = MemoryEnv(user_env, llm=scripted_client(responder), upper_bound=False)
     try:
         obs, _ = env.reset()
         with pytest.raises(LLMError):
@@ -219,7 +215,7 @@ def test_simulator_failure_is_raised_from_step(user_env) -> None:
 
 
 def test_check_env_passes_on_memory_env(user_env) -> None:
-    env = MemoryEnv(user_env, llm=fake_llm(Responder(user_env.users[0])), probes=True)
+    env = MemoryEnv(user_env, llm=scripted_client(TrainScript(user_env.users[0])), probes=True)
     try:
         check_env(env)
     finally:
@@ -242,7 +238,7 @@ class _NeverTruncates(MemoryEnv):
 @pytest.mark.parametrize(("cls", "message"), [(_NonDeterministic, "not deterministic"),
                                               (_NeverTruncates, "must truncate")])
 def test_check_env_catches_broken_envs(user_env, cls: type[MemoryEnv], message: str) -> None:
-    env = cls(user_env, llm=fake_llm(Responder(user_env.users[0])), upper_bound=False)
+    env = cls(user_env, llm=scripted_client(TrainScript(user_env.users[0])), upper_bound=False)
     try:
         with pytest.raises(EnvCheckError, match=message):
             check_env(env)

@@ -15,11 +15,11 @@ from amemgym.config import load_config
 from amemgym.data import load_environment
 from amemgym.errors import ConfigError, RunError
 from amemgym.llm import LLMClient
-from amemgym.llm.fake import ScriptedBackend
 from amemgym.prompts import render
 from amemgym.run import Runner
+from amemgym.testing.run_script import RunScript
+from amemgym.testing.scripted_model import ScriptedBackend
 from amemgym.train import export_run
-from scripted import RunScript
 
 # (period 1, question 0) answered with a wrong combination, so one reward is 0.
 PICKS = {(1, 0): ["fixed_daytime", "casual_5k"]}

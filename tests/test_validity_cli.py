@@ -15,12 +15,12 @@ from amemgym.commands.validate import register
 from amemgym.config import load_config
 from amemgym.data import load_environment, save_environment
 from amemgym.llm import LLMClient, ResponseCache
-from amemgym.llm.fake import ScriptedBackend
 from amemgym.llm.types import ChatRequest
 from amemgym.run import Runner
 from amemgym.run.layout import RunDir
+from amemgym.testing.run_script import RunScript
+from amemgym.testing.scripted_model import ScriptedBackend
 from amemgym.validity.sim_audit import audit_run, lexical_flags
-from scripted import RunScript
 from test_validity_suite import plant_longest, synthetic_env
 
 

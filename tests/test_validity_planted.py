@@ -19,7 +19,7 @@ from amemgym.config import env_preset
 from amemgym.data import Environment
 from amemgym.data.io import save_environment
 from amemgym.generate.procedural import generate_procedural
-from amemgym.llm.fake import HashEmbedder
+from amemgym.testing.scripted_model import HashEmbedder
 from amemgym.validity import TextVectors, run_suite
 from amemgym.validity.strategies import matching_options
 
@@ -196,7 +196,7 @@ def _judge_env(original_env_path: Path) -> Environment:
 def _truthful_judge(env: Environment, silent: str | None = None):
     """A scripted judge that states what each opening really says (known here from the fixture's state)."""
     from amemgym.llm import LLMClient
-    from amemgym.llm.fake import ScriptedBackend
+    from amemgym.testing.scripted_model import ScriptedBackend
 
     def reply(req) -> str:
         prompt = req.messages[-1]["content"]
@@ -241,7 +241,7 @@ def test_judge_reader_passes_revealed_changes_and_fails_a_silent_one(original_en
 
 def test_a_failing_judge_fails_validation(original_env_path: Path) -> None:
     from amemgym.llm import LLMClient
-    from amemgym.llm.fake import ScriptedBackend
+    from amemgym.testing.scripted_model import ScriptedBackend
 
     env = _judge_env(original_env_path)
     llm = LLMClient(backends={"judge": ScriptedBackend(lambda req: '{"stated": [{"topic": "nope", "value": "x"}]}')},

@@ -6,7 +6,7 @@ import pytest
 
 from amemgym.config import env_preset
 from amemgym.generate.procedural import generate_procedural
-from amemgym.llm.fake import HashEmbedder
+from amemgym.testing.scripted_model import HashEmbedder
 from amemgym.validity import TextVectors, run_suite
 
 

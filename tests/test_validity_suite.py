@@ -18,7 +18,7 @@ from amemgym.data import (
     UserProfile,
     load_environment,
 )
-from amemgym.llm.fake import HashEmbedder
+from amemgym.testing.scripted_model import HashEmbedder
 from amemgym.validity import TextVectors, audit_environment, run_suite, wilson
 from amemgym.validity.strategies import argmax_tiebreak, jaccard, matching_options, shortcut_strategies, words
 

@@ -17,8 +17,8 @@ from typing import Any
 
 from ..errors import AMemGymError
 from ..llm.client import LLMClient
-from ..llm.fake import HashEmbedder, ScriptedBackend
 from ..llm.types import ChatRequest
+from ..testing.scripted_model import HashEmbedder, ScriptedBackend
 from .base import AgentContext, MemoryAgent
 from .registry import AgentSpec
 

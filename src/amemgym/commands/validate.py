@@ -20,7 +20,7 @@ def pick_embedder(name: str) -> tuple[Any, str, str | None]:
     ``auto`` uses the embedded MiniLM when installed, else the hashing embedder; ``minilm`` requires it.
     """
     from ..errors import BackendUnavailable
-    from ..llm.fake import HashEmbedder
+    from ..testing.scripted_model import HashEmbedder
 
     if name not in EMBEDDERS:
         raise ConfigError(f"--embedder must be one of {', '.join(EMBEDDERS)}, got {name!r}")

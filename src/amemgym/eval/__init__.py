@@ -1,5 +1,5 @@
-"""Compatibility entry points for people coming from the original AMemGym scripts.
+"""The original AMemGym scripts' module paths, kept so their commands work unchanged.
 
-``python -m amemgym.eval.overall|upperbound|random|diagnosis`` accept the original flags and map
-them onto amemgym's runner; results land in amemgym's run-directory format.
+``python -m amemgym.eval.overall|upperbound|random|diagnosis`` run :mod:`amemgym.compat`, which maps the
+original flags and config files onto amemgym's runner. Nothing else lives here.
 """

@@ -1,24 +1,11 @@
-"""``python -m amemgym.eval.diagnosis``: write / read / utilization failure rates (runs or resumes the run)."""
+"""``python -m amemgym.eval.diagnosis``: the original script's path for :mod:`amemgym.compat.diagnosis`."""
 
 from __future__ import annotations
 
-import json
+from ..compat.diagnosis import main
+from ..compat.flags import main_guard
 
-from rich.console import Console
-
-from ._compat import main_guard, parser, run_original
-
-
-def main() -> int:
-    """Finish the run if needed, then print the failure rates per period."""
-    args = parser("Diagnose memory failures (amemgym runner, original flags).").parse_args()
-    console = Console()
-    code, out = run_original(args, console)
-    metrics = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
-    for row in metrics["per_period"]:
-        console.print(f"period {row['period']:2d}: {row['failure_rates']}", highlight=False)
-    return code
-
+__all__ = ["main"]
 
 if __name__ == "__main__":
     main_guard(main)

@@ -11,8 +11,8 @@ from typing import Any, Literal, Protocol
 
 from ..data.model import UserEnv
 from ..errors import ConfigError
-from ..evaluate.asking import choices_text
 from ..prompts import render
+from ..scoring.asking import choices_text
 
 FeedbackKind = Literal["none", "question-only", "complete"]
 FEEDBACK_KINDS: tuple[str, ...] = ("none", "question-only", "complete")

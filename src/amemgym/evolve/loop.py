@@ -20,13 +20,13 @@ from ..agents.registry import AgentSpec
 from ..config import AppConfig
 from ..data.model import Environment, UserEnv
 from ..errors import ConfigError, RunError
-from ..evaluate.metrics import mean_ci
 from ..llm.client import LLMClient
 from ..llm.redact import redact_obj
 from ..run.engine import Runner
 from ..run.episode import load_json
 from ..run.layout import RunDir
 from ..run.progress import RunProgress
+from ..scoring.metrics import mean_ci
 from ..seeding import derive_seed
 from ..storage import atomic_write_json
 from .evolver import Evolver, Proposal

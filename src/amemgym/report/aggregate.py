@@ -139,7 +139,7 @@ def cell_counts(metrics: dict[str, Any]) -> tuple[int | None, int | None]:
 
 def degeneracy_flags(metrics: dict[str, Any]) -> tuple[str, ...]:
     """A run's degeneracy flags, recomputed from its numbers (so runs written before the flags get them too)."""
-    from ..evaluate.metrics import result_flags
+    from ..scoring.metrics import result_flags
 
     ov = dict(metrics.get("overall") or {})
     excluded, total = cell_counts(metrics)

@@ -56,7 +56,7 @@ def print_summary(console: Console, metrics: dict[str, Any], rundir: Path) -> No
         v = rates.get(name)
         table.add_row(f"{name} failure rate", "n/a" if v is None else f"{v:.3f}")
     console.print(table)
-    from ..evaluate.metrics import RESULT_FLAGS
+    from ..scoring.metrics import RESULT_FLAGS
     from ..validity.sim_audit import degenerate_warning
 
     for flag in o.get("flags") or []:

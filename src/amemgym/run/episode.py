@@ -19,8 +19,8 @@ from ..llm.redact import redact
 from ..seeding import derive_seed
 from ..simulate import LeakTally, UserSimulator, replay_session, run_session
 from ..storage import append_jsonl, atomic_write_json
-from .evaluation import evaluate_period, upper_bound_answers
 from .layout import RunDir
+from .questioning import evaluate_period, upper_bound_answers
 
 #: The roles whose model shapes a run's conversations and answers; their served models are pinned in the
 #: manifest and recorded with every session.

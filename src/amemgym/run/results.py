@@ -6,7 +6,7 @@ from typing import Any
 
 from ..config import PROTOCOL_MAX_TOKENS, RunSettings
 from ..data.model import Environment, UserEnv
-from ..evaluate.metrics import QuestionOutcome, aggregate, result_flags
+from ..scoring.metrics import QuestionOutcome, aggregate, result_flags
 from ..storage import atomic_write_text
 from .episode import load_json, recorded_sessions
 from .layout import RunDir

@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from .responder import Responder, default_responder, request_kind, request_schema
+from .responder import RequestResponder, default_responder, request_kind, request_schema
 
 #: Every fault the endpoint can inject at random. ``http_400`` is only injected when forced.
 FAULT_KINDS: tuple[str, ...] = (
@@ -135,7 +135,7 @@ class FakeEndpoint:
         self,
         *,
         latency: float = 0.0,
-        responder: Responder = default_responder,
+        responder: RequestResponder = default_responder,
         fault_rate: float = 0.0,
         fault_kinds: tuple[str, ...] = FAULT_KINDS,
         seed: int = 0,

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 #: A responder maps a parsed ``/chat/completions`` request body to the reply text.
-Responder = Callable[[dict[str, Any]], str]
+RequestResponder = Callable[[dict[str, Any]], str]
 
 ANSWER_MARKER = "Reply with the number of the best option"
 PROBE_MARKER = "Based only on what you know about me"

@@ -5,8 +5,8 @@ The conversation is played by :func:`amemgym.simulate.run_session` with the same
 the agent's seat through :class:`PolicySeat`, a :class:`~amemgym.agents.base.MemoryAgent` adapter whose
 ``reply``/``answer`` wait for the action given to ``step``. After each period the overall questions (and,
 optionally, the state probes) are put to the policy one at a time, parsed and scored with the prompts,
-parsers and seeds of :mod:`amemgym.run.evaluation`, and the period's numbers come from
-:func:`amemgym.evaluate.metrics.aggregate`, so a policy scores the same here and in a run.
+parsers and seeds of :mod:`amemgym.run.questioning`, and the period's numbers come from
+:func:`amemgym.scoring.metrics.aggregate`, so a policy scores the same here and in a run.
 """
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ from typing import Any
 from ..config import AppConfig
 from ..data.model import UserEnv
 from ..errors import AMemGymError
-from ..evaluate.asking import overall_prompt, probe_prompt, score_overall, score_probe
-from ..evaluate.metrics import QuestionOutcome, aggregate
 from ..llm.client import LLMClient
 from ..run.episode import rounds_for
-from ..run.evaluation import combo_key, upper_bound_answers
+from ..run.questioning import combo_key, upper_bound_answers
 from ..run.results import changed_at
+from ..scoring.asking import overall_prompt, probe_prompt, score_overall, score_probe
+from ..scoring.metrics import QuestionOutcome, aggregate
 from ..seeding import derive_seed
 from ..simulate import UserSimulator, run_session
 from .bridge import TurnChannel

@@ -37,7 +37,7 @@ from typing import Any
 
 from ..data.model import Environment
 from ..errors import DataError
-from ..evaluate.metrics import mean_ci
+from ..scoring.metrics import mean_ci
 from .audit import DataAudit, audit_environment
 from .crossuser import cross_user_strategies, duplicate_options
 from .exposure import TextExposure, pack_reader, read_exposure

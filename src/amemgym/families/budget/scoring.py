@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 
-from ...evaluate.metrics import mean_ci
+from ...scoring.metrics import mean_ci
 from .checker import Verdict, normalise
 from .model import Episode
 from .solve import axis_of

@@ -1,7 +1,7 @@
 """A scripted model for tests: a real backend whose replies are a function of the conversation.
 
 It goes through the same limits, retries, cache and accounting as any other backend, so tests exercise
-the real code paths. The product never uses it.
+the real code paths. Measurements never use it; the agent conformance checker does.
 """
 
 from __future__ import annotations
@@ -9,14 +9,18 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from collections.abc import Callable
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .backends import PermanentError, TransientError
-from .types import ChatRequest, ChatResult
+from ..llm.backends import PermanentError, TransientError
+from ..llm.types import ChatRequest, ChatResult
 
-Responder = Callable[[ChatRequest], "str | BaseException"]
+if TYPE_CHECKING:
+    from ..llm.client import LLMClient
+
+Script = Callable[[ChatRequest], "str | BaseException"]
 
 
 class ScriptedBackend:
@@ -28,7 +32,7 @@ class ScriptedBackend:
         name: identity used in cache keys.
     """
 
-    def __init__(self, responder: Responder, *, latency: float = 0.0, name: str = "scripted") -> None:
+    def __init__(self, responder: Script, *, latency: float = 0.0, name: str = "scripted") -> None:
         self.responder = responder
         self.latency = latency
         self.backend_id = f"fake:{name}"
@@ -57,7 +61,7 @@ def last_user(req: ChatRequest) -> str:
     return ""
 
 
-def rules(table: list[tuple[str | None, str, str | Callable[[ChatRequest], str]]], default: str = "OK") -> Responder:
+def rules(table: list[tuple[str | None, str, str | Callable[[ChatRequest], str]]], default: str = "OK") -> Script:
     """A responder from ``(role or None, substring of the last user message, reply)`` rules, first match wins."""
 
     def respond(req: ChatRequest) -> str:
@@ -99,3 +103,24 @@ class HashEmbedder:
 
     def __call__(self, *args: Any) -> Any:  # pragma: no cover - convenience
         return self.embed_sync(*args)
+
+
+#: Every role a run, a generation or an evolution may call.
+SCRIPTED_ROLES = ("agent", "simulator", "memory", "judge", "generator")
+
+
+def scripted_client(script: Script, *, cache: Path | None = None, embedder: bool = True) -> LLMClient:
+    """An :class:`~amemgym.llm.client.LLMClient` whose every chat role is answered by ``script``.
+
+    Args:
+        script: maps each request to its reply (see :class:`ScriptedBackend`).
+        cache: a response-cache file, to exercise caching and resume; None for no cache.
+        embedder: use :class:`HashEmbedder` for embeddings (no model needed).
+    """
+    from ..llm.cache import ResponseCache
+    from ..llm.client import LLMClient
+
+    backend = ScriptedBackend(script)
+    return LLMClient(backends={role: backend for role in SCRIPTED_ROLES},
+                     embedder=HashEmbedder() if embedder else None,
+                     cache=ResponseCache(cache) if cache is not None else None, backoff_base=0.001)

@@ -1,4 +1,4 @@
-"""Evaluation of one user at one period, from a snapshot, plus the shared upper-bound answers (SPEC §5)."""
+"""Putting the questions to a snapshot: one user at one period, plus the shared upper-bound answers."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from typing import Any
 from ..agents.base import AgentContext
 from ..agents.registry import AgentSpec
 from ..data.model import UserEnv
-from ..evaluate.asking import (
+from ..llm.client import LLMClient
+from ..scoring.asking import (
     overall_prompt,
     parse_answer,
     probe_prompt,
@@ -16,7 +17,6 @@ from ..evaluate.asking import (
     score_probe,
     upper_bound_prompt,
 )
-from ..llm.client import LLMClient
 from ..seeding import derive_seed
 
 

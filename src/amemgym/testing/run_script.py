@@ -1,4 +1,4 @@
-"""A scripted responder that plays every role of a run against a known environment (tests only)."""
+"""A script that plays every role of a run against a known environment, for the scripted model."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ import re
 from collections.abc import Callable
 
 from amemgym.data.model import UserEnv
-from amemgym.llm.fake import last_user
 from amemgym.llm.types import ChatRequest
+
+from .scripted_model import last_user
 
 _TIME = re.compile(r"\[Current Time: ([0-9-]+ [0-9:]+)\]")
 

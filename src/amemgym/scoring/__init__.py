@@ -1,0 +1,1 @@
+"""Scoring: the question and probe prompts with their reply parsing, and pure metric functions."""
