@@ -1,4 +1,4 @@
-"""How close a whole run comes to its critical path against an endpoint with fixed latency (SPEC §10, Speed).
+"""How close a whole run comes to its critical path against an endpoint with fixed latency (target: within 10 % of it).
 
 Run: ``PYTHONPATH=src python bench/bench_critical_path.py [--preset v1.base] [--users 20] [--latency 0.05]
 [--agents native,rag,awe,awi]``. For each agent it runs the full protocol (conversations, every period's

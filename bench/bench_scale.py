@@ -1,4 +1,4 @@
-"""How wall time and memory grow with users and periods (SPEC §10, Speed; brief target: linear).
+"""How wall time and memory grow with users and periods (target: linear).
 
 Run: ``PYTHONPATH=src python bench/bench_scale.py [--agent native] [--latency 0.01] [--users 5,10,20,40]
 [--periods 10,20,40]``. Each cell runs in a fresh process (so peak RSS is that run's own) on a procedural

@@ -1,4 +1,4 @@
-"""Prompt and completion tokens per role for a full run of each agent (SPEC §10, Cost).
+"""Prompt and completion tokens per role for a full run of each agent (the cost side of docs/design.md §10).
 
 Run: ``PYTHONPATH=src python bench/bench_tokens.py [--preset v1.base] [--users 2] [--agents native,rag,awe,awi]``.
 Each agent runs the whole protocol once against the benchmark endpoint (zero latency, no cache), and one

@@ -57,7 +57,7 @@ def test_t_quantile_matches_published_table_values() -> None:
 
 @pytest.mark.parametrize("n", [31, 41, 61])
 def test_interval_past_thirty_users_is_not_the_normal_one(n: int) -> None:
-    # Past 30 users the old table fell back to 1.96, which is 2-4 % too narrow up to 60 users.
+    # A normal quantile (1.96) past 30 users would be 2-4 % too narrow up to 60 users.
     from amemgym.scoring.metrics import t95
 
     values = [float(i % 2) for i in range(n)]

@@ -1,4 +1,4 @@
-"""The procedural generator (SPEC §3.2): determinism, data-model checks, dynamics, pack quality."""
+"""The procedural generator (docs/design.md §3): determinism, data-model checks, dynamics, pack quality."""
 
 from __future__ import annotations
 

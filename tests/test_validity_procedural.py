@@ -1,4 +1,4 @@
-"""The procedural generator passes ``validate`` for every seed the tests use (SPEC §8: a CI gate)."""
+"""The procedural generator passes ``validate`` for every seed the tests use (a CI gate, docs/design.md §8)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Configuration models: the one place where each default is declared.
 
-A config is built from a named preset (SPEC §9), then a YAML/JSON file, then ``--set a.b=c`` flags,
+A config is built from a named preset (docs/design.md §9), then a YAML/JSON file, then ``--set a.b=c`` flags,
 each overriding the previous. API keys are never part of a config: an endpoint names the environment
 variable (or a key file) that holds its key.
 """
@@ -20,7 +20,7 @@ from .errors import ConfigError
 Role = Literal["generator", "simulator", "agent", "memory", "judge", "embedder"]
 ROLES: tuple[Role, ...] = ("generator", "simulator", "agent", "memory", "judge", "embedder")
 
-#: Sampling temperature per role when an endpoint sets none (SPEC §3.1: low 0.2 for every step but
+#: Sampling temperature per role when an endpoint sets none (low 0.2 for every step but
 #: questions and state updates, which pass HIGH_TEMPERATURE explicitly; the agent and judge decode greedily).
 ROLE_TEMPERATURE: dict[str, float] = {"generator": 0.2, "simulator": 0.2, "agent": 0.0, "memory": 0.0, "judge": 0.0}
 HIGH_TEMPERATURE = 1.0
@@ -31,7 +31,7 @@ class _Strict(BaseModel):
 
 
 class EnvConfig(_Strict):
-    """Sizes and dynamics of an environment and its conversation protocol (SPEC §2, §9).
+    """Sizes and dynamics of an environment and its conversation protocol (docs/design.md §2, §9).
 
     Field names follow the original release's env configs so their files load as they are.
     """

@@ -1,7 +1,7 @@
 """AWI agent: an LLM keeps an in-context dictionary of notes (type -> text), merged by dict union.
 
 The write prompt has a separate, replaceable *policy* section saying what kinds of information to keep;
-self-evolution (SPEC §7) rewrites exactly that text, and the oracle ablation fills it with the names of
+self-evolution (docs/design.md §7) rewrites exactly that text, and the oracle ablation fills it with the names of
 the user's state variables.
 """
 

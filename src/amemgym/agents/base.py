@@ -1,4 +1,4 @@
-"""The MemoryAgent contract (SPEC §6): the assistant under test, with whatever memory it keeps.
+"""The MemoryAgent contract (docs/design.md §6): the assistant under test, with whatever memory it keeps.
 
 An agent is built per user by a factory; the runner talks to it only through these methods.
 Evaluation runs on a *copy* restored from a snapshot, so it can never change the agent that goes on

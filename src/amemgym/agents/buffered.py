@@ -1,4 +1,4 @@
-"""The message buffer shared by RAG, AWE and AWI, and the agent skeleton built around it (SPEC §6).
+"""The message buffer shared by RAG, AWE and AWI, and the agent skeleton built around it (docs/design.md §6).
 
 The buffer is counted in messages: once it holds ``freq + ns`` of them, the oldest ``freq`` go to
 long-term memory and ``ns`` stay in context. Subclasses decide what "going to memory" means

@@ -1,4 +1,4 @@
-"""``amemgym evolve``: the self-evolution experiment (SPEC §7), reported per cycle."""
+"""``amemgym evolve``: the self-evolution experiment (docs/design.md §7), reported per cycle."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Typed records for the environment file (SPEC §2).
+"""Typed records for the environment file (docs/design.md §2).
 
 The file is a JSON list with one item per user, exactly as in the original AMemGym release, so the
 published v1 environments load unchanged and files we write load in the original tools. Fields we add

@@ -1,4 +1,4 @@
-"""Self-evolution of the AWI memory policy and the memory factual-recall metric (SPEC §7)."""
+"""Self-evolution of the AWI memory policy and the memory factual-recall metric (docs/design.md §7)."""
 
 from .evolver import Evolver, LLMEvolver, Proposal
 from .feedback import (

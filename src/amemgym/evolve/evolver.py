@@ -1,4 +1,4 @@
-"""The evolver: the agent's own model rewrites its policy from feedback (SPEC §7)."""
+"""The evolver: the agent's own model rewrites its policy from feedback (docs/design.md §7)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What the evolver is told after a period: nothing, the questions, or the complete picture (SPEC §7).
+"""What the evolver is told after a period: nothing, the questions, or the complete picture (docs/design.md §7).
 
 Option numbers are 1-based and match the numbering the agent saw when it answered, so "you chose
 option 2" in the feedback names the same text the agent picked.

@@ -1,4 +1,4 @@
-"""The self-evolution loop: a run whose agent rewrites its memory policy after every period (SPEC §7).
+"""The self-evolution loop: a run whose agent rewrites its memory policy after every period (docs/design.md §7).
 
 It is an ordinary run (same files, same metrics, so reports work on it) with a period hook: once a
 period's evaluation is written, the hook judges memory recall, builds feedback, asks the evolver for a

@@ -1,4 +1,4 @@
-"""The evolvable memory policy: who holds it, and when a proposed rewrite is safe to use (SPEC §7)."""
+"""The evolvable memory policy: who holds it, and when a proposed rewrite is safe to use (docs/design.md §7)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Memory factual recall: the share of facts revealed in a period that the agent's memory supports (SPEC §7).
+"""Memory factual recall: the share of facts revealed in a period that the agent's memory supports (docs/design.md §7).
 
 One judge call per (user, period) lists every revealed fact under an id and must return a boolean per id.
 """

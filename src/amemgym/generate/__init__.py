@@ -1,1 +1,1 @@
-"""Environment generators: the LLM pipeline (SPEC §3.1) and the offline procedural one (SPEC §3.2)."""
+"""Environment generators: the LLM pipeline and the offline procedural one (docs/design.md §3)."""

@@ -1,4 +1,4 @@
-"""Persona tables: load, sample and turn into user profiles (SPEC §2, §3.1 step 1).
+"""Persona tables: load, sample and turn into user profiles (docs/design.md §2, §3).
 
 A persona table has the columns of Nemotron-Personas (``uuid``, ``age``, ``sex``, ``marital_status``,
 ``education_level``, ``occupation``, ``hobbies_and_interests``, ``skills_and_expertise``, ``persona``,

@@ -1,4 +1,4 @@
-"""Evaluation prompts and reply parsing: overall answers, the state probe, the upper bound (SPEC §5)."""
+"""Evaluation prompts and reply parsing: overall answers, the state probe, the upper bound (docs/design.md §5)."""
 
 from __future__ import annotations
 

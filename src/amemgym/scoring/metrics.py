@@ -1,4 +1,4 @@
-"""Pure metric functions (SPEC §5): scores, the normalised memory score, diagnosis and intervals.
+"""Pure metric functions (docs/design.md §5): scores, the normalised memory score, diagnosis and intervals.
 
 Everything here takes plain records and returns plain numbers, so it is tested on hand-made inputs.
 """

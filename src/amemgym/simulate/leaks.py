@@ -1,7 +1,7 @@
 """The cheap lexical leak check of a simulator turn, shared by the simulator and the simulator audit.
 
 A simulated user must not tell the agent more about the tracked variables than the session's validated
-opening did (SPEC §4). The check looks for schema values by name, so it is fast and pure; it misses
+opening did (docs/design.md §4). The check looks for schema values by name, so it is fast and pure; it misses
 paraphrases, which only the audit's LLM judge can see.
 """
 

@@ -1,4 +1,4 @@
-"""The simulated user (SPEC §4): role-plays the profile and keeps the conversation going.
+"""The simulated user (docs/design.md §4): role-plays the profile and keeps the conversation going.
 
 It sees the profile, the date, the session's opening message and the recent exchange, with roles
 flipped (the assistant's turns are its input). It is never told the state values: what the user

@@ -1,4 +1,4 @@
-"""Training interfaces (SPEC §10): a Gymnasium-style environment, its checker, and trajectory export."""
+"""Training interfaces (docs/design.md §13): a Gymnasium-style environment, its checker, and trajectory export."""
 
 from .checker import EnvCheckError, check_env
 from .env import MemoryEnv

@@ -1,4 +1,4 @@
-"""Validity suite (SPEC §8): shortcut strategies, reference agents, the data audit and the simulator audit."""
+"""Validity suite (docs/design.md §8): shortcut strategies, reference agents, the data audit and the simulator audit."""
 
 from .audit import CHECKS, AuditFinding, DataAudit, audit_environment
 from .strategies import Strategy, TextVectors, reference_strategies, shortcut_strategies

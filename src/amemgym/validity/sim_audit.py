@@ -1,4 +1,4 @@
-"""Audit of the user simulator's turns in a run directory (SPEC §4: what the simulator must never do).
+"""Audit of the user simulator's turns in a run directory (docs/design.md §4: what the simulator must never do).
 
 Every user message after the opening one (round >= 1) is checked for:
 

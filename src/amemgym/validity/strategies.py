@@ -1,4 +1,4 @@
-"""Strategies that pick an option without knowing the current state, and the two reference agents (SPEC §8).
+"""Strategies that pick an option without knowing the current state, and the two reference agents (docs/design.md §8).
 
 Every strategy is a pure function ``pick(user, period, question) -> option index`` (0-based). A strategy
 that has no preference between several options draws among them with a random stream seeded by its

@@ -1,4 +1,4 @@
-"""The LLM generation pipeline (SPEC §3.1): profile, questions, schema, initial state, evolution,
+"""The LLM generation pipeline (docs/design.md §3): profile, questions, schema, initial state, evolution,
 answers with reflection, utterances with exposure checks, assembly; resumable, with a report."""
 
 from .base import STAGES, CallFailure, Limits, StepFailure

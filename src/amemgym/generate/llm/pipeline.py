@@ -249,7 +249,7 @@ async def generate_llm(
     limits: Limits | None = None,
     progress: Progress | None = None,
 ) -> GenerationResult:
-    """Generate an environment with the LLM pipeline (SPEC §3.1) into ``out_dir``.
+    """Generate an environment with the LLM pipeline (docs/design.md §3) into ``out_dir``.
 
     Writes ``data.json`` (the users that succeeded, in the seeded order), ``generation_report.json``, and
     per-user, per-stage checkpoints under ``work/``; a rerun into the same folder resumes.
