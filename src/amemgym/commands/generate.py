@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from ..cli_common import ConfigOpt, SetOpt, handled, out
-from ..errors import AMemGymError
+from ..errors import ConfigError
 
 
 class Generator(StrEnum):
@@ -57,7 +57,7 @@ def register(app: typer.Typer) -> None:
         from ..families import GenerateRequest, family_names, get_family
 
         if family not in family_names():
-            raise AMemGymError(f"unknown --family {family!r} ({' or '.join(family_names())})")
+            raise ConfigError(f"unknown --family {family!r} ({' or '.join(family_names())})")
         request = GenerateRequest(out_dir=out_dir, config=config, sets=set_, generator=generator.value, users=users,
                                   seed=seed, personas=personas, salt=salt, domains=domains, packs=tuple(pack or ()),
                                   allow_partial=allow_partial, strict_checks=strict_checks, tier=tier, domain=domain,
