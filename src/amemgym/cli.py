@@ -121,47 +121,12 @@ def run(
                                                      "model changed; each session records its model.")] = False,
 ) -> None:
     """Run an agent on an environment (on-policy), evaluate every period, and write metrics."""
-    from .families.budget.io import family_of
-    from .run.driver import run_command
+    from .families import RunRequest, family_for_env
 
-    if env is not None and family_of(env) == "budget":
-        from .families.budget.run import run_budget
-
-        flags = {"--trials": trials != 1, "--executor": executor != "local", "--off-policy": off_policy is not None,
-                 "--models": models is not None, "--resimulate-leaks": resimulate_leaks}
-        raise typer.Exit(run_budget(app_config(config, set_), env, agent, out_dir, console=out, serial=serial,
-                                    unsupported=[name for name, used in flags.items() if used]))
-
-    # With neither an environment nor a config, run the bundled tiny demo with its sized-down settings.
-    cfg = app_config(config if config or env else "tiny", set_)
-    if serial:
-        cfg.run.serial = True
-    if resimulate_leaks:
-        cfg.run.resimulate_leaks = True
-    if no_cache:
-        cfg.llm.cache = False
-    if trials == 1:
-        raise typer.Exit(run_command(cfg, env, agent, out_dir, off_policy=off_policy, console=out,
-                                     executor=executor, ray_address=ray_address, models=models,
-                                     allow_model_change=allow_model_change))
-    from .run.trials import trial_dirs, write_trial_summary
-
-    dirs = trial_dirs(out_dir, trials)
-    base_seed = cfg.run.seed
-    codes = []
-    for k, trial_dir in enumerate(dirs, start=1):
-        cfg.run.seed = base_seed + k - 1
-        out.print(f"trial {k}/{trials} (seed {cfg.run.seed})", highlight=False)
-        codes.append(run_command(cfg, env, agent, trial_dir, off_policy=off_policy, console=out,
-                                 executor=executor, ray_address=ray_address, models=models,
-                                 allow_model_change=allow_model_change))
-    summary = write_trial_summary(out_dir, dirs)
-    for name, s in summary["spread"].items():
-        std = "n/a" if s["std"] is None else f"{s['std']:.4f}"
-        mean = "n/a" if s["mean"] is None else f"{s['mean']:.4f}"
-        out.print(f"{name}: mean {mean}, std between trials {std} (n={s['n']})", highlight=False)
-    out.print(f"trials summary: {out_dir / 'trials.json'}", highlight=False)
-    raise typer.Exit(max(codes))
+    request = RunRequest(out_dir=out_dir, env=env, agent=agent, config=config, sets=set_, off_policy=off_policy,
+                         serial=serial, trials=trials, executor=executor, ray_address=ray_address, models=models,
+                         resimulate_leaks=resimulate_leaks, no_cache=no_cache, allow_model_change=allow_model_change)
+    raise typer.Exit(family_for_env(env).run(request, out))
 
 
 @app.command()

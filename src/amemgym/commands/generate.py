@@ -8,9 +8,8 @@ from typing import Annotated
 
 import typer
 
-from ..cli_common import ConfigOpt, SetOpt, app_config, handled, out
-from ..errors import AMemGymError
-from ..storage import atomic_write_json
+from ..cli_common import ConfigOpt, SetOpt, handled, out
+from ..errors import ConfigError
 
 
 class Generator(StrEnum):
@@ -47,74 +46,22 @@ def register(app: typer.Typer) -> None:
         strict_checks: Annotated[bool, typer.Option(
             "--strict-checks", help="LLM only: fail a user whose answer or utterance still fails its reflection "
             "or exposure check after the refinements (default: keep it and list it as unverified).")] = False,
-        family: Annotated[str, typer.Option("--family", help="statetrack (default) or budget.")] = "statetrack",
+        family: Annotated[str, typer.Option("--family", help="Environment family: statetrack (default) or budget.")]
+        = "statetrack",
         tier: Annotated[str, typer.Option("--tier", help="budget only: lite, standard, hard or multi.")] = "lite",
         domain: Annotated[str | None, typer.Option("--domain", help="budget only: domain template name.")] = None,
         official: Annotated[bool, typer.Option("--official", help="budget only: seeds 0-9 x every domain, "
                                                "under OUT/<domain>/seed<N>/.")] = False,
     ) -> None:
         """Generate an environment: data.json plus a generation report (or a budget-family episode)."""
-        if family == "budget":
-            from ..families.budget.commands import generate as generate_budget
+        from ..families import GenerateRequest, family_names, get_family
 
-            generate_budget(out_dir, tier=tier, domain=domain, seed=seed or 0, salt=salt, official=official,
-                            console=out)
-            return
-        if family != "statetrack":
-            raise AMemGymError(f"unknown --family {family!r} (statetrack or budget)")
-        from ..data.io import save_environment
-        from ..generate.personas import load_personas
-        from ..run.lock import run_lock
-
-        cfg = app_config(config, set_)
-        pool = load_personas(personas) if personas else None
-        with run_lock(out_dir, "amemgym generate"):
-            if generator is Generator.procedural:
-                from ..generate.procedural import generate_procedural, select_domains
-
-                names = [n.strip() for n in domains.split(",") if n.strip()] if domains else None
-                chosen = select_domains(names, pack or ())
-                env, report = generate_procedural(cfg.env, seed=seed, num_users=users, salt=salt, personas=pool,
-                                                  domains=chosen)
-                save_environment(env, out_dir / "data.json")
-                atomic_write_json(out_dir / "generation_report.json", report)
-                out.print(f"wrote {out_dir / 'data.json'} ({len(env.users)} users, {env.num_periods} periods) and "
-                          f"{out_dir / 'generation_report.json'}")
-                return
-            from ..generate.llm.base import STAGES, Limits
-            from ..generate.llm.pipeline import generate_llm
-            from ..generate.progress import GenerationProgress
-            from ..llm.client import LLMClient
-
-            llm = LLMClient.from_config(cfg.llm, serial=cfg.run.serial)
-            progress = GenerationProgress(users or cfg.env.num_user_profiles, len(STAGES), llm.ledger)
-
-            async def go() -> object:
-                try:
-                    return await generate_llm(cfg.env, llm, out_dir, num_users=users, seed=seed, personas=pool,
-                                              allow_partial=True, concurrency=cfg.run.user_concurrency,
-                                              limits=Limits(strict_checks=strict_checks), progress=progress)
-                finally:
-                    progress.close()
-                    await llm.aclose()
-
-            import asyncio
-
-            result = asyncio.run(go())
-            failed = getattr(result, "failed", [])
-            out.print(f"report: {out_dir / 'generation_report.json'}")
-            if getattr(result, "data_path", None):
-                out.print(f"wrote {result.data_path}")  # type: ignore[attr-defined]
-            report = getattr(result, "report", {})
-            if report:
-                rates = {k: report[k]["pass_rate"] for k in ("answer_reflection", "exposure_check")}
-                out.print(f"check pass rates: answer reflection {rates['answer_reflection']}, exposure "
-                          f"{rates['exposure_check']}; {report['unverified_items']} unverified item(s) kept (listed "
-                          "in the report)", highlight=False)
-            if failed:
-                for f in failed:
-                    out.print(f"failed user {f.user_id} ({f.name}) at step {f.step}: {f.reason}", highlight=False,
-                              markup=False)
-                if not allow_partial:
-                    raise AMemGymError(f"{len(failed)} user(s) could not be generated (see the report); "
-                                       "pass --allow-partial to accept a partial environment")
+        if family not in family_names():
+            raise ConfigError(f"unknown --family {family!r} ({' or '.join(family_names())})")
+        request = GenerateRequest(out_dir=out_dir, config=config, sets=set_, generator=generator.value, users=users,
+                                  seed=seed, personas=personas, salt=salt, domains=domains, packs=tuple(pack or ()),
+                                  allow_partial=allow_partial, strict_checks=strict_checks, tier=tier, domain=domain,
+                                  official=official)
+        code = get_family(family).generate(request, out)
+        if code:
+            raise typer.Exit(code)

@@ -9,10 +9,21 @@ import typer
 from rich.table import Table
 
 from ..cli_common import handled, out
-from ..errors import ConfigError, RunError
+from ..errors import ConfigError
 from ..storage import atomic_write_text
 
 RunsArg = Annotated[list[Path], typer.Argument(help="Run directories (each with manifest.json and metrics.json).")]
+
+
+def _one_family(runs: list[Path], what: str) -> tuple[str, list[Path]]:
+    """The single family of ``runs`` and the runs; several families in one ``what`` is an error."""
+    from ..families import group_runs
+
+    groups = group_runs(runs)
+    if len(groups) > 1:
+        raise ConfigError(f"cannot mix {' and '.join(groups)}-family runs in one {what}")
+    ((name, dirs),) = groups.items()
+    return name, dirs
 
 
 def report(
@@ -23,26 +34,10 @@ def report(
     = None,
 ) -> None:
     """Write one self-contained HTML report (tables, curves, diagnosis, heat maps, trace browser)."""
-    from ..families.budget.report import build_budget_report, is_budget_run
-    from ..report.build import build_report
+    from ..families import get_family
 
-    budget_runs = [is_budget_run(r) for r in runs]
-    if any(budget_runs):
-        if not all(budget_runs):
-            raise ConfigError("cannot mix budget-family runs with other runs in one report")
-        atomic_write_text(out_file, build_budget_report(list(runs)))
-        out.print(f"wrote {out_file}", highlight=False, markup=False)
-        return
-    from ..report.figures import write_figures
-
-    rep = build_report(list(runs), env_override=env)
-    atomic_write_text(out_file, rep.html)
-    for note in rep.notes:
-        out.print(f"note: {note}", highlight=False, markup=False)
-    out.print(f"wrote {out_file}", highlight=False, markup=False)
-    if figures is not None:
-        paths = write_figures(rep.figures, figures)
-        out.print(f"wrote {len(paths)} figure files to {figures}", highlight=False, markup=False)
+    name, dirs = _one_family(list(runs), "report")
+    raise typer.Exit(get_family(name).report(dirs, out_file, env=env, figures=figures, console=out))
 
 
 def leaderboard_cmd(
@@ -50,81 +45,51 @@ def leaderboard_cmd(
     out_md: Annotated[Path | None, typer.Option("--out-md", help="Write the board as Markdown.")] = None,
     out_csv: Annotated[Path | None, typer.Option("--out-csv", help="Write the board as CSV.")] = None,
 ) -> None:
-    """Rank runs by memory score, within groups of the same environment and protocol."""
-    from ..report.leaderboard import DISPLAY_COLUMNS, display_rows, leaderboard, to_csv, to_markdown
-    from ..report.load import load_runs
+    """Rank runs within groups of the same family, environment or tier, and protocol."""
+    from ..families import get_family, group_runs
 
-    entries = leaderboard(load_runs(list(runs)))
-    table = Table(*DISPLAY_COLUMNS, title="amemgym leaderboard (ranked within each group)")
-    for row in display_rows(entries):
-        table.add_row(*row)
-    out.print(table)
-    for e in entries:
-        # Printed outside the table too: a narrow terminal would cut the flags column short.
-        if e.summary.degenerate:
-            out.print(f"[red]DEGENERATE[/] (not ranked) {e.summary.label}: {'; '.join(e.summary.flags)}; memory "
-                      f"score {e.summary.memory_text()}", highlight=False)
-    if len({e.group for e in entries}) > 1:
-        out.print("note: runs differ in environment or protocol; each group is ranked separately",
+    boards = [get_family(name).leaderboard(dirs) for name, dirs in group_runs(list(runs)).items()]
+    for board in boards:
+        table = Table(*board.columns, title=board.title)
+        for row in board.rows:
+            table.add_row(*row)
+        out.print(table)
+        for note in board.notes:
+            # Printed outside the table too: a narrow terminal would cut the flags column short.
+            out.print(note, highlight=False)
+    if len(boards) > 1:
+        out.print(f"note: runs of {len(boards)} families; each family is ranked on its own board",
                   highlight=False, markup=False)
     if out_md is not None:
-        atomic_write_text(out_md, to_markdown(entries))
+        text = (boards[0].markdown if len(boards) == 1
+                else "\n".join(f"## {b.family} family\n\n{b.markdown}" for b in boards))
+        atomic_write_text(out_md, text)
     if out_csv is not None:
-        atomic_write_text(out_csv, to_csv(entries))
+        if len(boards) == 1:
+            atomic_write_text(out_csv, boards[0].csv)
+        else:
+            # The families' columns differ, so one CSV per family keeps every file rectangular.
+            for b in boards:
+                path = out_csv.with_name(f"{out_csv.stem}-{b.family}{out_csv.suffix}")
+                atomic_write_text(path, b.csv)
+                out.print(f"wrote {path}", highlight=False, markup=False)
 
 
 def compare(
-    run_a: Annotated[Path, typer.Argument(help="Baseline run directory (A).")],
+    run_a: Annotated[Path, typer.Argument(help="Baseline run directory (A); for the budget family also a folder "
+                                                "of runs, paired by episode.")],
     run_b: Annotated[Path, typer.Argument(help="Candidate run directory (B); differences are B - A.")],
     bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap resamples (also the permutation "
                                                                "test's sample size beyond 12 users).")] = 10_000,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the resampling.")] = 0,
 ) -> None:
-    """Paired comparison of two runs on the same environment: mean memory-score gain, 95 % CI, p-value."""
-    from ..report.load import load_runs
-    from ..report.stats import cell_differences, paired_comparison
+    """Paired comparison of two runs on the same environment: mean score gain, 95 % CI, p-value."""
+    from ..families import get_family
 
     if bootstrap < 1:
         raise ConfigError("--bootstrap must be at least 1")
-    a, b = load_runs([run_a, run_b])
-    if a.environment_sha256 != b.environment_sha256:
-        raise RunError(f"{a.root} and {b.root} were run on different environments (sha256 "
-                       f"{str(a.environment_sha256)[:12]} vs {str(b.environment_sha256)[:12]}); a paired comparison "
-                       "needs the same environment")
-    diffs = cell_differences(a.metrics.get("per_user") or {}, b.metrics.get("per_user") or {})
-    if not diffs:
-        raise RunError("the runs share no (user, period) cell with a defined memory score")
-    res = paired_comparison(diffs, resamples=bootstrap, seed=seed)
-    table = Table("quantity", "value", title=f"{b.label} (B) vs {a.label} (A): memory score, B - A")
-    table.add_row("shared users / cells", f"{res.users} / {res.cells}")
-    table.add_row("memory score A / B", f"{_mean(a.metrics)} / {_mean(b.metrics)}")
-    table.add_row("mean difference", f"{res.mean_diff:+.4f}")
-    ci = "n/a (one user)" if res.lo is None else f"[{res.lo:+.4f}, {res.hi:+.4f}]"
-    table.add_row("95 % bootstrap CI (users resampled)", ci)
-    how = "exact, all sign patterns" if res.exact else f"{res.resamples} random sign patterns"
-    table.add_row(f"p-value (paired sign-flip permutation over users; {how})", f"{res.p_value:.4g}")
-    table.add_row("seed / resamples", f"{res.seed} / {res.resamples}")
-    from ..report.aggregate import cell_counts, degeneracy_flags
-
-    for name, run in (("A", a), ("B", b)):
-        excluded, total = cell_counts(run.metrics)
-        if total:
-            table.add_row(f"cells excluded from {name}'s memory score (UB <= R)", f"{excluded}/{total}")
-        flags = degeneracy_flags(run.metrics)
-        table.add_row(f"flags of {name}", "; ".join(f"DEGENERATE: {f}" for f in flags) or "-")
-    out.print(table)
-    for name, run in (("A", a), ("B", b)):
-        for flag in degeneracy_flags(run.metrics):
-            out.print(f"[red]DEGENERATE[/] run {name} ({run.label}): {flag}; the difference says little about "
-                      "memory", highlight=False)
-    if not (a.complete and b.complete):
-        out.print("note: at least one run is incomplete; only cells present in both are compared",
-                  highlight=False, markup=False)
-
-
-def _mean(metrics: dict) -> str:
-    m = ((metrics.get("overall") or {}).get("memory_score") or {}).get("mean")
-    return "-" if m is None else f"{m:.4f}"
+    name, _ = _one_family([run_a, run_b], "comparison")
+    raise typer.Exit(get_family(name).compare(run_a, run_b, bootstrap=bootstrap, seed=seed, console=out))
 
 
 def register(app: typer.Typer) -> None:

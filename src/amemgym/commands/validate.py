@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from ..cli_common import ConfigOpt, SetOpt, app_config, err, handled, out
+from ..cli_common import ConfigOpt, SetOpt, app_config, handled, out
 from ..errors import ConfigError, LLMError
 
 EMBEDDERS = ("auto", "minilm", "hash")
@@ -117,47 +117,11 @@ def register(app: typer.Typer) -> None:
                                            "domain at the file's tier.")] = 0,
     ) -> None:
         """Check that no shortcut beats random and that the reference agents hold (exit 1 if not)."""
-        from ..families.budget.io import family_of
+        from ..families import ValidateRequest, family_for_env
 
-        if family_of(env) == "budget":
-            from ..families.budget.commands import validate as validate_budget
-
-            raise typer.Exit(validate_budget(env, seeds=seeds, json_out=json_out, console=out))
-        from ..data.io import load_environment
-        from ..storage import atomic_write_json
-        from ..validity import TextVectors, run_suite
-
-        if not 0 <= margin < 1:
-            raise ConfigError(f"--margin must be in [0, 1), got {margin}")
-        environment = load_environment(env)
-        embed, name, note = pick_embedder(embedder)
-        if note:
-            err.print(note, highlight=False, markup=False)
-        exposure = None
-        if judge:
-            import asyncio
-
-            from ..llm.client import LLMClient
-            from ..validity.exposure import judge_reader, read_exposure_async
-
-            llm = LLMClient.from_config(app_config(config, set_).llm)
-
-            async def read() -> Any:
-                try:
-                    return await read_exposure_async(environment, judge_reader(llm), "LLM judge")
-                finally:
-                    await llm.aclose()
-
-            exposure = asyncio.run(read())
-        report = run_suite(environment, TextVectors(embed), margin=margin, seed=seed, embedder=name,
-                           gate_prior=gate_prior, text_exposure=exposure)
-        if note:
-            report.notes.append(note)
-        print_report(report)
-        if json_out is not None:
-            atomic_write_json(json_out, {"environment_file": str(env), **report.to_dict()})
-            out.print(f"results: {json_out}")
-        raise typer.Exit(0 if report.passed else 1)
+        request = ValidateRequest(env=env, margin=margin, seed=seed, embedder=embedder, json_out=json_out,
+                                  gate_prior=gate_prior, judge=judge, config=config, sets=set_, seeds=seeds)
+        raise typer.Exit(family_for_env(env).validate(request, out))
 
     @app.command("audit-sim")
     @handled

@@ -1,1 +1,313 @@
-"""Environment families: each one brings its own world, stream, checker and scores."""
+"""Environment families: what each one provides to the shared commands, and how a file finds its family.
+
+A *family* is one kind of benchmark environment: ``statetrack`` (a simulated user whose state changes over
+periods, probed with multiple-choice questions) and ``budget`` (a stream of entity documents stored under a
+write budget). The commands (``generate``, ``validate``, ``run``, ``report``, ``leaderboard``, ``compare``)
+never ask which family they run: they resolve a :class:`Family` from the registry and call it.
+
+- An environment file names its family in a top-level ``family`` field; a file without one (including
+  the original AMemGym ``data.json``) belongs to :data:`DEFAULT_FAMILY`.
+- A run directory belongs to the first registered family whose :meth:`Family.owns_run` accepts it, else
+  to the default family.
+
+Built-in families are imported on first use, so importing this package (and ``amemgym run --help``)
+loads nothing heavy.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+from ..errors import ConfigError, DataError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+#: The family of environment files and run directories that do not name one.
+DEFAULT_FAMILY = "statetrack"
+
+#: Built-in families: name -> "module:attribute" of the object implementing :class:`Family`.
+BUILTIN: dict[str, str] = {
+    "statetrack": "amemgym.families.statetrack:FAMILY",
+    "budget": "amemgym.families.budget.family:FAMILY",
+}
+
+
+@dataclass(frozen=True)
+class GenerateRequest:
+    """The ``generate`` command's options; a family reads the ones it understands.
+
+    Attributes:
+        out_dir: folder to write into.
+        config: config preset or file; sets: ``KEY.PATH=VALUE`` overrides.
+        generator: ``procedural`` or ``llm`` (statetrack).
+        users, seed, personas, salt, domains, packs, allow_partial, strict_checks: statetrack options
+            (``seed`` and ``salt`` are shared with budget).
+        tier, domain, official: budget options.
+    """
+
+    out_dir: Path
+    config: str | None = "tiny"
+    sets: list[str] | None = None
+    generator: str = "procedural"
+    users: int | None = None
+    seed: int | None = None
+    personas: Path | None = None
+    salt: int = 0
+    domains: str | None = None
+    packs: Sequence[Path] = ()
+    allow_partial: bool = False
+    strict_checks: bool = False
+    tier: str = "lite"
+    domain: str | None = None
+    official: bool = False
+
+
+@dataclass(frozen=True)
+class ValidateRequest:
+    """The ``validate`` command's options (see ``amemgym validate --help``)."""
+
+    env: Path
+    margin: float = 0.03
+    seed: int = 0
+    embedder: str = "auto"
+    json_out: Path | None = None
+    gate_prior: bool = False
+    judge: bool = False
+    config: str | None = None
+    sets: list[str] | None = None
+    seeds: int = 0
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """The ``run`` command's options (see ``amemgym run --help``); ``env`` None means the bundled demo."""
+
+    out_dir: Path
+    env: Path | None = None
+    agent: str = "native"
+    config: str | None = None
+    sets: list[str] | None = None
+    off_policy: Path | None = None
+    serial: bool = False
+    trials: int = 1
+    executor: str = "local"
+    ray_address: str | None = None
+    models: Path | None = None
+    resimulate_leaks: bool = False
+    no_cache: bool = False
+    allow_model_change: bool = False
+
+
+@dataclass(frozen=True)
+class Board:
+    """One family's leaderboard over its run directories, ready to print or save.
+
+    Attributes:
+        family: the family's name; boards of different families are never merged.
+        title: table title.
+        columns: column names of ``rows`` (display strings).
+        rows: one row per entry, first column the group number (groups never span families).
+        notes: lines to print after the table (unranked runs and why, grouping notes).
+        markdown: the board as a Markdown table with its explanation.
+        csv: the board as CSV with full-precision numbers.
+    """
+
+    family: str
+    title: str
+    columns: tuple[str, ...]
+    rows: list[list[str]]
+    notes: list[str]
+    markdown: str
+    csv: str
+
+
+@runtime_checkable
+class Family(Protocol):
+    """What an environment family provides to the shared commands.
+
+    Every method that a command calls returns the command's exit code (0 success, 1 a failed check) or
+    raises an :class:`~amemgym.errors.AMemGymError` for bad input, which the command turns into one line
+    and exit 2.
+    """
+
+    name: str
+
+    def owns_run(self, run_dir: Path) -> bool:
+        """Whether ``run_dir`` holds a run of this family (read from its manifest or results, never guessed)."""
+        ...
+
+    def generate(self, request: GenerateRequest, console: Console) -> int:
+        """Write one or more environment files under ``request.out_dir``."""
+        ...
+
+    def validate(self, request: ValidateRequest, console: Console) -> int:
+        """Run the family's validity checks on an environment file; 1 if any fails."""
+        ...
+
+    def run(self, request: RunRequest, console: Console) -> int:
+        """Run (or resume) an agent on an environment into ``request.out_dir``."""
+        ...
+
+    def report(self, run_dirs: list[Path], out_file: Path, *, env: Path | None, figures: Path | None,
+               console: Console) -> int:
+        """Write one self-contained HTML report over this family's run directories."""
+        ...
+
+    def leaderboard(self, run_dirs: list[Path]) -> Board:
+        """Rank this family's runs within groups that are comparable (same tier/environment and protocol)."""
+        ...
+
+    def compare(self, run_a: Path, run_b: Path, *, bootstrap: int, seed: int, console: Console) -> int:
+        """Paired comparison of two runs (or run collections) of this family: B - A."""
+        ...
+
+
+_LOADED: dict[str, Family] = {}
+_EXTRA: dict[str, Family] = {}
+
+
+def register_family(family: Family) -> None:
+    """Add a family (a plug-in or a test double) to the registry under ``family.name``.
+
+    Raises:
+        ConfigError: when the name is taken or the object does not satisfy :class:`Family`.
+    """
+    problems = check_family(family)
+    if problems:
+        raise ConfigError(f"family {getattr(family, 'name', family)!r} is not usable: {'; '.join(problems)}")
+    if family.name in BUILTIN or family.name in _EXTRA:
+        raise ConfigError(f"a family named {family.name!r} is already registered")
+    _EXTRA[family.name] = family
+
+
+def unregister_family(name: str) -> None:
+    """Remove a family added with :func:`register_family` (built-ins stay)."""
+    _EXTRA.pop(name, None)
+
+
+def family_names() -> list[str]:
+    """Registered family names, built-ins first, the default first of all."""
+    return [*BUILTIN, *_EXTRA]
+
+
+def get_family(name: str) -> Family:
+    """The registered family called ``name``, imported on first use.
+
+    Raises:
+        ConfigError: for an unknown name (the message lists the known ones).
+    """
+    if name in _EXTRA:
+        return _EXTRA[name]
+    if name not in BUILTIN:
+        raise ConfigError(f"unknown family {name!r} (known: {', '.join(family_names())})")
+    if name not in _LOADED:
+        module, attr = BUILTIN[name].split(":")
+        _LOADED[name] = getattr(importlib.import_module(module), attr)
+    return _LOADED[name]
+
+
+def declared_family(path: Path) -> str | None:
+    """The ``family`` a data file declares at its top level, or None (older files declare none).
+
+    Only the first few kilobytes are read unless the word ``"family"`` occurs there, so a large statetrack
+    file is not parsed twice. An unreadable file gives None: the family's own loader reports the problem.
+    """
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(4096)
+    except OSError:
+        return None
+    if b'"family"' not in head:
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    value = data.get("family") if isinstance(data, dict) else None
+    return None if value is None else str(value)
+
+
+def family_for_env(path: Path | None) -> Family:
+    """The family an environment file belongs to (None: the bundled demo of the default family).
+
+    Raises:
+        DataError: when the file names a family this amemgym does not know.
+    """
+    if path is None:
+        return get_family(DEFAULT_FAMILY)
+    name = declared_family(path)
+    if name is None:
+        return get_family(DEFAULT_FAMILY)
+    try:
+        return get_family(name)
+    except ConfigError:
+        raise DataError(f"{path}: unknown family {name!r} (known: {', '.join(family_names())})") from None
+
+
+def family_for_run(run_dir: Path) -> Family:
+    """The family a run directory belongs to: the first non-default family that owns it, else the default."""
+    for name in family_names():
+        if name != DEFAULT_FAMILY and get_family(name).owns_run(run_dir):
+            return get_family(name)
+    return get_family(DEFAULT_FAMILY)
+
+
+def group_runs(run_dirs: Sequence[Path]) -> dict[str, list[Path]]:
+    """Run directories by family name, families in registry order, runs in the given order."""
+    by_name: dict[str, list[Path]] = {}
+    for d in run_dirs:
+        by_name.setdefault(family_for_run(Path(d)).name, []).append(Path(d))
+    return {n: by_name[n] for n in family_names() if n in by_name}
+
+
+#: Method name -> its parameter names after ``self``, as :class:`Family` declares them.
+_METHODS: dict[str, tuple[str, ...]] = {
+    name: tuple(p for p in inspect.signature(getattr(Family, name)).parameters if p != "self")
+    for name in ("owns_run", "generate", "validate", "run", "report", "leaderboard", "compare")
+}
+
+
+def check_family(family: object) -> list[str]:
+    """Why ``family`` does not satisfy :class:`Family` (empty when it does).
+
+    Checks the name (a non-empty lowercase identifier), that every method exists and is callable with the
+    protocol's parameter names, and that ``owns_run`` answers False for a directory that holds nothing.
+    """
+    problems: list[str] = []
+    name = getattr(family, "name", None)
+    if not isinstance(name, str) or not name or not name.isidentifier() or name != name.lower():
+        problems.append(f"name must be a lowercase identifier, got {name!r}")
+    for method, params in _METHODS.items():
+        fn = getattr(family, method, None)
+        if not callable(fn):
+            problems.append(f"missing method {method}()")
+            continue
+        try:
+            have = inspect.signature(fn).parameters
+        except (TypeError, ValueError):
+            continue
+        missing = [p for p in params if p not in have]
+        if missing:
+            problems.append(f"{method}() lacks parameter(s) {', '.join(missing)}")
+    if not problems:
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as empty:
+            try:
+                if family.owns_run(Path(empty)):  # type: ignore[attr-defined]
+                    problems.append("owns_run() claims an empty directory")
+            except Exception as exc:  # a checker reports, it does not crash
+                problems.append(f"owns_run() raised {type(exc).__name__} on an empty directory")
+    return problems
+
+
+__all__ = ["BUILTIN", "DEFAULT_FAMILY", "Board", "Family", "GenerateRequest", "RunRequest", "ValidateRequest",
+           "check_family", "declared_family", "family_for_env", "family_for_run", "family_names", "get_family",
+           "group_runs", "register_family", "unregister_family"]

@@ -1,4 +1,4 @@
-"""What the shared CLI commands do for the budget family (they dispatch here when the file or flag says so)."""
+"""The budget family's generate and validate commands (reached through its adapter in ``family.py``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Reading and writing budget-family data files, and telling them apart from other families' files."""
+"""Reading and writing budget-family data files (the family a file belongs to: ``amemgym.families``)."""
 
 from __future__ import annotations
 
@@ -11,22 +11,6 @@ from ...errors import DataError
 from ...storage import atomic_write_bytes
 from .generate import episode_bytes
 from .model import FAMILY, FORMAT_VERSION, Episode
-
-
-def family_of(path: Path) -> str | None:
-    """The ``family`` a data file declares, or None (older files and other families declare none)."""
-    try:
-        with path.open("rb") as fh:
-            head = fh.read(4096)
-    except OSError:
-        return None
-    text = head.decode("utf-8", "ignore")
-    if '"family"' not in text:
-        return None
-    try:
-        return str(json.loads(path.read_text(encoding="utf-8")).get("family"))
-    except (OSError, ValueError, AttributeError):
-        return None
 
 
 def save_episode(episode: Episode, path: Path) -> None:

@@ -17,17 +17,6 @@ th{background:#f3f3f3}td.l{text-align:left}
 details{margin:2px 0}pre{white-space:pre-wrap;background:#f8f8f8;padding:4px;margin:2px 0}.bad{color:#b00}"""
 
 
-def is_budget_run(run_dir: Path) -> bool:
-    """Whether ``run_dir`` holds a budget-family ``results.json``."""
-    path = run_dir / "results.json"
-    if not path.exists():
-        return False
-    try:
-        return json.loads(path.read_text(encoding="utf-8")).get("family") == "budget"
-    except (OSError, ValueError):
-        return False
-
-
 def _load(run_dir: Path) -> dict[str, Any]:
     try:
         return json.loads((run_dir / "results.json").read_text(encoding="utf-8"))

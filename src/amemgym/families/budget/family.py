@@ -1,0 +1,122 @@
+"""The budget family seen through the :class:`~amemgym.families.Family` protocol (forwards to its modules)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ...errors import ConfigError, RunError
+from ...storage import atomic_write_text
+from .. import Board, GenerateRequest, RunRequest, ValidateRequest
+from .model import FAMILY as NAME
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+class Budget:
+    """Entity documents streamed past a memory store with a write budget, corrections and contradictions."""
+
+    name = NAME
+
+    def owns_run(self, run_dir: Path) -> bool:
+        """A budget run has a ``results.json`` naming the family; a folder without a statetrack manifest
+        whose subfolders hold such runs is a collection of budget runs (as ``generate --official`` lays out).
+        """
+        if (run_dir / "manifest.json").is_file():
+            return False
+        if (run_dir / "results.json").is_file():
+            try:
+                data = json.loads((run_dir / "results.json").read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                return False
+            return isinstance(data, dict) and data.get("family") == NAME
+        from .board import run_dirs_under
+
+        try:
+            return bool(run_dirs_under(run_dir))
+        except RunError:
+            return True  # a budget results.json that cannot be read: the budget loader reports it
+
+    def generate(self, request: GenerateRequest, console: Console) -> int:
+        """One episode, or every domain x the official seeds with ``--official``."""
+        from .commands import generate
+
+        generate(request.out_dir, tier=request.tier, domain=request.domain, seed=request.seed or 0,
+                 salt=request.salt, official=request.official, console=console)
+        return 0
+
+    def validate(self, request: ValidateRequest, console: Console) -> int:
+        """Scripted strategies, attacks and invariants on the file and on seeds 0..N-1 of every domain."""
+        from .commands import validate
+
+        return validate(request.env, seeds=request.seeds, json_out=request.json_out, console=console)
+
+    def run(self, request: RunRequest, console: Console) -> int:
+        """Play the episode with the harness-owned store; flags this family cannot honour exit 2."""
+        from ...cli_common import app_config
+        from .run import run_budget
+
+        r = request
+        if r.env is None:
+            raise ConfigError("a budget-family run needs --env")
+        flags = {"--trials": r.trials != 1, "--executor": r.executor != "local",
+                 "--off-policy": r.off_policy is not None, "--models": r.models is not None,
+                 "--resimulate-leaks": r.resimulate_leaks}
+        return run_budget(app_config(r.config, r.sets), r.env, r.agent, r.out_dir, console=console, serial=r.serial,
+                          unsupported=[name for name, used in flags.items() if used])
+
+    def report(self, run_dirs: list[Path], out_file: Path, *, env: Path | None, figures: Path | None,
+               console: Console) -> int:
+        """Axes, per-kind accuracy, budget over time and the tool-call browser in one HTML file."""
+        from .board import run_dirs_under
+        from .report import build_budget_report
+
+        if figures is not None:
+            raise ConfigError("--figures is not supported for budget-family runs (the report embeds its charts)")
+        dirs = [d for root in run_dirs for d in run_dirs_under(root)]
+        atomic_write_text(out_file, build_budget_report(dirs))
+        console.print(f"wrote {out_file}", highlight=False, markup=False)
+        return 0
+
+    def leaderboard(self, run_dirs: list[Path]) -> Board:
+        """Composite ranking within groups of the same tier and protocol."""
+        from .board import leaderboard
+
+        return leaderboard(run_dirs)
+
+    def compare(self, run_a: Path, run_b: Path, *, bootstrap: int, seed: int, console: Console) -> int:
+        """Composite difference B - A over the episodes both sides ran, episodes resampled."""
+        from rich.table import Table
+
+        from ...report.stats import paired_comparison
+        from .board import pair_runs
+
+        p = pair_runs(run_a, run_b)
+        res = paired_comparison(p.diffs, resamples=bootstrap, seed=seed)
+        n = len(p.diffs)
+        table = Table("quantity", "value", title=f"{run_b} (B) vs {run_a} (A): budget composite, B - A")
+        table.add_row("shared episodes", str(n))
+        table.add_row("composite A / B (shared episodes)",
+                      f"{sum(p.composite_a.values()) / n:.4f} / {sum(p.composite_b.values()) / n:.4f}")
+        table.add_row("mean difference", f"{res.mean_diff:+.4f}")
+        ci = "n/a (one episode)" if res.lo is None else f"[{res.lo:+.4f}, {res.hi:+.4f}]"
+        table.add_row("95 % bootstrap CI (episodes resampled)", ci)
+        how = "exact, all sign patterns" if res.exact else f"{res.resamples} random sign patterns"
+        table.add_row(f"p-value (paired sign-flip permutation over episodes; {how})", f"{res.p_value:.4g}")
+        table.add_row("seed / resamples", f"{res.seed} / {res.resamples}")
+        table.add_row("protocol A / B", f"{', '.join(sorted(p.protocols[0]))} / {', '.join(sorted(p.protocols[1]))}")
+        console.print(table)
+        for side, only in (("A", p.only_a), ("B", p.only_b)):
+            if only:
+                console.print(f"note: {len(only)} episode(s) of {side} have no scored counterpart and are left out: "
+                              f"{', '.join(only[:5])}{' ...' if len(only) > 5 else ''}", highlight=False, markup=False)
+        if p.protocols[0] != p.protocols[1]:
+            console.print("note: the two sides ran under different protocols (budgeted vs long-context reference)",
+                          highlight=False, markup=False)
+        return 0
+
+
+#: The registered instance.
+FAMILY = Budget()

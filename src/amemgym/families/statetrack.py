@@ -1,0 +1,250 @@
+"""The statetrack family (the original AMemGym setting) seen through the :class:`~amemgym.families.Family` protocol.
+
+The family's code stays where it lives (``data/``, ``generate/``, ``run/``, ``validity/``, ``report/``); this
+module only forwards each command to it, importing lazily so that choosing a family costs nothing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import AMemGymError, ConfigError, RunError
+from ..storage import atomic_write_json, atomic_write_text
+from . import Board, GenerateRequest, RunRequest, ValidateRequest
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+class StateTrack:
+    """Simulated users whose state changes over periods, probed with multiple-choice questions."""
+
+    name = "statetrack"
+
+    def owns_run(self, run_dir: Path) -> bool:
+        """A statetrack run directory has a ``manifest.json``."""
+        return (run_dir / "manifest.json").is_file()
+
+    def generate(self, request: GenerateRequest, console: Console) -> int:
+        """The procedural generator or the LLM pipeline: ``data.json`` plus ``generation_report.json``."""
+        from ..cli_common import app_config
+        from ..data.io import save_environment
+        from ..generate.personas import load_personas
+        from ..run.lock import run_lock
+
+        r, out_dir = request, request.out_dir
+        cfg = app_config(r.config, r.sets)
+        pool = load_personas(r.personas) if r.personas else None
+        with run_lock(out_dir, "amemgym generate"):
+            if r.generator == "procedural":
+                from ..generate.procedural import generate_procedural, select_domains
+
+                names = [n.strip() for n in r.domains.split(",") if n.strip()] if r.domains else None
+                chosen = select_domains(names, r.packs or ())
+                env, report = generate_procedural(cfg.env, seed=r.seed, num_users=r.users, salt=r.salt,
+                                                  personas=pool, domains=chosen)
+                save_environment(env, out_dir / "data.json")
+                atomic_write_json(out_dir / "generation_report.json", report)
+                console.print(f"wrote {out_dir / 'data.json'} ({len(env.users)} users, {env.num_periods} periods) "
+                              f"and {out_dir / 'generation_report.json'}")
+                return 0
+            from ..generate.llm.base import STAGES, Limits
+            from ..generate.llm.pipeline import generate_llm
+            from ..generate.progress import GenerationProgress
+            from ..llm.client import LLMClient
+
+            llm = LLMClient.from_config(cfg.llm, serial=cfg.run.serial)
+            progress = GenerationProgress(r.users or cfg.env.num_user_profiles, len(STAGES), llm.ledger)
+
+            async def go() -> object:
+                try:
+                    return await generate_llm(cfg.env, llm, out_dir, num_users=r.users, seed=r.seed,
+                                              personas=pool, allow_partial=True,
+                                              concurrency=cfg.run.user_concurrency,
+                                              limits=Limits(strict_checks=r.strict_checks), progress=progress)
+                finally:
+                    progress.close()
+                    await llm.aclose()
+
+            import asyncio
+
+            result = asyncio.run(go())
+            failed = getattr(result, "failed", [])
+            console.print(f"report: {out_dir / 'generation_report.json'}")
+            if getattr(result, "data_path", None):
+                console.print(f"wrote {result.data_path}")  # type: ignore[attr-defined]
+            report = getattr(result, "report", {})
+            if report:
+                rates = {k: report[k]["pass_rate"] for k in ("answer_reflection", "exposure_check")}
+                console.print(f"check pass rates: answer reflection {rates['answer_reflection']}, exposure "
+                              f"{rates['exposure_check']}; {report['unverified_items']} unverified item(s) kept "
+                              "(listed in the report)", highlight=False)
+            if failed:
+                for f in failed:
+                    console.print(f"failed user {f.user_id} ({f.name}) at step {f.step}: {f.reason}",
+                                  highlight=False, markup=False)
+                if not r.allow_partial:
+                    raise AMemGymError(f"{len(failed)} user(s) could not be generated (see the report); "
+                                       "pass --allow-partial to accept a partial environment")
+        return 0
+
+    def validate(self, request: ValidateRequest, console: Console) -> int:
+        """Shortcut strategies against random, the reference agents, the data audit; 1 if any check fails."""
+        from ..cli_common import app_config, err
+        from ..commands.validate import pick_embedder, print_report
+        from ..data.io import load_environment
+        from ..validity import TextVectors, run_suite
+
+        r = request
+        if not 0 <= r.margin < 1:
+            raise ConfigError(f"--margin must be in [0, 1), got {r.margin}")
+        environment = load_environment(r.env)
+        embed, name, note = pick_embedder(r.embedder)
+        if note:
+            err.print(note, highlight=False, markup=False)
+        exposure = None
+        if r.judge:
+            import asyncio
+
+            from ..llm.client import LLMClient
+            from ..validity.exposure import judge_reader, read_exposure_async
+
+            llm = LLMClient.from_config(app_config(r.config, r.sets).llm)
+
+            async def read() -> Any:
+                try:
+                    return await read_exposure_async(environment, judge_reader(llm), "LLM judge")
+                finally:
+                    await llm.aclose()
+
+            exposure = asyncio.run(read())
+        report = run_suite(environment, TextVectors(embed), margin=r.margin, seed=r.seed, embedder=name,
+                           gate_prior=r.gate_prior, text_exposure=exposure)
+        if note:
+            report.notes.append(note)
+        print_report(report)
+        if r.json_out is not None:
+            atomic_write_json(r.json_out, {"environment_file": str(r.env), **report.to_dict()})
+            console.print(f"results: {r.json_out}")
+        return 0 if report.passed else 1
+
+    def run(self, request: RunRequest, console: Console) -> int:
+        """The on-policy (or replayed) run with per-period evaluation, optionally as several trials."""
+        from ..cli_common import app_config
+        from ..run.driver import run_command
+
+        r = request
+        # With neither an environment nor a config, run the bundled tiny demo with its sized-down settings.
+        cfg = app_config(r.config if r.config or r.env else "tiny", r.sets)
+        if r.serial:
+            cfg.run.serial = True
+        if r.resimulate_leaks:
+            cfg.run.resimulate_leaks = True
+        if r.no_cache:
+            cfg.llm.cache = False
+
+        def one(out_dir: Path) -> int:
+            return run_command(cfg, r.env, r.agent, out_dir, off_policy=r.off_policy, console=console,
+                               executor=r.executor, ray_address=r.ray_address, models=r.models,
+                               allow_model_change=r.allow_model_change)
+
+        if r.trials == 1:
+            return one(r.out_dir)
+        from ..run.trials import trial_dirs, write_trial_summary
+
+        dirs = trial_dirs(r.out_dir, r.trials)
+        base_seed = cfg.run.seed
+        codes = []
+        for k, trial_dir in enumerate(dirs, start=1):
+            cfg.run.seed = base_seed + k - 1
+            console.print(f"trial {k}/{r.trials} (seed {cfg.run.seed})", highlight=False)
+            codes.append(one(trial_dir))
+        summary = write_trial_summary(r.out_dir, dirs)
+        for name, s in summary["spread"].items():
+            std = "n/a" if s["std"] is None else f"{s['std']:.4f}"
+            mean = "n/a" if s["mean"] is None else f"{s['mean']:.4f}"
+            console.print(f"{name}: mean {mean}, std between trials {std} (n={s['n']})", highlight=False)
+        console.print(f"trials summary: {r.out_dir / 'trials.json'}", highlight=False)
+        return max(codes)
+
+    def report(self, run_dirs: list[Path], out_file: Path, *, env: Path | None, figures: Path | None,
+               console: Console) -> int:
+        """Tables, curves, diagnosis, heat maps and the trace browser in one HTML file (plus figures)."""
+        from ..report.build import build_report
+        from ..report.figures import write_figures
+
+        rep = build_report(list(run_dirs), env_override=env)
+        atomic_write_text(out_file, rep.html)
+        for note in rep.notes:
+            console.print(f"note: {note}", highlight=False, markup=False)
+        console.print(f"wrote {out_file}", highlight=False, markup=False)
+        if figures is not None:
+            paths = write_figures(rep.figures, figures)
+            console.print(f"wrote {len(paths)} figure files to {figures}", highlight=False, markup=False)
+        return 0
+
+    def leaderboard(self, run_dirs: list[Path]) -> Board:
+        """Memory-score ranking within groups of the same environment and protocol."""
+        from ..report.leaderboard import DISPLAY_COLUMNS, display_rows, leaderboard, to_csv, to_markdown
+        from ..report.load import load_runs
+
+        entries = leaderboard(load_runs(list(run_dirs)))
+        notes = [f"[red]DEGENERATE[/] (not ranked) {e.summary.label}: {'; '.join(e.summary.flags)}; memory "
+                 f"score {e.summary.memory_text()}" for e in entries if e.summary.degenerate]
+        if len({e.group for e in entries}) > 1:
+            notes.append("note: runs differ in environment or protocol; each group is ranked separately")
+        return Board(family=self.name, title="amemgym leaderboard (ranked within each group)",
+                     columns=DISPLAY_COLUMNS, rows=display_rows(entries), notes=notes,
+                     markdown=to_markdown(entries), csv=to_csv(entries))
+
+    def compare(self, run_a: Path, run_b: Path, *, bootstrap: int, seed: int, console: Console) -> int:
+        """Memory-score difference over shared (user, period) cells, users resampled."""
+        from rich.table import Table
+
+        from ..report.aggregate import cell_counts, degeneracy_flags
+        from ..report.load import load_runs
+        from ..report.stats import cell_differences, paired_comparison
+
+        a, b = load_runs([run_a, run_b])
+        if a.environment_sha256 != b.environment_sha256:
+            raise RunError(f"{a.root} and {b.root} were run on different environments (sha256 "
+                           f"{str(a.environment_sha256)[:12]} vs {str(b.environment_sha256)[:12]}); a paired "
+                           "comparison needs the same environment")
+        diffs = cell_differences(a.metrics.get("per_user") or {}, b.metrics.get("per_user") or {})
+        if not diffs:
+            raise RunError("the runs share no (user, period) cell with a defined memory score")
+        res = paired_comparison(diffs, resamples=bootstrap, seed=seed)
+        table = Table("quantity", "value", title=f"{b.label} (B) vs {a.label} (A): memory score, B - A")
+        table.add_row("shared users / cells", f"{res.users} / {res.cells}")
+        table.add_row("memory score A / B", f"{_mean(a.metrics)} / {_mean(b.metrics)}")
+        table.add_row("mean difference", f"{res.mean_diff:+.4f}")
+        ci = "n/a (one user)" if res.lo is None else f"[{res.lo:+.4f}, {res.hi:+.4f}]"
+        table.add_row("95 % bootstrap CI (users resampled)", ci)
+        how = "exact, all sign patterns" if res.exact else f"{res.resamples} random sign patterns"
+        table.add_row(f"p-value (paired sign-flip permutation over users; {how})", f"{res.p_value:.4g}")
+        table.add_row("seed / resamples", f"{res.seed} / {res.resamples}")
+        for name, run in (("A", a), ("B", b)):
+            excluded, total = cell_counts(run.metrics)
+            if total:
+                table.add_row(f"cells excluded from {name}'s memory score (UB <= R)", f"{excluded}/{total}")
+            flags = degeneracy_flags(run.metrics)
+            table.add_row(f"flags of {name}", "; ".join(f"DEGENERATE: {f}" for f in flags) or "-")
+        console.print(table)
+        for name, run in (("A", a), ("B", b)):
+            for flag in degeneracy_flags(run.metrics):
+                console.print(f"[red]DEGENERATE[/] run {name} ({run.label}): {flag}; the difference says little "
+                              "about memory", highlight=False)
+        if not (a.complete and b.complete):
+            console.print("note: at least one run is incomplete; only cells present in both are compared",
+                          highlight=False, markup=False)
+        return 0
+
+
+def _mean(metrics: dict[str, Any]) -> str:
+    m = ((metrics.get("overall") or {}).get("memory_score") or {}).get("mean")
+    return "-" if m is None else f"{m:.4f}"
+
+
+#: The registered instance.
+FAMILY = StateTrack()
