@@ -40,7 +40,7 @@ def colour(i: int) -> str:
 
 def curves_figure(series: Mapping[str, Mapping[str, Sequence[Stat]]],
                   panels: Sequence[tuple[str, str]] | None = None) -> Figure:
-    """Per-period curves: one panel per quantity (overall, upper bound, random, memory score), a line per run.
+    """Per-period curves: one panel per quantity (each registered metric by default), a line per run.
 
     Args:
         series: ``series[run_label][curve_name]`` is the list of per-period stats.

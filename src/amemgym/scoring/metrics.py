@@ -137,7 +137,7 @@ def original_memory_aggregation(cells: Sequence[tuple[float, float, float]]) -> 
     return m if math.isfinite(m) else ("nan" if math.isnan(m) else ("inf" if m > 0 else "-inf"))
 
 
-# The plain accuracies have never had an entry in metrics.json's definitions (define=False keeps its keys).
+# The plain accuracies need no entry in metrics.json's definitions (define=False), whose keys readers rely on.
 @metric("overall", "share of questions answered right", define=False)
 def overall_score(cell: Cell) -> float | None:
     """O: the share of the cell's questions answered right."""

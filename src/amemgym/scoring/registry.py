@@ -94,7 +94,7 @@ def registered() -> tuple[Metric, ...]:
     return tuple(_REGISTRY.values())
 
 
-#: Shown first, in this order (the order tables and curves have always used); other metrics follow.
+#: Shown first, in this order (the headline quantities); other metrics follow in registration order.
 _DISPLAY_FIRST: tuple[str, ...] = ("overall", "upper_bound", "random", "memory_score")
 
 
