@@ -47,7 +47,7 @@ from amemgym.config import AppConfig, EndpointConfig, LLMConfig, env_preset, loa
 from amemgym.data.model import Environment, UserEnv
 from amemgym.llm import LLMClient
 from amemgym.run import Runner
-from amemgym.run.episode import rounds_for
+from amemgym.run.schedule import rounds_for
 
 BENCH = Path(__file__).resolve().parent
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from amemgym.data import load_environment
-from amemgym.report.aggregate import CURVES, RECALL_CURVE, Stat, period_series, summarize
+from amemgym.report.aggregate import RECALL_CURVE, Stat, curve_panels, period_series, summarize
 from amemgym.report.build import build_report
 from amemgym.report.extras import (
     AuditSummary,
@@ -88,7 +88,7 @@ def test_curves_figure_draws_a_recall_panel() -> None:
     pytest.importorskip("matplotlib")
     from amemgym.report.figures import curves_figure
 
-    panels = (*CURVES, RECALL_CURVE)
+    panels = (*curve_panels(), RECALL_CURVE)
     fig = curves_figure({"a": {n: period_series(METRICS, n) for n, _ in panels}}, panels)
     assert [ax.get_title() for ax in fig.axes] == [t for _, t in panels]
 

@@ -25,9 +25,10 @@ from typing import Any
 from ..data.model import Environment, UserEnv
 from ..errors import ConfigError
 from ..llm.parsing import parse_json_reply
-from ..run.episode import load_json, rounds_for
+from ..run.episode import load_json
 from ..run.layout import RunDir
 from ..run.results import outcomes_of
+from ..run.schedule import rounds_for
 from ..scoring.metrics import diagnose
 from ..simulate.session import opening_message
 from ..storage import atomic_write_json, atomic_write_text

@@ -6,14 +6,23 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-#: The four per-period curves, in drawing order, with their display names.
-CURVES: tuple[tuple[str, str], ...] = (
-    ("overall", "Overall"), ("upper_bound", "Upper bound"), ("random", "Random"), ("memory_score", "Memory score"),
-)
-#: The extra curve of self-evolution runs (memory factual recall per period), drawn after the four.
+from ..scoring.registry import find, in_display_order
+
+#: The extra curve of self-evolution runs (memory factual recall per period), drawn after the registered ones.
 RECALL_CURVE: tuple[str, str] = ("memory_recall", "Memory recall")
 #: The three failure kinds of the diagnosis.
 FAILURES: tuple[str, ...] = ("write", "read", "utilization")
+
+
+def curve_panels() -> tuple[tuple[str, str], ...]:
+    """``(metric name, title)`` of every registered metric drawn per period, in drawing order."""
+    return tuple((m.name, m.title) for m in in_display_order() if m.curve)
+
+
+def signed(name: str) -> bool:
+    """Whether a curve's values can leave [0, 1] (the memory score can go negative)."""
+    m = find(name)
+    return m is not None and not m.bounded
 
 
 @dataclass(frozen=True)
@@ -174,7 +183,7 @@ def _int(x: Any) -> int | None:
 
 
 def period_series(metrics: dict[str, Any], name: str) -> list[Stat]:
-    """One curve (``overall``, ``upper_bound``, ``random``, ``memory_score`` or ``memory_recall``) over periods."""
+    """One curve (a registered metric's name, or ``memory_recall``) over periods."""
     rows = sorted(metrics.get("per_period") or [], key=lambda r: int(r.get("period", 0)))
     return [Stat.of(r.get(name)) for r in rows]
 

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .aggregate import (
-    CURVES,
     RECALL_CURVE,
+    curve_panels,
     failure_series,
     period_series,
     question_period_grid,
@@ -63,7 +63,7 @@ def run_figures(runs: list[RunRecord]) -> dict[str, Figure]:
     """Curves (with a memory-recall panel when a run carries recall), diagnosis bars and per-run heat maps."""
     from .figures import curves_figure, diagnosis_figure, heatmap_figure
 
-    panels = CURVES + ((RECALL_CURVE,) if any(has_recall(r.metrics) for r in runs) else ())
+    panels = curve_panels() + ((RECALL_CURVE,) if any(has_recall(r.metrics) for r in runs) else ())
     figures: dict[str, Figure] = {
         "curves": curves_figure({r.label: {n: period_series(r.metrics, n) for n, _ in panels} for r in runs},
                                 panels),
@@ -168,7 +168,7 @@ def build_report(roots: list[Path], *, env_override: Path | None = None, title: 
 
 def run_charts(runs: list[RunRecord]) -> dict[str, Any]:
     """The page's chart data: the same quantities as :func:`run_figures`, keyed by chart id."""
-    panels = CURVES + ((RECALL_CURVE,) if any(has_recall(r.metrics) for r in runs) else ())
+    panels = curve_panels() + ((RECALL_CURVE,) if any(has_recall(r.metrics) for r in runs) else ())
     charts: dict[str, Any] = {
         "curves": curves_chart({r.label: {n: period_series(r.metrics, n) for n, _ in panels} for r in runs}, panels),
         "diagnosis": diagnosis_chart({r.label: failure_series(r.metrics) for r in runs}),

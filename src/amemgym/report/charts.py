@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .aggregate import CURVES, FAILURES, Grid, Stat
+from .aggregate import FAILURES, Grid, Stat, curve_panels, signed
 
 # Colour-blind-safe palette (Okabe-Ito), the same order as the matplotlib figures.
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000")
@@ -29,11 +29,15 @@ def _stat(s: Stat) -> dict[str, float | None] | None:
 
 
 def curves_chart(series: Mapping[str, Mapping[str, Sequence[Stat]]],
-                 panels: Sequence[tuple[str, str]] = CURVES) -> dict[str, Any]:
-    """Per-period curves: a panel per quantity, a line per run, 95 % bands where defined."""
+                 panels: Sequence[tuple[str, str]] | None = None) -> dict[str, Any]:
+    """Per-period curves: a panel per quantity, a line per run, 95 % bands where defined.
+
+    ``panels`` defaults to every registered metric that asks for a curve.
+    """
+    panels = curve_panels() if panels is None else panels
     return {
         "kind": "curves",
-        "panels": [{"name": n, "title": t, "signed": n == "memory_score"} for n, t in panels],
+        "panels": [{"name": n, "title": t, "signed": signed(n)} for n, t in panels],
         "series": [{"label": label, "colour": PALETTE[i % len(PALETTE)],
                     "curves": {n: [_stat(s) for s in curves.get(n, [])] for n, _ in panels}}
                    for i, (label, curves) in enumerate(series.items())],

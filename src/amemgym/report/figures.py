@@ -13,13 +13,15 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import BackendUnavailable
 from ..storage import atomic_write_bytes
-from .aggregate import CURVES, FAILURES, Grid, Stat
+from .aggregate import FAILURES, Grid, Stat, curve_panels, signed
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 # Colour-blind-safe palette (Okabe-Ito) so runs stay distinguishable in print.
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000")
+#: Inches per curve panel (four panels fill an 11-inch row).
+PANEL_WIDTH = 11 / 4
 _RC = {"svg.fonttype": "none", "svg.hashsalt": "amemgym", "font.size": 9}
 
 
@@ -37,16 +39,17 @@ def colour(i: int) -> str:
 
 
 def curves_figure(series: Mapping[str, Mapping[str, Sequence[Stat]]],
-                  panels: Sequence[tuple[str, str]] = CURVES) -> Figure:
-    """Per-period curves: one panel per quantity (overall, upper bound, random, memory score), a line per run.
+                  panels: Sequence[tuple[str, str]] | None = None) -> Figure:
+    """Per-period curves: one panel per quantity (each registered metric by default), a line per run.
 
     Args:
-        series: ``series[run_label][curve_name]`` is the list of per-period stats (see ``aggregate.CURVES``).
+        series: ``series[run_label][curve_name]`` is the list of per-period stats.
             Shaded bands are the 95 % intervals where defined.
-        panels: ``(curve_name, title)`` per panel, in order; self-evolution reports add
-            ``aggregate.RECALL_CURVE``.
+        panels: ``(curve_name, title)`` per panel, in order (default: every registered metric's curve);
+            self-evolution reports add ``aggregate.RECALL_CURVE``.
     """
-    fig = _figure_class()(figsize=(11 * len(panels) / len(CURVES), 3.0), layout="constrained")
+    panels = curve_panels() if panels is None else panels
+    fig = _figure_class()(figsize=(PANEL_WIDTH * len(panels), 3.0), layout="constrained")
     axes = fig.subplots(1, len(panels), sharex=True, squeeze=False)[0]
     for ax, (name, title) in zip(axes, panels, strict=True):
         for i, (label, curves) in enumerate(series.items()):
@@ -61,7 +64,7 @@ def curves_figure(series: Mapping[str, Mapping[str, Sequence[Stat]]],
         ax.set_xlabel("period")
         ax.xaxis.get_major_locator().set_params(integer=True)
         ax.grid(alpha=0.3)
-        if name != "memory_score":
+        if not signed(name):
             ax.set_ylim(-0.02, 1.02)
         else:
             ax.axhline(0.0, color="#888888", linewidth=0.8)

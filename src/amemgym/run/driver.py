@@ -17,6 +17,7 @@ from ..data.io import load_environment
 from ..errors import ConfigError
 from ..llm.client import LLMClient
 from ..llm.health import describe as describe_problem
+from ..scoring.registry import in_display_order
 from .engine import Runner
 from .lock import run_lock
 from .progress import RunProgress
@@ -46,7 +47,7 @@ def print_summary(console: Console, metrics: dict[str, Any], rundir: Path) -> No
     o = metrics["overall"]
     table = Table("metric", "mean [95% CI over users]", title=f"{metrics.get('agent')} - {rundir}")
     cells = o.get("memory_cells") or {}
-    for name in ("overall", "upper_bound", "random", "memory_score"):
+    for name in (m.name for m in in_display_order() if m.name in o):
         text = _fmt(o[name])
         if name == "memory_score" and cells.get("total"):
             text += f" ({cells['undefined']}/{cells['total']} cells excluded: UB <= R)"

@@ -16,23 +16,15 @@ from ..data.model import UserEnv
 from ..errors import AMemGymError
 from ..llm.client import LLMClient
 from ..llm.redact import redact
-from ..seeding import derive_seed
-from ..simulate import LeakTally, UserSimulator, replay_session, run_session
+from ..simulate import LeakTally, replay_session, run_session
 from ..storage import append_jsonl, atomic_write_json
 from .layout import RunDir
-from .questioning import evaluate_period, upper_bound_answers
+from .questioning import evaluate_period, upper_bound_answers, upper_bound_key
+from .schedule import PeriodEnd, build_simulator, episode_schedule, user_seed
 
 #: The roles whose model shapes a run's conversations and answers; their served models are pinned in the
 #: manifest and recorded with every session.
 RUN_ROLES: tuple[str, ...] = ("simulator", "agent", "memory")
-
-
-def rounds_for(user: UserEnv, cfg: AppConfig, period: int) -> int:
-    """Rounds per session: the environment's own protocol if it records one, else the config's."""
-    proto = user.amemgym
-    init = proto.num_rounds_init if proto and proto.num_rounds_init else cfg.env.num_rounds_init
-    update = proto.num_rounds_update if proto and proto.num_rounds_update else cfg.env.num_rounds_update
-    return init if period == 0 else update
 
 
 def _in_order(*calls: tuple[Any, ...]) -> None:
@@ -90,16 +82,13 @@ class Episode:
         self.off_policy = off_policy
         self.events = events or EpisodeEvents()
         self.after_period = after_period
-        self.seed = derive_seed(cfg.run.seed, user.id)
+        self.seed = user_seed(cfg, user)
         self.ctx = AgentContext(
             user_id=user.id, seed=self.seed, reply_max_tokens=cfg.run.reply_max_tokens,
             eval_max_tokens=cfg.run.eval_max_tokens, context_window=cfg.run.context_window,
             state_schema=dict(user.state_schema), system_prompt=cfg.run.agent_system_prompt,
         )
-        self.simulator = UserSimulator(
-            llm, history_messages=cfg.run.simulator_history_turns, max_tokens=cfg.run.simulator_max_tokens,
-            resimulate_attempts=cfg.run.resimulate_attempts if cfg.run.resimulate_leaks else 0,
-        )
+        self.simulator = build_simulator(llm, cfg)
         self._ub: asyncio.Task[dict[str, Any]] | None = None
         self._writes: asyncio.Task[None] | None = None
 
@@ -147,8 +136,7 @@ class Episode:
             self._fail(period, "evaluation", exc)
             return
         for q in result["questions"]:
-            qa = self.user.qas[q["question"]]
-            key = f"{q['question']}|" + "|".join(self.user.periods[period].state[v] for v in qa.required_info)
+            key = upper_bound_key(self.user, period, q["question"])
             q["ub_score"] = ub[key]["score"]
             q["ub_score_original_rule"] = ub[key].get("score_original_rule", ub[key]["score"])
         await asyncio.to_thread(atomic_write_json, path, result)
@@ -192,39 +180,39 @@ class Episode:
             if self.after_period is not None and start_s == 0 and start_p > 0:
                 period_index = start_p - 1
                 await self._finish_period(agent, start_p - 1, evals)
-            for p in range(start_p, len(user.periods)):
-                period_index = p
-                period = user.periods[p]
-                rounds = rounds_for(user, self.cfg, p)
-                for s in range(start_s if p == start_p else 0, len(period.sessions)):
-                    session = period.sessions[s]
-                    leaks = LeakTally()
-                    if self.off_policy is not None:
-                        if (p, s) not in recorded:
-                            raise AMemGymError(f"off-policy run has no recorded session {s} of period {p}")
-                        messages = recorded[(p, s)]
-                        await replay_session(agent, session, messages)
-                    else:
-                        messages = await run_session(agent, self.simulator, user, session, rounds,
-                                                     seed=derive_seed(self.seed, p, s), tally=leaks)
-                    # Commit order: the session record first, then the checkpoint that points past it; both
-                    # are queued (see _persist) so their fsyncs stay off the conversation's critical path.
-                    record = {"period": p, "session": s, "time": session.session_time, "messages": messages,
-                              "models": recorded_models.get((p, s)) if self.off_policy else models,
-                              **leaks.record_fields()}
+            for step in episode_schedule(user, self.cfg, self.seed, start=(start_p, start_s)):
+                p = period_index = step.period
+                if isinstance(step, PeriodEnd):
                     snap = await agent.snapshot()
-                    # One thread hop for both writes (the hop costs the event loop more than the call).
-                    self._persist(_in_order, (append_jsonl, rd.sessions(user.id), [record]),
-                                  (partial(atomic_write_json, compact=True), rd.state(user.id),
-                                   {"period": p, "session": s + 1, "snapshot": snap}))
-                    self.events.on_session(user.id, p, s)
+                    self._persist(_in_order, (atomic_write_json, rd.snapshot(user.id, p), snap),
+                                  (atomic_write_json, rd.state(user.id),
+                                   {"period": p + 1, "session": 0, "snapshot": snap}))
+                    if not rd.evaluation(user.id, p).exists():
+                        evals.append(asyncio.create_task(self._evaluate(p, snap)))
+                    if self.after_period is not None:
+                        await self._finish_period(agent, p, evals)
+                    continue
+                s, session = step.session, step.spec
+                leaks = LeakTally()
+                if self.off_policy is not None:
+                    if (p, s) not in recorded:
+                        raise AMemGymError(f"off-policy run has no recorded session {s} of period {p}")
+                    messages = recorded[(p, s)]
+                    await replay_session(agent, session, messages)
+                else:
+                    messages = await run_session(agent, self.simulator, user, session, step.rounds,
+                                                 seed=step.seed, tally=leaks)
+                # Commit order: the session record first, then the checkpoint that points past it; both
+                # are queued (see _persist) so their fsyncs stay off the conversation's critical path.
+                record = {"period": p, "session": s, "time": session.session_time, "messages": messages,
+                          "models": recorded_models.get((p, s)) if self.off_policy else models,
+                          **leaks.record_fields()}
                 snap = await agent.snapshot()
-                self._persist(_in_order, (atomic_write_json, rd.snapshot(user.id, p), snap),
-                              (atomic_write_json, rd.state(user.id), {"period": p + 1, "session": 0, "snapshot": snap}))
-                if not rd.evaluation(user.id, p).exists():
-                    evals.append(asyncio.create_task(self._evaluate(p, snap)))
-                if self.after_period is not None:
-                    await self._finish_period(agent, p, evals)
+                # One thread hop for both writes (the hop costs the event loop more than the call).
+                self._persist(_in_order, (append_jsonl, rd.sessions(user.id), [record]),
+                              (partial(atomic_write_json, compact=True), rd.state(user.id),
+                               {"period": p, "session": s + 1, "snapshot": snap}))
+                self.events.on_session(user.id, p, s)
         except AMemGymError as exc:
             self._fail(period_index, "conversation", exc)
         finally:

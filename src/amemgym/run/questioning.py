@@ -36,6 +36,11 @@ def combo_key(q: int, combo: tuple[str, ...]) -> str:
     return f"{q}|" + "|".join(combo)
 
 
+def upper_bound_key(user: UserEnv, period: int, q: int) -> str:
+    """The upper-bound entry that scores question ``q`` at ``period``: the question with the period's values."""
+    return combo_key(q, tuple(user.periods[period].state[v] for v in user.qas[q].required_info))
+
+
 async def upper_bound_answers(
     llm: LLMClient, user: UserEnv, done: dict[str, Any], max_tokens: int, seed: int
 ) -> dict[str, Any]:

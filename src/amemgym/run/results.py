@@ -20,6 +20,19 @@ def changed_at(user: UserEnv, period: int, variable: str) -> int:
     return 0
 
 
+def question_outcome(user: UserEnv, period: int, question: int, score: float, ub_score: float | None,
+                     probe: dict[str, bool], n_choices: int | None = None) -> QuestionOutcome:
+    """One scored question as the metrics take it, with when each of its required variables last changed.
+
+    ``n_choices`` defaults to the options the environment offers; a run passes the count it recorded.
+    """
+    qa = user.qas[question]
+    return QuestionOutcome(user=user.id, period=period, question=question, score=score,
+                           n_choices=len(qa.answer_choices) if n_choices is None else n_choices,
+                           ub_score=ub_score, probe=dict(probe),
+                           changed_at={v: changed_at(user, period, v) for v in qa.required_info})
+
+
 def _original_score(q: dict[str, Any], key: str, old_key: str) -> float:
     # Records written before the original rule had its own field carried only the random draw (which
     # agrees with it except for 0 and negative answers); records without either predate both rules.
@@ -44,16 +57,12 @@ def outcomes_of(
         rec = load_json(path)
         records.append(rec)
         for q in rec["questions"]:
-            qa = user.qas[q["question"]]
             score, ub = q["score"], q.get("ub_score")
             if answer_rule == "original":
                 score = _original_score(q, "score_original_rule", "score_with_random_fallback")
                 ub = q.get("ub_score_original_rule", ub)
-            outcomes.append(QuestionOutcome(
-                user=user.id, period=p, question=q["question"], score=score, n_choices=q["n_choices"],
-                ub_score=ub, probe=dict(q["probe_correct"]),
-                changed_at={v: changed_at(user, p, v) for v in qa.required_info},
-            ))
+            outcomes.append(question_outcome(user, p, q["question"], score, ub, q["probe_correct"],
+                                             n_choices=q["n_choices"]))
     return outcomes, records
 
 

@@ -11,6 +11,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .registry import Cell, Metric, metric, registered
+
 
 def t95(dof: int) -> float:
     """The two-sided 95 % Student t quantile for ``dof`` degrees of freedom (exact for any dof >= 1).
@@ -135,6 +137,37 @@ def original_memory_aggregation(cells: Sequence[tuple[float, float, float]]) -> 
     return m if math.isfinite(m) else ("nan" if math.isnan(m) else ("inf" if m > 0 else "-inf"))
 
 
+# The plain accuracies need no entry in metrics.json's definitions (define=False), whose keys readers rely on.
+@metric("overall", "share of questions answered right", define=False)
+def overall_score(cell: Cell) -> float | None:
+    """O: the share of the cell's questions answered right."""
+    return mean([r.score for r in cell.outcomes]) or 0.0
+
+
+@metric("random", "expected share right when choosing uniformly at random", define=False)
+def random_score(cell: Cell) -> float | None:
+    """R: the mean of 1 / (options offered) over the cell's questions."""
+    return mean([1.0 / r.n_choices for r in cell.outcomes]) or 0.0
+
+
+@metric("upper_bound", "share right when the bare model is told the current state", title="Upper bound",
+        define=False)
+def upper_bound_score(cell: Cell) -> float | None:
+    """UB: the bare model's share right with the state given; None if any of its answers is missing."""
+    ubs = [r.ub_score for r in cell.outcomes if r.ub_score is not None]
+    return mean(ubs) if len(ubs) == len(cell.outcomes) else None
+
+
+@metric("memory_score",
+        "amemgym's aggregation: (O - R) / (UB - R) per (user, period), each term averaged over questions first; "
+        "undefined cells (UB <= R) are excluded and counted in undefined_memory_cells; the headline is the mean "
+        "over users of each user's mean", bounded=False)
+def memory_score_cell(cell: Cell) -> float | None:
+    """(O - R) / (UB - R) of the cell; None without an upper bound or when UB <= R."""
+    ub = upper_bound_score(cell)
+    return memory_score(overall_score(cell) or 0.0, random_score(cell) or 0.0, ub) if ub is not None else None
+
+
 def diagnose(outcomes: Iterable[QuestionOutcome]) -> dict[tuple[str, int, int], dict[str, Any]]:
     """Write / read / utilization attribution per (user, period, question).
 
@@ -165,6 +198,7 @@ def diagnose(outcomes: Iterable[QuestionOutcome]) -> dict[tuple[str, int, int], 
 
 def aggregate(outcomes: list[QuestionOutcome], num_periods: int) -> dict[str, Any]:
     """All headline numbers: per (user, period), per period, and overall, with 95 % CIs over users."""
+    metrics = registered()
     diag = diagnose(outcomes)
     cells: dict[tuple[str, int], list[QuestionOutcome]] = defaultdict(list)
     for o in outcomes:
@@ -173,14 +207,10 @@ def aggregate(outcomes: list[QuestionOutcome], num_periods: int) -> dict[str, An
 
     per_cell: dict[str, dict[int, dict[str, Any]]] = defaultdict(dict)
     for (user, period), rows in sorted(cells.items()):
-        o_ = mean([r.score for r in rows]) or 0.0
-        r_ = mean([1.0 / r.n_choices for r in rows]) or 0.0
-        ubs = [r.ub_score for r in rows if r.ub_score is not None]
-        ub_ = mean(ubs) if len(ubs) == len(rows) else None
-        m_ = memory_score(o_, r_, ub_) if ub_ is not None else None
+        cell = Cell(user, period, tuple(rows), {r.question: diag[(user, period, r.question)] for r in rows})
         probe_items = [(v, lab) for r in rows for v, lab in diag[(user, period, r.question)]["variables"].items()]
         per_cell[user][period] = {
-            "overall": o_, "random": r_, "upper_bound": ub_, "memory_score": m_,
+            **{m.name: m.fn(cell) for m in metrics},
             "questions": len(rows),
             "write_failures": sum(1 for _, lab in probe_items if lab == "write"),
             "read_failures": sum(1 for _, lab in probe_items if lab == "read"),
@@ -188,16 +218,16 @@ def aggregate(outcomes: list[QuestionOutcome], num_periods: int) -> dict[str, An
             "probe_items": len(probe_items),
         }
 
-    def stat(name: str, period: int | None = None) -> dict[str, Any]:
+    def stat(m: Metric, period: int | None = None) -> dict[str, Any]:
         # Each user contributes one value (its mean over the selected periods): users are the sampling unit.
         vals = []
         for u in users:
             cells_u = [c for p, c in per_cell[u].items() if period is None or p == period]
-            xs = [c[name] for c in cells_u if c[name] is not None]
+            xs = [c[m.name] for c in cells_u if c[m.name] is not None]
             if xs:
                 vals.append(sum(xs) / len(xs))
         ci = mean_ci(vals)
-        if name != "memory_score" and ci["lo"] is not None:
+        if m.bounded and ci["lo"] is not None:
             # Accuracies live in [0, 1]; a t-interval over few users can reach past either end.
             ci["lo"], ci["hi"] = max(0.0, float(ci["lo"])), min(1.0, float(ci["hi"]))  # type: ignore[arg-type]
         return ci
@@ -212,15 +242,14 @@ def aggregate(outcomes: list[QuestionOutcome], num_periods: int) -> dict[str, An
             "utilization": sum(c["utilization_failures"] for c in sel) / qs if qs else None,
         }
 
-    names = ("overall", "random", "upper_bound", "memory_score")
     per_period = []
     for p in range(num_periods):
-        per_period.append({"period": p, **{n: stat(n, p) for n in names}, "failure_rates": rates(p)})
+        per_period.append({"period": p, **{m.name: stat(m, p) for m in metrics}, "failure_rates": rates(p)})
     all_cells = [c["memory_score"] for u in users for c in per_cell[u].values() if c["memory_score"] is not None]
     undefined = sum(1 for u in users for c in per_cell[u].values() if c["memory_score"] is None)
     raw_cells = [(c["overall"], c["random"], c["upper_bound"]) for u in users for c in per_cell[u].values()
                  if c["upper_bound"] is not None]
-    overall: dict[str, Any] = {n: stat(n) for n in names} | {
+    overall: dict[str, Any] = {m.name: stat(m) for m in metrics} | {
         "memory_score_all_cells": mean(all_cells), "memory_score_original": original_memory_aggregation(raw_cells),
         "failure_rates": rates(), "users": len(users), "undefined_memory_cells": undefined,
         "memory_cells": {"defined": len(all_cells), "undefined": undefined, "total": len(all_cells) + undefined},
@@ -232,9 +261,7 @@ def aggregate(outcomes: list[QuestionOutcome], num_periods: int) -> dict[str, An
         "per_period": per_period,
         "per_user": {u: {str(p): c for p, c in sorted(per_cell[u].items())} for u in users},
         "definitions": {
-            "memory_score": "amemgym's aggregation: (O - R) / (UB - R) per (user, period), each term averaged "
-                            "over questions first; undefined cells (UB <= R) are excluded and counted in "
-                            "undefined_memory_cells; the headline is the mean over users of each user's mean",
+            **{m.name: m.description for m in metrics if m.define},
             "memory_score_all_cells": "amemgym's guarded cells pooled: mean over every defined (user, period) cell",
             "memory_score_original": "the original release's aggregation: mean of (O - R) / (UB - R) over all "
                                      "(user, period) cells with no guard; a UB == R cell makes it 'inf', '-inf' "

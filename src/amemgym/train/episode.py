@@ -1,7 +1,7 @@
 """One user's episode as the policy sees it: the same sessions and questions as ``amemgym run``.
 
-The conversation is played by :func:`amemgym.simulate.run_session` with the same
-:class:`~amemgym.simulate.UserSimulator`, seeds and rounds as the runner's episode; the policy takes
+The conversation walks the runner's schedule (:func:`amemgym.run.schedule.episode_schedule`) and is
+played by :func:`amemgym.simulate.run_session` with the same simulator, seeds and rounds; the policy takes
 the agent's seat through :class:`PolicySeat`, a :class:`~amemgym.agents.base.MemoryAgent` adapter whose
 ``reply``/``answer`` wait for the action given to ``step``. After each period the overall questions (and,
 optionally, the state probes) are put to the policy one at a time, parsed and scored with the prompts,
@@ -19,13 +19,12 @@ from ..config import AppConfig
 from ..data.model import UserEnv
 from ..errors import AMemGymError
 from ..llm.client import LLMClient
-from ..run.episode import rounds_for
-from ..run.questioning import combo_key, upper_bound_answers
-from ..run.results import changed_at
+from ..run.questioning import upper_bound_answers, upper_bound_key
+from ..run.results import question_outcome
+from ..run.schedule import PeriodEnd, build_simulator, episode_schedule, user_seed
 from ..scoring.asking import overall_prompt, probe_prompt, score_overall, score_probe
 from ..scoring.metrics import QuestionOutcome, aggregate
-from ..seeding import derive_seed
-from ..simulate import UserSimulator, run_session
+from ..simulate import run_session
 from .bridge import TurnChannel
 
 
@@ -102,12 +101,8 @@ class PolicyEpisode:
         self.channel = channel
         self.options = options
         # The same per-user seed as the runner's episode, so simulator calls and fallbacks match.
-        self.seed = derive_seed(cfg.run.seed, user.id)
-        # Built exactly as the runner builds it, so a policy meets the same user turns in both.
-        self.simulator = UserSimulator(
-            llm, history_messages=cfg.run.simulator_history_turns, max_tokens=cfg.run.simulator_max_tokens,
-            resimulate_attempts=cfg.run.resimulate_attempts if cfg.run.resimulate_leaks else 0,
-        )
+        self.seed = user_seed(cfg, user)
+        self.simulator = build_simulator(llm, cfg)
         self.outcomes: list[QuestionOutcome] = []
         self.failures: list[dict[str, Any]] = []
         self._ub_task: asyncio.Task[dict[str, Any]] | None = None
@@ -123,9 +118,13 @@ class PolicyEpisode:
             if self.options.upper_bound:
                 self._ub_task = asyncio.create_task(
                     upper_bound_answers(self.llm, self.user, {}, self.cfg.run.eval_max_tokens, self.seed))
-            for p in range(len(self.user.periods)):
-                await self.converse(p)
-                await self.evaluate(p)
+            for step in episode_schedule(self.user, self.cfg, self.seed):
+                if isinstance(step, PeriodEnd):
+                    await self.evaluate(step.period)
+                    continue
+                seat = PolicySeat(self.channel, self.base_info("chat", step.period, session=step.session,
+                                                               sessions=step.sessions, rounds=step.rounds))
+                await run_session(seat, self.simulator, self.user, step.spec, step.rounds, seed=step.seed)
             self.channel.finish(self.base_info("end", len(self.user.periods) - 1)
                                 | {"metrics": aggregate(self.outcomes, len(self.user.periods)),
                                    "failures": list(self.failures)})
@@ -137,25 +136,14 @@ class PolicyEpisode:
             if self._ub_task is not None and not self._ub_task.done():
                 self._ub_task.cancel()
 
-    async def converse(self, p: int) -> None:
-        """Every session of period ``p``, the policy in the agent's seat."""
-        period = self.user.periods[p]
-        rounds = rounds_for(self.user, self.cfg, p)
-        for s, session in enumerate(period.sessions):
-            seat = PolicySeat(self.channel, self.base_info("chat", p, session=s, sessions=len(period.sessions),
-                                                           rounds=rounds))
-            await run_session(seat, self.simulator, self.user, session, rounds, seed=derive_seed(self.seed, p, s))
-
     async def evaluate(self, p: int) -> None:
         """Ask period ``p``'s questions one at a time, scoring each answer as the runner does."""
         user = self.user
-        state = user.periods[p].state
-        asked: list[tuple[int, float, tuple[str, ...], dict[str, bool]]] = []
+        asked: list[tuple[int, float, dict[str, bool]]] = []
         for q, qa in enumerate(user.qas):
             common = {"question": q, "questions": len(user.qas), "n_choices": len(qa.answer_choices)}
             reply = await self.channel.ask(overall_prompt(qa), self.base_info("evaluation", p, **common))
             scored = score_overall(user, p, q, reply, self.seed)
-            truth = [state[v] for v in qa.required_info]
             score = scored["score"]
             outcome: dict[str, Any] = {"kind": "evaluation", "period": p, **scored, "reward": score}
             self.channel.record(outcome)
@@ -165,20 +153,15 @@ class PolicyEpisode:
                 values, probe_ok = score_probe(user, p, qa, preply)
                 self.channel.record({"kind": "probe", "period": p, "question": q, "reply": preply,
                                      "probe_values": values, "probe_correct": probe_ok, "reward": 0.0})
-            asked.append((q, score, tuple(truth), probe_ok))
+            asked.append((q, score, probe_ok))
         # The upper bound is awaited only once the questions are out, so it never delays the policy.
-        for q, score, truth_combo, probe_ok in asked:
-            qa = user.qas[q]
-            self.outcomes.append(QuestionOutcome(
-                user=user.id, period=p, question=q, score=score, n_choices=len(qa.answer_choices),
-                ub_score=await self.ub_score(q, truth_combo), probe=probe_ok,
-                changed_at={v: changed_at(user, p, v) for v in qa.required_info},
-            ))
+        for q, score, probe_ok in asked:
+            self.outcomes.append(question_outcome(user, p, q, score, await self.ub_score(p, q), probe_ok))
         cell = aggregate(self.outcomes, len(user.periods))["per_user"][user.id][str(p)]
         self.channel.record({"kind": "period", "period": p, **cell, "reward": 0.0})
 
-    async def ub_score(self, q: int, combo: tuple[str, ...]) -> float | None:
-        """The upper-bound score of (question, combination), or None when disabled or failed."""
+    async def ub_score(self, p: int, q: int) -> float | None:
+        """The upper-bound score of question ``q`` at period ``p``, or None when disabled or failed."""
         if self._ub_task is None:
             return None
         if self._ub is None:
@@ -188,5 +171,5 @@ class PolicyEpisode:
                 self.failures.append({"user": self.user.id, "period": None, "stage": "upper_bound",
                                       "error": str(exc)})
                 self._ub = {}
-        entry = self._ub.get(combo_key(q, combo))
+        entry = self._ub.get(upper_bound_key(self.user, p, q))
         return float(entry["score"]) if entry else None
