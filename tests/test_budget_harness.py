@@ -217,3 +217,35 @@ def test_the_report_shows_axes_kinds_budget_and_trace(episode: Episode, tmp_path
     page = (tmp_path / "r.html").read_text()
     for part in ("composite", "Accuracy per question kind", "<polyline", "Tool calls", "submit_answer"):
         assert part in page
+
+
+def test_cli_run_pins_the_served_model_honours_no_cache_and_records_the_model(
+        episode: Episode, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    env = tmp_path / "data.json"
+    save_episode(episode, env)
+    agent = ScriptedAgent(episode)
+
+    def respond(body: dict) -> str:
+        msgs = tuple({"role": m["role"], "content": m["content"]} for m in body["messages"])
+        return agent(ChatRequest(role="agent", messages=msgs))
+
+    out = tmp_path / "run"
+    with FakeEndpoint(responder=respond, model="model-a") as ep:
+        monkeypatch.setenv("OPENAI_BASE_URL", ep.base_url)
+        first = CliRunner().invoke(app, ["run", "--env", str(env), "--out", str(out)])
+        assert first.exit_code == 0, first.output
+        assert json.loads((out / "results.json").read_text())["agent_model"] == "model-a"
+        # The same episode again with --no-cache reaches the model instead of the cache.
+        again = CliRunner().invoke(app, ["run", "--env", str(env), "--out", str(tmp_path / "run2"), "--no-cache"])
+        assert again.exit_code == 0, again.output
+        assert json.loads((tmp_path / "run2" / "results.json").read_text())["usage"]["total"]["calls"] > 0
+        # Another model behind the same URL may not finish the first directory silently.
+        ep.model = "model-b"
+        swapped = CliRunner().invoke(app, ["run", "--env", str(env), "--out", str(out)])
+        assert swapped.exit_code == 2
+        assert "model-a" in swapped.output and "model-b" in swapped.output
+        allowed = CliRunner().invoke(app, ["run", "--env", str(env), "--out", str(out), "--allow-model-change"])
+        assert allowed.exit_code == 0, allowed.output
+    results = json.loads((out / "results.json").read_text())
+    assert results["agent_model"] == "model-b"
+    assert results["model_changes"] == [{"from": "model-a", "to": "model-b"}]

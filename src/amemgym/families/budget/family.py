@@ -63,9 +63,10 @@ class Budget:
             raise ConfigError("a budget-family run needs --env")
         flags = {"--trials": r.trials != 1, "--executor": r.executor != "local",
                  "--off-policy": r.off_policy is not None, "--models": r.models is not None,
-                 "--resimulate-leaks": r.resimulate_leaks}
+                 "--resimulate-leaks": r.resimulate_leaks, "--ray-address": r.ray_address is not None}
         return run_budget(app_config(r.config, r.sets), r.env, r.agent, r.out_dir, console=console, serial=r.serial,
-                          unsupported=[name for name, used in flags.items() if used])
+                          unsupported=[name for name, used in flags.items() if used], no_cache=r.no_cache,
+                          allow_model_change=r.allow_model_change)
 
     def report(self, run_dirs: list[Path], out_file: Path, *, env: Path | None, figures: Path | None,
                console: Console) -> int:

@@ -10,8 +10,9 @@ from rich.console import Console
 from rich.table import Table
 
 from ...config import AppConfig
-from ...errors import ConfigError
+from ...errors import ConfigError, RunError
 from ...llm.client import LLMClient
+from ...run.lock import run_lock
 from ...storage import atomic_write_json
 from .harness import Harness, env_digest, wall_clock
 from .io import load_episode
@@ -75,25 +76,67 @@ async def run_episode(env: Path, agent: str, out_dir: Path, llm: LLMClient) -> d
     return results
 
 
+MODEL_FILE = "model.json"
+
+
+def check_model(out_dir: Path, served: str, *, allow_change: bool) -> list[dict[str, str]]:
+    """Pin the agent's served model to the run directory; refuse to resume with another one unless allowed.
+
+    Returns the model changes recorded so far (each ``{"from", "to"}``).
+
+    Raises:
+        RunError: when the directory was run with another model and ``allow_change`` is off.
+    """
+    import json
+
+    path = out_dir / MODEL_FILE
+    if not path.exists():
+        atomic_write_json(path, {"format_version": 1, "agent_model": served, "changes": []})
+        return []
+    try:
+        pinned = json.loads(path.read_text(encoding="utf-8"))
+        old, changes = str(pinned["agent_model"]), list(pinned.get("changes", []))
+    except (OSError, ValueError, KeyError, TypeError):
+        raise RunError(f"{path}: unreadable or wrong shape; remove the run directory to start again") from None
+    if old == served:
+        return changes
+    if not allow_change:
+        raise RunError(f"{out_dir}: was run with agent model {old!r}, now {served!r}; refusing to mix models in one "
+                       "episode (use a new --out directory, or pass --allow-model-change)")
+    changes.append({"from": old, "to": served})
+    atomic_write_json(path, {"format_version": 1, "agent_model": served, "changes": changes})
+    return changes
+
+
 def run_budget(cfg: AppConfig, env: Path, agent: str, out_dir: Path, *, console: Console, serial: bool = False,
-               unsupported: list[str] | None = None) -> int:
+               unsupported: list[str] | None = None, no_cache: bool = False,
+               allow_model_change: bool = False) -> int:
     """The ``run`` command for a budget-family file; returns the exit code.
 
     Raises:
         ConfigError: for an agent or a flag this family does not support yet.
+        RunError: when the directory is in use, or was run with another agent model.
     """
     if unsupported:
         raise ConfigError(f"{', '.join(unsupported)} not supported for budget-family episodes yet")
     policy_of(agent)
-    llm = LLMClient.from_config(cfg.llm, serial=serial or cfg.run.serial)
+    llm_cfg = cfg.llm.model_copy(update={"cache": False}) if no_cache else cfg.llm
+    llm = LLMClient.from_config(llm_cfg, serial=serial or cfg.run.serial)
 
     async def go() -> dict[str, Any]:
         try:
-            return await run_episode(env, agent, out_dir, llm)
+            served = await llm.model_identity("agent")
+            changes = check_model(out_dir, served, allow_change=allow_model_change)
+            results = await run_episode(env, agent, out_dir, llm)
+            results.update(agent_model=served, model_changes=changes)
+            atomic_write_json(out_dir / "results.json", results)
+            return results
         finally:
             await llm.aclose()
 
-    results = asyncio.run(go())
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with run_lock(out_dir, "amemgym run"):
+        results = asyncio.run(go())
     s = results["score"]
     table = Table("axis", "score", title=f"budget/{results['tier']} {results['domain']} seed {results['seed']} - "
                                          f"{agent} ({results['policy']})")
