@@ -96,7 +96,7 @@ def test_exhausted_retries_become_a_recorded_failure_and_a_rerun_retries_only_th
     cfg = tiny_config(endpoint, max_retries=1)
     endpoint.force_faults = {"simulator": "http_503"}
     assert run_command(cfg, FIXTURE, "native", out, off_policy=None, console=quiet()) == 1
-    failures = json.loads((out / "failures.json").read_text())
+    failures = json.loads((out / "failures.json").read_text())["failures"]
     metrics = json.loads((out / "metrics.json").read_text())
     assert [(f["user"], f["period"], f["stage"]) for f in failures] == [("u-0001", 1, "conversation")]
     assert metrics["failures"] == failures

@@ -106,8 +106,8 @@ async def test_resume_after_interruption_gives_identical_metrics(original_env_pa
 async def test_evaluation_does_not_change_the_live_agent(original_env_path: Path, tmp_path: Path) -> None:
     user = load_environment(original_env_path).users[0]
     await run_once(original_env_path, tmp_path / "run", RunScript(user), tmp_path)
-    snap0 = json.loads((tmp_path / "run/users/u-0001/snapshots/period_00.json").read_text())
-    snap1 = json.loads((tmp_path / "run/users/u-0001/snapshots/period_01.json").read_text())
+    snap0 = json.loads((tmp_path / "run/users/u-0001/snapshots/period_00.json").read_text())["snapshot"]
+    snap1 = json.loads((tmp_path / "run/users/u-0001/snapshots/period_01.json").read_text())["snapshot"]
     # Period 1's agent continues from period 0's snapshot: no evaluation prompt ever entered its history.
     assert snap1["history"][: len(snap0["history"])] == snap0["history"]
     assert not any("Reply with the number" in m["content"] for m in snap1["history"])

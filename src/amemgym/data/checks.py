@@ -98,15 +98,19 @@ def check_user(user: UserEnv, i: int) -> list[str]:
     return problems
 
 
-def check_environment(env: Environment) -> list[str]:
-    """All consistency problems of an environment, users in order, then cross-user checks."""
+def check_environment(env: Environment, *, per_user: bool = True) -> list[str]:
+    """All consistency problems of an environment, users in order, then cross-user checks.
+
+    ``per_user=False`` runs only the cross-user checks (for a loader that already checked each user).
+    """
     problems: list[str] = []
     seen: set[str] = set()
     for i, user in enumerate(env.users):
         if user.id in seen:
             problems.append(f"[{i}].id: duplicate user id {user.id!r}")
         seen.add(user.id)
-        problems.extend(check_user(user, i))
+        if per_user:
+            problems.extend(check_user(user, i))
     counts = {len(u.periods) for u in env.users}
     if len(counts) > 1:
         first = len(env.users[0].periods)

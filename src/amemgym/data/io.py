@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
+import stat
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ValidationError
 
 from ..errors import DataError
 from ..storage import atomic_write_text
-from .checks import check_environment
+from .checks import check_environment, check_user
 from .model import FORMAT_VERSION, Environment, Protocol, UserEnv
-
-_USERS = TypeAdapter(list[UserEnv])
 
 
 def format_loc(loc: tuple[int | str, ...]) -> str:
@@ -42,8 +44,45 @@ def _summarise(name: str, problems: list[str]) -> str:
     return f"{name}: {problems[0]}{more}"
 
 
+def _validation_problem(exc: ValidationError, prefix: tuple[int | str, ...]) -> list[str]:
+    return [f"{format_loc(prefix + tuple(e['loc']))}: {_describe(dict(e))}" for e in exc.errors()]
+
+
+def _build_users(items: Iterator[tuple[int, Any]], name: str) -> Environment:
+    """Validate user items one at a time, stopping at the first bad one.
+
+    Only one raw item is alive at a time (the caller drops each after yielding it), so a file of a million
+    broken users costs one user's worth of memory before its error, not a million error records.
+    """
+    users: list[UserEnv] = []
+    for i, item in items:
+        try:
+            user = UserEnv.model_validate(item)
+        except ValidationError as exc:
+            raise DataError(_summarise(name, _validation_problem(exc, (i,)))) from None
+        except RecursionError:
+            raise DataError(f"{name}: [{i}]: nested too deeply") from None
+        problems = check_user(user, i)
+        if problems:
+            raise DataError(_summarise(name, problems))
+        users.append(user)
+    if not users:
+        raise DataError(f"{name}: the environment has no users")
+    env = Environment.model_construct(users=users)
+    problems = check_environment(env, per_user=False)
+    if problems:
+        raise DataError(_summarise(name, problems))
+    return env
+
+
+def _list_items(raw: list[Any]) -> Iterator[tuple[int, Any]]:
+    for i in range(len(raw)):
+        item, raw[i] = raw[i], None  # drop the raw item once its model exists
+        yield i, item
+
+
 def parse_environment(raw: Any, name: str = "<data>") -> Environment:
-    """Validate already-parsed JSON as an environment.
+    """Validate already-parsed JSON as an environment (``raw``'s items are released as they are validated).
 
     Raises:
         DataError: naming ``name``, the JSON path and the problem.
@@ -52,48 +91,118 @@ def parse_environment(raw: Any, name: str = "<data>") -> Environment:
         raw = raw["users"]
     if not isinstance(raw, list):
         raise DataError(f"{name}: expected a JSON list of users, got {type(raw).__name__}")
-    if not raw:
-        raise DataError(f"{name}: the environment has no users")
-    try:
-        users = _USERS.validate_python(raw)
-    except ValidationError as exc:
-        problems = [f"{format_loc(tuple(e['loc']))}: {_describe(dict(e))}" for e in exc.errors()]
-        raise DataError(_summarise(name, problems)) from None
-    env = Environment(users=users)
-    problems = check_environment(env)
-    if problems:
-        raise DataError(_summarise(name, problems))
-    return env
+    return _build_users(_list_items(raw), name)
+
+
+_WS = re.compile(r"[ \t\n\r]*")
+_DECODER = json.JSONDecoder()
+
+
+def _json_problem(name: str, exc: json.JSONDecodeError) -> DataError:
+    return DataError(f"{name}: not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}")
+
+
+def _stream_items(text: str, start: int, name: str) -> Iterator[tuple[int, Any]]:
+    """The items of the JSON array opening at ``text[start]``, decoded one at a time."""
+    pos = _WS.match(text, start + 1).end()  # type: ignore[union-attr]
+    if text.startswith("]", pos):
+        end = pos + 1
+    else:
+        i = 0
+        while True:
+            try:
+                item, pos = _DECODER.raw_decode(text, pos)
+            except json.JSONDecodeError as exc:
+                raise _json_problem(name, exc) from None
+            except RecursionError:
+                raise DataError(f"{name}: [{i}]: nested too deeply to be an environment") from None
+            yield i, item
+            del item
+            i += 1
+            pos = _WS.match(text, pos).end()  # type: ignore[union-attr]
+            if text.startswith(",", pos):
+                pos = _WS.match(text, pos + 1).end()  # type: ignore[union-attr]
+                continue
+            if text.startswith("]", pos):
+                end = pos + 1
+                break
+            raise _json_problem(name, json.JSONDecodeError("Expecting ',' delimiter", text, pos))
+    rest = _WS.match(text, end).end()  # type: ignore[union-attr]
+    if rest != len(text):
+        raise _json_problem(name, json.JSONDecodeError("Extra data", text, rest))
 
 
 def load_environment(path: str | Path) -> Environment:
     """Load and check an environment file (ours or the original release's ``data.json``).
 
+    The top-level list is decoded and validated user by user, stopping at the first problem, so memory
+    stays near the file's text plus the finished users (see docs/tiers.md). A leading UTF-8 byte order
+    mark is accepted.
+
     Raises:
-        DataError: if the file is missing, not JSON, or fails a structural or semantic check.
+        DataError: if the file is missing, not a regular file, not JSON, or fails a structural or semantic check.
     """
     p = Path(path)
     name = p.name
     try:
-        text = p.read_text(encoding="utf-8")
+        info = p.stat()
+    except FileNotFoundError:
+        raise DataError(f"{p}: no such environment file") from None
+    except OSError as exc:
+        raise DataError(f"{p}: cannot read: {exc.strerror or exc}") from None
+    # Opening a FIFO or a device would block or never end; only a regular file can be an environment.
+    if not stat.S_ISREG(info.st_mode):
+        raise DataError(f"{p}: not a regular file (a directory, pipe or device cannot be an environment)")
+    try:
+        text = p.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise DataError(f"{p}: no such environment file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise DataError(f"{p}: cannot read: {exc}") from None
+    start = _WS.match(text).end()  # type: ignore[union-attr]
+    if text.startswith("[", start):
+        return _build_users(_stream_items(text, start, name), name)
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise DataError(f"{name}: not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+        raise _json_problem(name, exc) from None
+    except RecursionError:
+        raise DataError(f"{name}: nested too deeply to be an environment") from None
+    del text
     return parse_environment(raw, name)
+
+
+def _user_json(user: UserEnv) -> dict[str, Any]:
+    item = user.model_dump(mode="json", by_alias=True, exclude_none=False)
+    if item.get("_amemgym") is None:
+        item.pop("_amemgym", None)
+    return item
 
 
 def dump_environment(env: Environment) -> str:
     """Serialise an environment exactly as :func:`save_environment` writes it."""
-    data = [u.model_dump(mode="json", by_alias=True, exclude_none=False) for u in env.users]
-    for item in data:
-        if item.get("_amemgym") is None:
-            item.pop("_amemgym", None)
-    return json.dumps(data, ensure_ascii=False, indent=2) + "\n"
+    return json.dumps([_user_json(u) for u in env.users], ensure_ascii=False, indent=2) + "\n"
+
+
+def environment_sha256(env: Environment) -> str:
+    """sha256 of :func:`dump_environment`'s text, computed one user at a time (no whole-file string).
+
+    Each user is dumped as an item of an indented list: its lines shifted by one indent step, joined by
+    ``,\n`` inside ``[\n`` and ``\n]\n``, which is byte for byte what ``json.dumps(list, indent=2)`` writes
+    (string values never hold a raw newline, so splitting on newlines is safe).
+    """
+    h = hashlib.sha256()
+    if not env.users:
+        h.update(b"[]\n")
+        return h.hexdigest()
+    h.update(b"[\n")
+    for i, user in enumerate(env.users):
+        text = json.dumps(_user_json(user), ensure_ascii=False, indent=2)
+        if i:
+            h.update(b",\n")
+        h.update(("  " + text.replace("\n", "\n  ")).encode("utf-8"))
+    h.update(b"\n]\n")
+    return h.hexdigest()
 
 
 def save_environment(env: Environment, path: str | Path) -> None:

@@ -22,6 +22,7 @@ from ..data.model import Environment, UserEnv
 from ..errors import ConfigError, RunError
 from ..llm.client import LLMClient
 from ..llm.redact import redact_obj
+from ..records import versioned
 from ..run.engine import Runner
 from ..run.episode import load_json
 from ..run.layout import RunDir
@@ -237,5 +238,5 @@ async def evolve_loop(
     atomic_write_json(evolution_path(rd), evolution)
     metrics = outcome.metrics
     add_recall(metrics, evolution, env.num_periods)
-    atomic_write_json(rd.metrics, metrics)
+    atomic_write_json(rd.metrics, versioned(metrics))
     return EvolutionOutcome(metrics, evolution, outcome.failures, time.perf_counter() - start)

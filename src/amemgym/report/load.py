@@ -9,7 +9,8 @@ from typing import Any
 from ..data.io import load_environment
 from ..data.model import Environment
 from ..errors import AMemGymError, RunError
-from ..run.layout import RunDir, read_run_json
+from ..records import EvaluationRecord, Manifest, Metrics, as_dict, read_record
+from ..run.layout import RunDir
 
 
 @dataclass(frozen=True)
@@ -60,18 +61,17 @@ class RunRecord:
 
 
 def load_run(root: Path, label: str | None = None) -> RunRecord:
-    """Read ``manifest.json`` and ``metrics.json`` of one run directory.
+    """Read ``manifest.json`` and ``metrics.json`` of one run directory, validated against their models.
 
     Raises:
-        RunError: the directory is not a run with metrics.
+        RunError: the directory is not a run with metrics, or a file has the wrong shape or format version.
     """
     root = Path(root)
     if not root.is_dir():
         raise RunError(f"{root}: no such run directory")
     rd = RunDir(root)
-    manifest, metrics = read_run_json(rd.manifest), read_run_json(rd.metrics)
-    if not isinstance(manifest, dict) or not isinstance(metrics, dict) or "overall" not in metrics:
-        raise RunError(f"{root}: manifest.json or metrics.json does not have the runner's shape")
+    manifest = as_dict(read_record(rd.manifest, Manifest))
+    metrics = as_dict(read_record(rd.metrics, Metrics))
     return RunRecord(root=root, label=label or root.name, manifest=manifest, metrics=metrics)
 
 
@@ -123,9 +123,7 @@ def eval_records(run: RunRecord, user: str) -> dict[int, dict[str, Any]]:
     for p in range(run.num_periods):
         path = rd.evaluation(user, p)
         if path.exists():
-            rec = read_run_json(path)
-            if isinstance(rec, dict):
-                out[p] = rec
+            out[p] = as_dict(read_record(path, EvaluationRecord))
     return out
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import json
 import platform
 import time
@@ -16,7 +15,7 @@ from typing import Any, Protocol
 from .. import __version__
 from ..agents.registry import AgentSpec
 from ..config import AppConfig, RunSettings
-from ..data.io import dump_environment
+from ..data.io import environment_sha256
 from ..data.model import Environment, UserEnv
 from ..errors import RunError
 from ..llm.client import LLMClient
@@ -24,8 +23,9 @@ from ..llm.health import endpoint_problems
 from ..llm.redact import redact_obj
 from ..llm.usage import UsageLedger
 from ..prompts import template_hashes
+from ..records import RUN_FORMAT_VERSION, Manifest, PendingUsage, UsageFile, as_dict, read_record, versioned
 from ..storage import atomic_write_json
-from .episode import RUN_ROLES, Episode, EpisodeEvents, PeriodHook, load_json
+from .episode import RUN_ROLES, Episode, EpisodeEvents, PeriodHook
 from .layout import RunDir, adopt_legacy_folders, folder_clashes, user_folder
 from .progress import RunProgress
 from .results import compute_metrics, protocol_settings, write_trace
@@ -36,7 +36,7 @@ USAGE_FLUSH_SECONDS = 2.0
 
 def environment_hash(env: Environment) -> str:
     """sha256 of the environment's canonical serialisation (independent of file formatting)."""
-    return hashlib.sha256(dump_environment(env).encode("utf-8")).hexdigest()
+    return environment_sha256(env)
 
 
 def _model_name(desc: dict[str, Any]) -> str:
@@ -153,10 +153,7 @@ class Runner:
         self.environment_sha256 = protocol["environment_sha256"]
         path = self.rundir.manifest
         if path.exists():
-            try:
-                old = load_json(path)
-            except (OSError, json.JSONDecodeError) as exc:
-                raise RunError(f"{path}: unreadable manifest ({exc}); use a new --out directory") from None
+            old = as_dict(read_record(path, Manifest))
             for key, value in protocol.items():
                 before = old.get("protocol", {}).get(key)
                 if key == "run" and isinstance(before, dict):
@@ -182,6 +179,7 @@ class Runner:
             return self._check_models(old, models)
         protocol = protocol_of(self.env, self.spec, self.cfg, self.off_policy.root if self.off_policy else None)
         manifest = {
+            "format_version": RUN_FORMAT_VERSION,
             "amemgym_version": __version__,
             "python": platform.python_version(),
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -247,7 +245,8 @@ class Runner:
                 write_trace(user, self.rundir)
         metrics = compute_metrics(self.env, self.rundir, self.cfg.run.answer_rule)
         elapsed = time.perf_counter() - start
-        usage = load_json(self.rundir.usage)
+        usage = as_dict(read_record(self.rundir.usage, UsageFile))
+        usage.pop("format_version", None)
         metrics["usage"] = usage
         metrics["endpoint_problems"] = endpoint_problems(usage.get("last_invocation") or {})
         metrics["agent"] = self.spec.name
@@ -256,16 +255,13 @@ class Runner:
         # Redacted again here: a failure text from a plug-in or an executor may not have passed the client.
         failures = redact_obj(events.failures)
         metrics["failures"] = failures
-        atomic_write_json(self.rundir.failures, failures)
-        atomic_write_json(self.rundir.metrics, metrics)
+        atomic_write_json(self.rundir.failures, versioned({"failures": failures}))
+        atomic_write_json(self.rundir.metrics, versioned(metrics))
         return RunOutcome(metrics, events.failures, self.llm.ledger, elapsed)
 
     def _cumulative_usage(self) -> dict[str, Any]:
-        try:
-            data = load_json(self.rundir.usage) if self.rundir.usage.exists() else {}
-        except (OSError, json.JSONDecodeError):
-            data = {}
-        return data if isinstance(data, dict) else {}
+        # Read strictly: silently restarting the count from zero would under-report what the run spent.
+        return as_dict(read_record(self.rundir.usage, UsageFile)) if self.rundir.usage.exists() else {}
 
     def _save_usage(self, invocation: str, ledger: UsageLedger | None = None) -> None:
         # Usage accumulates across invocations of the same run (a resume adds what it spent). The id of the
@@ -277,19 +273,19 @@ class Runner:
         total = UsageLedger.from_dict(data.get("cumulative", {})) if data.get("cumulative") else UsageLedger()
         spent = ledger if ledger is not None else self.llm.ledger
         total.merge(spent)
-        atomic_write_json(self.rundir.usage, {"cumulative": total.to_dict(), "last_invocation": spent.to_dict(),
-                                              "invocation": invocation})
+        atomic_write_json(self.rundir.usage, versioned({"cumulative": total.to_dict(),
+                                                        "last_invocation": spent.to_dict(), "invocation": invocation}))
         self.rundir.usage_pending.unlink(missing_ok=True)
 
     def _fold_pending_usage(self) -> None:
         """Add the usage a killed invocation flushed before it died."""
-        try:
-            pending = load_json(self.rundir.usage_pending)
-            ledger = UsageLedger.from_dict(pending["usage"])
-            invocation = str(pending["invocation"])
-        except FileNotFoundError:
+        if not self.rundir.usage_pending.exists():
             return
-        except (OSError, json.JSONDecodeError, KeyError, TypeError):
+        try:
+            pending = read_record(self.rundir.usage_pending, PendingUsage)
+            ledger = UsageLedger.from_dict(pending.usage)
+            invocation = pending.invocation
+        except (RunError, KeyError, TypeError, ValueError):
             self.rundir.usage_pending.unlink(missing_ok=True)  # torn by the kill: nothing trustworthy to add
             return
         self._save_usage(invocation, ledger)
@@ -297,5 +293,5 @@ class Runner:
     async def _flush_usage(self, invocation: str) -> None:
         while True:
             await asyncio.sleep(USAGE_FLUSH_SECONDS)
-            atomic_write_json(self.rundir.usage_pending, {"invocation": invocation,
-                                                          "usage": self.llm.ledger.to_dict()})
+            atomic_write_json(self.rundir.usage_pending, versioned({"invocation": invocation,
+                                                                    "usage": self.llm.ledger.to_dict()}))

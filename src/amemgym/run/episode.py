@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -16,6 +15,8 @@ from ..data.model import UserEnv
 from ..errors import AMemGymError
 from ..llm.client import LLMClient
 from ..llm.redact import redact
+from ..records import EvaluationRecord, Snapshot, State, UpperBoundRecord, as_dict, read_record, versioned
+from ..records.base import load_json_file
 from ..simulate import LeakTally, replay_session, run_session
 from ..storage import append_jsonl, atomic_write_json
 from .layout import RunDir
@@ -34,9 +35,8 @@ def _in_order(*calls: tuple[Any, ...]) -> None:
 
 
 def load_json(path: Any) -> Any:
-    """Read a JSON file written by this package."""
-    with open(path, encoding="utf-8") as fh:
-        return json.load(fh)
+    """Read a JSON file written by this package (a missing, truncated or non-JSON one is a RunError)."""
+    return load_json_file(path)
 
 
 def recorded_sessions(rundir: RunDir, user_id: str) -> dict[tuple[int, int], list[dict[str, str]]]:
@@ -119,11 +119,11 @@ class Episode:
 
     async def _upper_bound(self) -> dict[str, Any]:
         path = self.rundir.upper_bound(self.user.id)
-        done = load_json(path) if path.exists() else {}
+        done = as_dict(read_record(path, UpperBoundRecord))["answers"] if path.exists() else {}
         result = await upper_bound_answers(self.llm, self.user, done, self.cfg.run.eval_max_tokens, self.seed)
         if result != done:
             # Written in a thread: its fsyncs would otherwise stall every user's episode on this loop.
-            await asyncio.to_thread(atomic_write_json, path, result)
+            await asyncio.to_thread(atomic_write_json, path, versioned({"answers": result}))
         return result
 
     async def _evaluate(self, period: int, snapshot: dict[str, Any]) -> None:
@@ -139,7 +139,7 @@ class Episode:
             key = upper_bound_key(self.user, period, q["question"])
             q["ub_score"] = ub[key]["score"]
             q["ub_score_original_rule"] = ub[key].get("score_original_rule", ub[key]["score"])
-        await asyncio.to_thread(atomic_write_json, path, result)
+        await asyncio.to_thread(atomic_write_json, path, versioned(result))
         self.events.on_eval(self.user.id, period)
 
     async def _finish_period(self, agent: MemoryAgent, period: int, evals: list[asyncio.Task[None]]) -> None:
@@ -150,10 +150,11 @@ class Episode:
         await self._flush()
         await asyncio.gather(*evals)
         path = self.rundir.evaluation(self.user.id, period)
-        await self.after_period(self.user, agent, period, load_json(path) if path.exists() else None)
+        evaluation = as_dict(read_record(path, EvaluationRecord)) if path.exists() else None
+        await self.after_period(self.user, agent, period, evaluation)
         # The checkpoint must carry whatever the hook changed, or a resumed run would lose it.
         atomic_write_json(self.rundir.state(self.user.id),
-                          {"period": period + 1, "session": 0, "snapshot": await agent.snapshot()})
+                          versioned({"period": period + 1, "session": 0, "snapshot": await agent.snapshot()}))
 
     async def run(self) -> None:
         """Play every missing session and evaluate every missing period; failures are recorded, not raised."""
@@ -162,9 +163,9 @@ class Episode:
         agent = self.spec.build(self.llm, self.ctx)
         start_p, start_s = 0, 0
         if rd.state(user.id).exists():
-            state = load_json(rd.state(user.id))
-            agent.restore(state["snapshot"])
-            start_p, start_s = int(state["period"]), int(state["session"])
+            state = read_record(rd.state(user.id), State)
+            agent.restore(state.snapshot)
+            start_p, start_s = state.period, state.session
         recorded = recorded_sessions(self.off_policy, user.id) if self.off_policy else {}
         # A replayed session's text came from the recorded run's models, so its record names those.
         recorded_models = ({k: r.get("models") for k, r in self.off_policy.session_records(user.id).items()}
@@ -173,7 +174,8 @@ class Episode:
         # Periods finished before a restart whose evaluation was not written yet.
         for p in range(min(start_p, len(user.periods))):
             if not rd.evaluation(user.id, p).exists() and rd.snapshot(user.id, p).exists():
-                evals.append(asyncio.create_task(self._evaluate(p, load_json(rd.snapshot(user.id, p)))))
+                snapshot = read_record(rd.snapshot(user.id, p), Snapshot).snapshot
+                evals.append(asyncio.create_task(self._evaluate(p, snapshot)))
         period_index = start_p
         try:
             models = {role: await self.llm.model_identity(role) for role in RUN_ROLES}
@@ -184,9 +186,10 @@ class Episode:
                 p = period_index = step.period
                 if isinstance(step, PeriodEnd):
                     snap = await agent.snapshot()
-                    self._persist(_in_order, (atomic_write_json, rd.snapshot(user.id, p), snap),
+                    self._persist(_in_order,
+                                  (atomic_write_json, rd.snapshot(user.id, p), versioned({"snapshot": snap})),
                                   (atomic_write_json, rd.state(user.id),
-                                   {"period": p + 1, "session": 0, "snapshot": snap}))
+                                   versioned({"period": p + 1, "session": 0, "snapshot": snap})))
                     if not rd.evaluation(user.id, p).exists():
                         evals.append(asyncio.create_task(self._evaluate(p, snap)))
                     if self.after_period is not None:
@@ -204,14 +207,14 @@ class Episode:
                                                  seed=step.seed, tally=leaks)
                 # Commit order: the session record first, then the checkpoint that points past it; both
                 # are queued (see _persist) so their fsyncs stay off the conversation's critical path.
-                record = {"period": p, "session": s, "time": session.session_time, "messages": messages,
-                          "models": recorded_models.get((p, s)) if self.off_policy else models,
-                          **leaks.record_fields()}
+                record = versioned({"period": p, "session": s, "time": session.session_time, "messages": messages,
+                                    "models": recorded_models.get((p, s)) if self.off_policy else models,
+                                    **leaks.record_fields()})
                 snap = await agent.snapshot()
                 # One thread hop for both writes (the hop costs the event loop more than the call).
                 self._persist(_in_order, (append_jsonl, rd.sessions(user.id), [record]),
                               (partial(atomic_write_json, compact=True), rd.state(user.id),
-                               {"period": p, "session": s + 1, "snapshot": snap}))
+                               versioned({"period": p, "session": s + 1, "snapshot": snap})))
                 self.events.on_session(user.id, p, s)
         except AMemGymError as exc:
             self._fail(period_index, "conversation", exc)

@@ -1,5 +1,8 @@
 """Where a run keeps its files, and the manifest that pins its protocol.
 
+Every JSON file (and every line of sessions.jsonl) has a pydantic model in :mod:`amemgym.records` and a
+``format_version``; readers go through those models (see docs/run-files.md).
+
 RUNDIR/
   manifest.json               protocol: config, seeds, versions, env hash, prompt hashes, models (no secrets)
   metrics.json                every number, per period and overall, plus usage per role
@@ -19,12 +22,13 @@ RUNDIR/
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from pathlib import Path
 from typing import Any
 
 from ..errors import RunError
+from ..records import SessionRecord, as_dict, parse_record
+from ..records.base import load_json_file
 from ..storage import read_jsonl
 
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]")
@@ -134,22 +138,26 @@ class RunDir:
         return self.user(user_id) / "trace.jsonl"
 
     def session_records(self, user_id: str) -> dict[tuple[int, int], dict[str, Any]]:
-        """Finished session records by (period, session); a session redone after a kill replaces the first."""
+        """Finished session records by (period, session); a session redone after a kill replaces the first.
+
+        Raises:
+            RunError: a complete line that is JSON but not a session record (naming the file, line and field).
+        """
+        path = self.sessions(user_id)
         out: dict[tuple[int, int], dict[str, Any]] = {}
-        for rec in read_jsonl(self.sessions(user_id)):
-            try:
-                out[(int(rec["period"]), int(rec["session"]))] = rec
-            except (KeyError, TypeError, ValueError):
-                continue
+        try:
+            for n, rec in enumerate(read_jsonl(path), start=1):
+                typed = parse_record(rec, SessionRecord, f"{path} record {n}")
+                out[(typed.period, typed.session)] = as_dict(typed)
+        except (OSError, UnicodeDecodeError) as exc:
+            raise RunError(f"{path}: unreadable ({exc})") from None
         return out
 
 
 def read_run_json(path: Path) -> Any:
-    """A JSON file of a run directory; a missing or unreadable one is a :class:`RunError` naming it."""
-    try:
-        with open(path, encoding="utf-8") as fh:
-            return json.load(fh)
-    except FileNotFoundError:
-        raise RunError(f"{path}: missing; is this a finished run directory?") from None
-    except (OSError, json.JSONDecodeError) as exc:
-        raise RunError(f"{path}: unreadable ({exc})") from None
+    """A JSON file of a run directory, parsed but not validated (prefer :func:`amemgym.records.read_record`).
+
+    Raises:
+        RunError: missing, unreadable, truncated or not JSON, naming the file.
+    """
+    return load_json_file(path)

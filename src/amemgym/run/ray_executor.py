@@ -28,7 +28,8 @@ from ..data.model import UserEnv
 from ..errors import ConfigError, RunError
 from ..llm.client import LLMClient
 from ..llm.usage import UsageLedger
-from .episode import Episode, EpisodeEvents, PeriodHook, load_json
+from ..records import State, read_record
+from .episode import Episode, EpisodeEvents, PeriodHook
 from .layout import RunDir
 
 if TYPE_CHECKING:
@@ -105,10 +106,10 @@ def user_finished(rundir: RunDir, user: UserEnv) -> bool:
     if not state_path.exists():
         return False
     try:
-        state = load_json(state_path)
-    except (OSError, ValueError):
-        return False
-    done = int(state.get("period", 0)) >= len(user.periods) and int(state.get("session", 0)) == 0
+        state = read_record(state_path, State)
+    except RunError:
+        return False  # the episode itself reports the broken file
+    done = state.period >= len(user.periods) and state.session == 0
     return done and all(rundir.evaluation(user.id, p).exists() for p in range(len(user.periods)))
 
 

@@ -6,9 +6,10 @@ from typing import Any
 
 from ..config import PROTOCOL_MAX_TOKENS, RunSettings
 from ..data.model import Environment, UserEnv
+from ..records import EvaluationRecord, UpperBoundRecord, as_dict, read_record
 from ..scoring.metrics import QuestionOutcome, aggregate, result_flags
 from ..storage import atomic_write_text
-from .episode import load_json, recorded_sessions
+from .episode import recorded_sessions
 from .layout import RunDir
 
 
@@ -54,7 +55,7 @@ def outcomes_of(
         path = rundir.evaluation(user.id, p)
         if not path.exists():
             continue
-        rec = load_json(path)
+        rec = as_dict(read_record(path, EvaluationRecord))
         records.append(rec)
         for q in rec["questions"]:
             score, ub = q["score"], q.get("ub_score")
@@ -135,7 +136,8 @@ def write_trace(user: UserEnv, rundir: RunDir) -> None:
     import json
 
     sessions = recorded_sessions(rundir, user.id)
-    ub = load_json(rundir.upper_bound(user.id)) if rundir.upper_bound(user.id).exists() else {}
+    ub_path = rundir.upper_bound(user.id)
+    ub = as_dict(read_record(ub_path, UpperBoundRecord))["answers"] if ub_path.exists() else {}
     lines: list[dict[str, Any]] = []
     for p, period in enumerate(user.periods):
         for s, session in enumerate(period.sessions):
@@ -144,7 +146,7 @@ def write_trace(user: UserEnv, rundir: RunDir) -> None:
                               "time": session.session_time, "role": msg["role"], "content": msg["content"]})
         path = rundir.evaluation(user.id, p)
         if path.exists():
-            rec = load_json(path)
+            rec = as_dict(read_record(path, EvaluationRecord))
             lines.append({"kind": "memory", "period": p, "memory": rec.get("memory"),
                           "agent_stats": rec.get("agent_stats")})
             for q in rec["questions"]:

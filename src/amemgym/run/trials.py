@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import statistics
 from pathlib import Path
 from typing import Any
 
+from ..records import Metrics, read_record
 from ..storage import atomic_write_json
 
 _NAMES = ("overall", "upper_bound", "memory_score")
@@ -21,9 +21,9 @@ def trial_spread(dirs: list[Path]) -> dict[str, Any]:
     """Per-trial headline numbers and their mean and sample standard deviation across trials."""
     rows: list[dict[str, Any]] = []
     for d in dirs:
-        m = json.loads((d / "metrics.json").read_text(encoding="utf-8"))
-        rows.append({"trial": d.name, "complete": m["complete"],
-                     **{n: m["overall"][n]["mean"] for n in _NAMES}})
+        m = read_record(d / "metrics.json", Metrics)
+        rows.append({"trial": d.name, "complete": m.complete,
+                     **{n: getattr(m.overall, n).mean for n in _NAMES}})
     spread: dict[str, Any] = {}
     for n in _NAMES:
         xs = [r[n] for r in rows if r[n] is not None]

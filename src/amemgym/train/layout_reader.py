@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RunError
-from ..run.layout import RunDir, read_run_json
+from ..records import EvaluationRecord, Manifest, as_dict, read_record
+from ..run.layout import RunDir
 
 
 @dataclass(frozen=True)
@@ -38,15 +39,15 @@ def read_run(root: Path) -> list[RecordedUser]:
     rd = RunDir(root)
     if not rd.manifest.exists():
         raise RunError(f"{root}: not a run directory (no manifest.json)")
-    manifest = read_run_json(rd.manifest)
+    manifest = read_record(rd.manifest, Manifest)
     users: list[RecordedUser] = []
-    for uid in manifest.get("users") or []:
+    for uid in manifest.users:
         latest = {key: RecordedSession(key[0], key[1], rec.get("time"), list(rec["messages"]))
                   for key, rec in rd.session_records(uid).items()}
         evals = []
-        for p in range(int(manifest.get("periods") or 0)):
+        for p in range(manifest.periods):
             path = rd.evaluation(uid, p)
             if path.exists():
-                evals.append(read_run_json(path))
+                evals.append(as_dict(read_record(path, EvaluationRecord)))
         users.append(RecordedUser(uid, [latest[k] for k in sorted(latest)], evals))
     return users

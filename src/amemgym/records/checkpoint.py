@@ -1,0 +1,32 @@
+"""``users/<id>/state.json`` (the resume checkpoint) and ``users/<id>/snapshots/period_XX.json``."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pydantic import Field
+
+from .base import RunFile
+
+
+class State(RunFile):
+    """Where a user's episode resumes: the next (period, session) and the live agent's snapshot."""
+
+    kind: ClassVar[str] = "checkpoint"
+
+    period: int = Field(ge=0)
+    session: int = Field(ge=0)
+    snapshot: Any
+
+
+class Snapshot(RunFile):
+    """The agent snapshot evaluated for one period (the agent's own JSON, kept as it gave it)."""
+
+    kind: ClassVar[str] = "snapshot"
+
+    snapshot: Any
+
+    @classmethod
+    def from_unversioned(cls, raw: Any) -> Any:
+        """Format 1 was the agent's snapshot itself."""
+        return {"snapshot": raw}
