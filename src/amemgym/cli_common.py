@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
@@ -50,6 +51,16 @@ def handled(fn: F) -> F:
 
             err.print(f"error: {one_line(redact(str(exc)))}", highlight=False, markup=False, soft_wrap=True)
             raise typer.Exit(exc.exit_code) from None
+        except OSError as exc:
+            # A full disk, a vanished mount, a permission change mid-run: finished work is on disk already.
+            name = errno.errorcode.get(exc.errno or 0, "I/O error")
+            where = f" ({exc.filename})" if exc.filename else ""
+            err.print(f"error: {name}: {one_line(exc.strerror or str(exc))}{where}; fix it and re-run the same "
+                      "command to resume", highlight=False, markup=False, soft_wrap=True)
+            raise typer.Exit(1) from None
+        except RecursionError:
+            err.print("error: an input is nested too deeply to be read", highlight=False)
+            raise typer.Exit(2) from None
         except KeyboardInterrupt:
             err.print("interrupted; re-run the same command to resume", highlight=False)
             raise typer.Exit(130) from None

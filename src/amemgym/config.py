@@ -11,6 +11,7 @@ import json
 import os
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -168,7 +169,26 @@ class LLMConfig(_Strict):
         The environment variable is the one fallback every OpenAI-compatible tool honours; it is read here
         and nowhere else. It does not apply to the embedder, whose calls stay local unless configured.
         """
-        return self.endpoint(role).base_url or os.environ.get("OPENAI_BASE_URL") or None
+        own = self.endpoint(role).base_url
+        if own:
+            return check_base_url(own, f"llm base_url of role {role}")
+        env = os.environ.get("OPENAI_BASE_URL")
+        return check_base_url(env, "OPENAI_BASE_URL") if env else None
+
+
+def check_base_url(url: str, where: str) -> str:
+    """``url`` if it parses as an absolute URL with a host (and a valid port), else a ConfigError naming ``where``.
+
+    Checked before any call, so a typo is one line at the start instead of a traceback from the HTTP stack.
+    """
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 -- parsing the port is what raises on e.g. ':99999'
+    except ValueError as exc:
+        raise ConfigError(f"{where}: malformed base URL {url!r}: {exc}") from None
+    if not parts.scheme or not parts.hostname or any(ch.isspace() for ch in url):
+        raise ConfigError(f"{where}: malformed base URL {url!r}; expected e.g. http://127.0.0.1:8000/v1")
+    return url
 
 
 class RunSettings(_Strict):

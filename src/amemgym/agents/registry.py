@@ -14,7 +14,7 @@ import yaml
 from pydantic import ValidationError
 
 from ..config import EndpointConfig, yaml_problem
-from ..errors import ConfigError
+from ..errors import AMemGymError, ConfigError
 from ..llm.client import LLMClient
 from .base import AgentContext, AgentFactory, MemoryAgent
 
@@ -42,8 +42,21 @@ class AgentSpec:
     llm_overrides: dict[str, Any] = field(default_factory=dict)
 
     def build(self, llm: LLMClient, ctx: AgentContext) -> MemoryAgent:
-        """A fresh agent for one user."""
-        return self.factory(llm, ctx)
+        """A fresh agent for one user.
+
+        Raises:
+            ConfigError: the factory (a plug-in's, typically) raised, or returned something that is not an agent.
+        """
+        try:
+            agent = self.factory(llm, ctx)
+        except AMemGymError:
+            raise
+        except Exception as exc:  # a plug-in's own bug: one line naming it, not a traceback
+            raise ConfigError(f"agent {self.name!r}: its factory raised {type(exc).__name__}: {exc}") from None
+        if not isinstance(agent, MemoryAgent):
+            raise ConfigError(f"agent {self.name!r}: its factory returned {type(agent).__name__}, not a memory agent "
+                              "(needs reply, ingest, answer, snapshot, restore, memory_view and stats)")
+        return agent
 
 
 def _load_builtins() -> None:
@@ -71,6 +84,15 @@ def _lookup(name: str) -> Callable[[dict[str, Any]], AgentFactory]:
             module = importlib.import_module(module_name)
         except (ImportError, ValueError, TypeError) as exc:  # empty or relative module names raise the latter two
             raise ConfigError(f"agent {name!r}: cannot import module {module_name!r}: {exc}") from None
+        except SyntaxError as exc:
+            raise ConfigError(f"agent {name!r}: module {module_name!r} has a syntax error: {exc}") from None
+        except SystemExit as exc:
+            # A plug-in must not end the process (that would look like a successful run with no output).
+            raise ConfigError(f"agent {name!r}: importing module {module_name!r} called "
+                              f"sys.exit({exc.code!r})") from None
+        except Exception as exc:  # the plug-in's own code failed at import
+            raise ConfigError(f"agent {name!r}: importing module {module_name!r} raised "
+                              f"{type(exc).__name__}: {exc}") from None
         factory = getattr(module, attr, None)
         if factory is None or not callable(factory):
             raise ConfigError(f"agent {name!r}: module {module_name!r} has no callable {attr!r}")

@@ -26,7 +26,7 @@ from ..prompts import template_hashes
 from ..records import RUN_FORMAT_VERSION, Manifest, PendingUsage, UsageFile, as_dict, read_record, versioned
 from ..storage import atomic_write_json
 from .episode import RUN_ROLES, Episode, EpisodeEvents, PeriodHook
-from .layout import RunDir, adopt_legacy_folders, folder_clashes, user_folder
+from .layout import RunDir, adopt_legacy_folders, folder_clashes, prepare_out_dir, user_folder
 from .progress import RunProgress
 from .results import compute_metrics, protocol_settings, write_trace
 
@@ -209,6 +209,7 @@ class Runner:
                            "differ only in letter case are one folder on macOS and Windows); rename one of them")
         if self.off_policy is not None and not self.off_policy.manifest.exists():
             raise RunError(f"{self.off_policy.root}: not a run directory (no manifest.json) for --off-policy")
+        prepare_out_dir(self.rundir.root)
         # Every call of this run (each trial has its own seed) is a fresh sample, cached under that seed.
         self.llm.sample_seed = self.cfg.run.seed
         old = self._check_protocol()  # before any call: another run's directory is refused even offline

@@ -22,7 +22,9 @@ RUNDIR/
 from __future__ import annotations
 
 import hashlib
+import os
 import re
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +90,27 @@ def folder_clashes(user_ids: list[str]) -> list[tuple[str, str]]:
             clashes.append((seen[key], uid))
         seen.setdefault(key, uid)
     return clashes
+
+
+def prepare_out_dir(root: Path) -> None:
+    """Create the run directory ``root`` (or accept an existing one) and make sure files can be written in it.
+
+    Raises:
+        RunError: ``root`` is a file, a dangling symbolic link, cannot be created, or is not writable.
+    """
+    root = Path(root)
+    if root.is_symlink() and not root.exists():
+        raise RunError(f"{root}: --out is a symbolic link to nothing ({os.readlink(root)}); give a directory")
+    if root.exists() and not root.is_dir():
+        raise RunError(f"{root}: --out is a file, not a directory")
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        # A real write, not os.access: permissions are not the only reason a write fails (read-only mounts).
+        fd, probe = tempfile.mkstemp(prefix=".write-check.", dir=root)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise RunError(f"{root}: --out is not writable ({exc.strerror or exc})") from None
 
 
 class RunDir:
