@@ -11,6 +11,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from ..agents.base import AgentContext
 from ..agents.registry import resolve_agent
 from ..config import AppConfig
 from ..data.io import load_environment
@@ -126,6 +127,8 @@ def run_command(
         check_endpoints(cfg)
         distributed = RayExecutor(address=ray_address)
     llm = LLMClient.from_config(cfg.llm, serial=cfg.run.serial)
+    # Build one agent before any work, so a plug-in whose factory fails is refused up front, not mid-run.
+    spec.build(llm, AgentContext(user_id="agent-check", state_schema=dict(env.users[0].state_schema)))
     # Taken only once the inputs are known to be good, so bad input never leaves a directory behind.
     with run_lock(out_dir, "amemgym run"):
         progress = RunProgress()

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RunError
+from .layout import prepare_out_dir
 
 LOCK_NAME = ".amemgym.lock"
 
@@ -43,8 +44,8 @@ def run_lock(directory: Path, command: str) -> Iterator[Path]:
         RunError: (exit 2) when another live process holds it; the message names that process.
     """
     directory = Path(directory)
+    prepare_out_dir(directory)  # a file, a dangling link or a read-only place: one line saying which
     try:
-        directory.mkdir(parents=True, exist_ok=True)
         fd = os.open(directory / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as exc:
         raise RunError(f"{directory}: cannot create the run directory's lock file: {exc.strerror or exc}") from None
