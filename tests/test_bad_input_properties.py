@@ -336,7 +336,7 @@ def test_unreadable_manifest_is_refused(finished: tuple[Path, dict[str, str]], t
     shutil.copytree(finished[0], rundir)
     (rundir / "manifest.json").write_text('{"protocol": {"environment', encoding="utf-8")
     line = invoke_refused(["run", "--env", str(FIXTURE)], (rundir, digest(rundir)))
-    assert "unreadable manifest" in line and "manifest.json" in line
+    assert "truncated or not JSON" in line and "manifest.json" in line
 
 
 # ---- files a kill can leave behind -------------------------------------------------------------------------
