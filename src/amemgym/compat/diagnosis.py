@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
-
 from rich.console import Console
 
+from ..records import Metrics, as_dict, read_record
 from .flags import main_guard, parser, run_original
 
 
@@ -14,7 +13,7 @@ def main() -> int:
     args = parser("Diagnose memory failures (amemgym runner, original flags).").parse_args()
     console = Console()
     code, out = run_original(args, console)
-    metrics = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
+    metrics = as_dict(read_record(out / "metrics.json", Metrics))
     for row in metrics["per_period"]:
         console.print(f"period {row['period']:2d}: {row['failure_rates']}", highlight=False)
     return code

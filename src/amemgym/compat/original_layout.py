@@ -25,7 +25,7 @@ from typing import Any
 from ..data.model import Environment, UserEnv
 from ..errors import ConfigError
 from ..llm.parsing import parse_json_reply
-from ..run.episode import load_json
+from ..records import EvaluationRecord, as_dict, read_record
 from ..run.layout import RunDir
 from ..run.results import outcomes_of
 from ..run.schedule import rounds_for
@@ -88,7 +88,7 @@ def write_original_layout(env: Environment, run_root: Path, agent_raw: dict[str,
             if not path.exists():
                 complete = False
                 continue
-            for q in load_json(path)["questions"]:
+            for q in as_dict(read_record(path, EvaluationRecord))["questions"]:
                 results[p][q["question"]] = _answer_record(user, p, q)
         atomic_write_json(udir / "overall_results.json", results)
         if not complete or any(r is None for row in results for r in row):

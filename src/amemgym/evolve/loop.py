@@ -22,9 +22,8 @@ from ..data.model import Environment, UserEnv
 from ..errors import ConfigError, RunError
 from ..llm.client import LLMClient
 from ..llm.redact import redact_obj
-from ..records import versioned
+from ..records import EvolutionCycle, as_dict, read_record, versioned
 from ..run.engine import Runner
-from ..run.episode import load_json
 from ..run.layout import RunDir
 from ..run.progress import RunProgress
 from ..scoring.metrics import mean_ci
@@ -86,7 +85,7 @@ class EvolutionHook:
         if period == 0:
             return 0
         path = evolution_record_path(self.rundir, user.id, period - 1)
-        return int(load_json(path)["next_policy_version"]) if path.exists() else 0
+        return read_record(path, EvolutionCycle).next_policy_version if path.exists() else 0
 
     async def __call__(self, user: UserEnv, agent: MemoryAgent, period: int, evaluation: dict[str, Any] | None) -> None:
         """Run (or, when already recorded, re-apply) the cycle of ``period``."""
@@ -94,7 +93,7 @@ class EvolutionHook:
             raise ConfigError(f"agent {type(agent).__name__} has no evolvable 'policy'; use an awi agent")
         path = evolution_record_path(self.rundir, user.id, period)
         if path.exists():
-            agent.policy = str(load_json(path)["next_policy"])
+            agent.policy = read_record(path, EvolutionCycle).next_policy
             return
         if evaluation is None:
             raise RunError(f"user {user.id}: period {period} has no evaluation, which self-evolution needs; "
@@ -111,7 +110,7 @@ class EvolutionHook:
         status, reason = decide(proposal, policy, self.limits, feedback)
         version = self._version_before(user, period)
         new_policy = proposal.policy.strip() if status == "accepted" and proposal and proposal.policy else policy
-        atomic_write_json(path, {
+        atomic_write_json(path, versioned({
             "user": user.id, "period": period, "feedback_kind": self.feedback.kind,
             "policy_version": version, "policy": policy, "feedback": feedback,
             "proposal": proposal.to_dict() if proposal else None,
@@ -119,7 +118,7 @@ class EvolutionHook:
             "accepted": status == "accepted",
             "next_policy_version": version + 1 if status == "accepted" else version, "next_policy": new_policy,
             "memory": memory, "recall": recall.to_dict() if recall else None,
-        })
+        }))
         agent.policy = new_policy
 
 
@@ -140,7 +139,7 @@ def collect_evolution(env: Environment, rundir: RunDir) -> dict[str, Any]:
     """Every recorded cycle per user, in period order."""
     users: dict[str, list[dict[str, Any]]] = {}
     for user in env.users:
-        cycles = [load_json(p) for period in range(len(user.periods))
+        cycles = [as_dict(read_record(p, EvolutionCycle)) for period in range(len(user.periods))
                   if (p := evolution_record_path(rundir, user.id, period)).exists()]
         if cycles:
             users[user.id] = cycles
