@@ -172,3 +172,35 @@ def test_a_broken_plugin_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyP
 def test_a_malformed_base_url_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, url: str) -> None:
     monkeypatch.setenv("OPENAI_BASE_URL", url)
     one_line(run_args(tmp_path / "run"), 2, "OPENAI_BASE_URL", "malformed base URL")
+
+
+FILLING_DISK = """
+import errno, os, sys
+from amemgym import storage
+real = storage.atomic_write_bytes
+written = [0]
+
+
+def filling(path, data):
+    written[0] += 1
+    if written[0] > 6:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+    real(path, data)
+
+
+storage.atomic_write_bytes = filling
+from amemgym.cli import main
+sys.argv = ["amemgym", "run", "--env", sys.argv[1], "--out", sys.argv[2]]
+main()
+"""
+
+
+def test_a_full_disk_prints_no_traceback_in_a_real_process(tmp_path: Path, endpoint: FakeEndpoint) -> None:
+    # A real process: background tasks left holding the error would be logged with a traceback at exit.
+    env = {**os.environ, "PYTHONPATH": str(SRC), "OPENAI_BASE_URL": endpoint.base_url,
+           "AMEMGYM_CACHE_DIR": str(tmp_path / "cache")}
+    proc = subprocess.run([sys.executable, "-c", FILLING_DISK, str(FIXTURE), str(tmp_path / "run")],
+                          capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr and "never retrieved" not in proc.stderr, proc.stderr
+    assert "error: ENOSPC" in proc.stderr

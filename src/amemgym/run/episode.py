@@ -157,9 +157,25 @@ class Episode:
                           versioned({"period": period + 1, "session": 0, "snapshot": await agent.snapshot()}))
 
     async def run(self) -> None:
-        """Play every missing session and evaluate every missing period; failures are recorded, not raised."""
-        user, rd = self.user, self.rundir
+        """Play every missing session and evaluate every missing period; failures are recorded, not raised.
+
+        Errors that are not the model's or the agent's (a broken run file, a full disk) are raised, after the
+        background evaluations are settled: a task left holding an exception would be logged with a traceback.
+        """
         self._ub = asyncio.create_task(self._upper_bound())
+        evals: list[asyncio.Task[None]] = []
+        try:
+            await self._play(evals)
+        except BaseException:
+            pending = [*evals, self._ub]
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+            raise
+
+    async def _play(self, evals: list[asyncio.Task[None]]) -> None:
+        user, rd = self.user, self.rundir
+        assert self._ub is not None
         agent = self.spec.build(self.llm, self.ctx)
         start_p, start_s = 0, 0
         if rd.state(user.id).exists():
@@ -170,7 +186,6 @@ class Episode:
         # A replayed session's text came from the recorded run's models, so its record names those.
         recorded_models = ({k: r.get("models") for k, r in self.off_policy.session_records(user.id).items()}
                            if self.off_policy else {})
-        evals: list[asyncio.Task[None]] = []
         # Periods finished before a restart whose evaluation was not written yet.
         for p in range(min(start_p, len(user.periods))):
             if not rd.evaluation(user.id, p).exists() and rd.snapshot(user.id, p).exists():
