@@ -69,12 +69,15 @@ def _problem(err: dict[str, Any]) -> str:
 
 
 def _note_migration(where: str) -> None:
-    key = where.split(" line ")[0]
-    if not _noted:
-        _log.warning("note: %s has no format_version (written before run files were versioned); read as "
-                     "format %d and migrated in memory to format %d; files on disk are left as they are",
-                     key, UNVERSIONED, RUN_FORMAT_VERSION)
-    _noted.add(key)
+    """Say once per run directory that its unversioned files are read as format 1 and migrated."""
+    path = where.split(" record ")[0]
+    run = path.rsplit("/users/", 1)[0] if "/users/" in path else str(Path(path).parent)
+    if run in _noted:
+        return
+    _noted.add(run)
+    _log.warning("note: %s holds files without format_version (written before run files were versioned); they "
+                 "are read as format %d and migrated in memory to format %d; files on disk are left as they are",
+                 run, UNVERSIONED, RUN_FORMAT_VERSION)
 
 
 def parse_record(raw: Any, model: type[M], where: str) -> M:
