@@ -110,7 +110,7 @@ def test_an_echoed_key_reaches_no_file_and_no_output(tmp_path: Path, monkeypatch
         gen = CliRunner().invoke(app, ["generate", "--generator", "llm", "--users", "1", "--out",
                                        str(tmp_path / "gen"), *FAST])
     assert result.exit_code == 1, result.output
-    failures = json.loads((out / "failures.json").read_text())
+    failures = json.loads((out / "failures.json").read_text())["failures"]
     assert failures and "401" in failures[0]["error"] and "[REDACTED]" in failures[0]["error"]
     assert gen.exit_code != 0
     assert (tmp_path / "gen" / "generation_report.json").exists()
