@@ -219,6 +219,10 @@ def declared_family(path: Path) -> str | None:
     Only the first few kilobytes are read unless the word ``"family"`` occurs there, so a large statetrack
     file is not parsed twice. An unreadable file gives None: the family's own loader reports the problem.
     """
+    # Only a regular file is peeked at: opening a FIFO would block until a writer appears. The family's
+    # loader then refuses the non-file in one line.
+    if not path.is_file():
+        return None
     try:
         with path.open("rb") as fh:
             head = fh.read(4096)

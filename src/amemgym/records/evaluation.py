@@ -24,8 +24,11 @@ class QuestionResult(_Part):
     gold: int
     n_choices: int = Field(ge=1)
     score: float = Field(ge=0.0, le=1.0)
-    score_with_random_fallback: float = Field(ge=0.0, le=1.0)
+    # The original release's scoring rule; runs from before its rename wrote score_with_random_fallback.
+    score_original_rule: float | None = Field(default=None, ge=0.0, le=1.0)
+    score_with_random_fallback: float | None = Field(default=None, ge=0.0, le=1.0)
     ub_score: float | None = None
+    ub_score_original_rule: float | None = None
     probe_prompt: str | None = None
     probe_reply: str | None = None
     probe_values: dict[str, str | None] = Field(default_factory=dict)
@@ -54,6 +57,7 @@ class UpperBoundAnswer(_Part):
     choice: int | None
     status: str
     score: float = Field(ge=0.0, le=1.0)
+    score_original_rule: float | None = Field(default=None, ge=0.0, le=1.0)
 
 
 class UpperBoundRecord(RunFile):
