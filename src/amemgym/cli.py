@@ -15,7 +15,18 @@ import typer
 from rich.table import Table
 
 from . import __version__
-from .cli_common import ConfigOpt, SetOpt, app_config, handled, out
+from .cli_common import (
+    ConfigOpt,
+    JudgeModelOpt,
+    LimitOpt,
+    MaxConnectionsOpt,
+    ModelOpt,
+    SetOpt,
+    UserModelOpt,
+    app_config,
+    handled,
+    out,
+)
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="amemgym: measure and improve the memory of LLM assistants in long conversations.")
@@ -68,7 +79,7 @@ def check_llm(config: ConfigOpt = None, set_: SetOpt = None) -> None:
         schema = {"type": "object", "properties": {"colour": {"type": "string", "enum": ["red", "green", "blue"]}},
                   "required": ["colour"], "additionalProperties": False}
         try:
-            for role in ("generator", "simulator", "agent", "judge"):
+            for role in ("generator", "simulator", "agent", "memory", "judge"):
                 t0 = time.perf_counter()
                 res = await llm.chat(role, [{"role": "user", "content": "Say hello in five words or fewer."}],
                                      max_tokens=24, use_cache=False, tag="check")
@@ -119,9 +130,17 @@ def run(
                                            "invocation: every call reaches the model.")] = False,
     allow_model_change: Annotated[bool, typer.Option("--allow-model-change", help="Resume a run although a role's "
                                                      "model changed; each session records its model.")] = False,
+    model: ModelOpt = None,
+    user_model: UserModelOpt = None,
+    judge_model: JudgeModelOpt = None,
+    max_connections: MaxConnectionsOpt = None,
+    limit: LimitOpt = None,
 ) -> None:
     """Run an agent on an environment (on-policy), evaluate every period, and write metrics."""
     from .run.driver import run_command
+    from .run.flags import ModelFlags
+
+    flags = ModelFlags(model, user_model, judge_model, max_connections)
 
     # With neither an environment nor a config, run the bundled tiny demo with its sized-down settings.
     cfg = app_config(config if config or env else "tiny", set_)
@@ -134,7 +153,7 @@ def run(
     if trials == 1:
         raise typer.Exit(run_command(cfg, env, agent, out_dir, off_policy=off_policy, console=out,
                                      executor=executor, ray_address=ray_address, models=models,
-                                     allow_model_change=allow_model_change))
+                                     allow_model_change=allow_model_change, flags=flags, limit=limit))
     from .run.trials import trial_dirs, write_trial_summary
 
     dirs = trial_dirs(out_dir, trials)
@@ -145,7 +164,7 @@ def run(
         out.print(f"trial {k}/{trials} (seed {cfg.run.seed})", highlight=False)
         codes.append(run_command(cfg, env, agent, trial_dir, off_policy=off_policy, console=out,
                                  executor=executor, ray_address=ray_address, models=models,
-                                 allow_model_change=allow_model_change))
+                                 allow_model_change=allow_model_change, flags=flags, limit=limit))
     summary = write_trial_summary(out_dir, dirs)
     for name, s in summary["spread"].items():
         std = "n/a" if s["std"] is None else f"{s['std']:.4f}"
