@@ -12,7 +12,8 @@ from ..cli_common import handled, out
 from ..errors import ConfigError, RunError
 from ..storage import atomic_write_text
 
-RunsArg = Annotated[list[Path], typer.Argument(help="Run directories (each with manifest.json and metrics.json).")]
+RunsArg = Annotated[list[Path], typer.Argument(help="Run directories (each with manifest.json and metrics.json), "
+                                               "or a --trials output (its trials pooled).")]
 
 
 def report(
@@ -72,6 +73,7 @@ def compare(
     seed: Annotated[int, typer.Option("--seed", help="Seed of the resampling.")] = 0,
 ) -> None:
     """Paired comparison of two runs on the same environment: mean memory-score gain, 95 % CI, p-value."""
+    from ..report.leaderboard import trials_flag
     from ..report.load import load_runs
     from ..report.stats import cell_differences, paired_comparison
 
@@ -103,6 +105,9 @@ def compare(
             table.add_row(f"cells excluded from {name}'s memory score (UB <= R)", f"{excluded}/{total}")
         flags = degeneracy_flags(run.metrics)
         table.add_row(f"flags of {name}", "; ".join(f"DEGENERATE: {f}" for f in flags) or "-")
+    for name, run in (("A", a), ("B", b)):
+        if run.metrics.get("trials"):
+            table.add_row(f"{name}: trials", trials_flag(run.metrics["trials"]))
     out.print(table)
     for name, run in (("A", a), ("B", b)):
         for flag in degeneracy_flags(run.metrics):
