@@ -9,12 +9,12 @@ embedder must be installed (local) or reachable (HTTP).
 from __future__ import annotations
 
 import importlib.util
-import os
+import json
+import urllib.error
+import urllib.request
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
-
-import httpx
 
 from ..config import LLMConfig
 from ..errors import BackendUnavailable, ConfigError
@@ -55,25 +55,27 @@ def run_roles(agent_roles: Iterable[str] | None, *, off_policy: bool = False, ex
 
 
 def _http_url(cfg: LLMConfig, role: str) -> str | None:
-    ep = cfg.endpoint(role)  # type: ignore[arg-type]
     if role == "embedder":
-        return ep.base_url  # OPENAI_BASE_URL does not redirect embeddings (see LLMClient)
-    return ep.base_url or os.environ.get("OPENAI_BASE_URL") or None
+        return cfg.endpoint("embedder").base_url  # OPENAI_BASE_URL does not redirect embeddings
+    return cfg.chat_base_url(role)  # type: ignore[arg-type]
 
 
 def _served_models(url: str, key: str | None) -> tuple[list[str] | None, str | None]:
     """The model ids the endpoint lists (None if it has no usable list), or an error line."""
     headers = {"Authorization": f"Bearer {key}"} if key else {}
+    request = urllib.request.Request(url.rstrip("/") + "/models", headers=headers)
     try:
-        resp = httpx.get(url.rstrip("/") + "/models", headers=headers, timeout=PROBE_TIMEOUT_S)
-    except httpx.HTTPError as exc:
-        return None, f"endpoint {public_url(url)} is unreachable ({type(exc).__name__})"
-    if resp.status_code in (401, 403):
-        return None, f"endpoint {public_url(url)} rejected the API key (HTTP {resp.status_code})"
-    if resp.status_code >= 400:
+        with urllib.request.urlopen(request, timeout=PROBE_TIMEOUT_S) as resp:
+            body = resp.read()
+    except urllib.error.HTTPError as exc:
+        if exc.code in (401, 403):
+            return None, f"endpoint {public_url(url)} rejected the API key (HTTP {exc.code})"
         return None, None  # reachable; some servers simply have no model list
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", exc)
+        return None, f"endpoint {public_url(url)} is unreachable ({type(reason).__name__})"
     try:
-        data: Any = resp.json()
+        data: Any = json.loads(body)
         ids = [str(m["id"]) for m in data["data"]]
     except (ValueError, KeyError, TypeError):
         return None, None
