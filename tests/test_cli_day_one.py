@@ -187,3 +187,20 @@ def test_plugin_errors_are_one_line(plugin_dir: Path) -> None:
 def test_check_agent_loads_a_plugin_next_to_it(plugin_dir: Path) -> None:
     result = CliRunner().invoke(app, ["check-agent", "myagent_day1:make_agent"])
     assert result.exit_code == 0, result.output
+
+
+def test_evolve_takes_the_same_flags(recorded: tuple[FakeEndpoint, Recorder], tmp_path: Path) -> None:
+    ep, rec = recorded
+    out = tmp_path / "evo"
+    args = ["evolve", "--out", str(out), "--agent", "awi", "--feedback", "none", "--no-recall", "--model", "model-m",
+            "--user-model", "user-u", "--limit", "1", "--no-cache"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert len(manifest["users"]) == 1 and manifest["config"]["llm"]["cache"] is False
+    assert {m for role, m in rec.models if role == "agent"} == {"model-m"}
+    assert {m for role, m in rec.models if role == "simulator"} == {"user-u"}
+    calls = ep.calls
+    again = CliRunner().invoke(app, args)  # finished, so nothing to redo even without the cache
+    assert again.exit_code == 0, again.output
+    assert ep.calls == calls
