@@ -204,3 +204,12 @@ def test_evolve_takes_the_same_flags(recorded: tuple[FakeEndpoint, Recorder], tm
     again = CliRunner().invoke(app, args)  # finished, so nothing to redo even without the cache
     assert again.exit_code == 0, again.output
     assert ep.calls == calls
+
+
+def test_llm_generation_checks_the_generator_role_first(recorded: tuple[FakeEndpoint, Recorder],
+                                                         tmp_path: Path) -> None:
+    ep, _ = recorded
+    res = CliRunner().invoke(app, ["generate", "--generator", "llm", "--users", "1", "--out", str(tmp_path / "g"),
+                                   "--set", "llm.roles.generator.model=missing-model"])
+    assert res.exit_code == 2 and "role generator" in res.output and "missing-model" in res.output
+    assert ep.calls == 0

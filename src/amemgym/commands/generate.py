@@ -55,6 +55,10 @@ def register(app: typer.Typer) -> None:
 
         cfg = app_config(config, set_)
         pool = load_personas(personas) if personas else None
+        if generator is not Generator.procedural:
+            from ..llm.preflight import preflight
+
+            preflight(cfg.llm, ["generator"])  # a wrong model name stops here, not after the first user's calls
         with run_lock(out_dir, "amemgym generate"):
             if generator is Generator.procedural:
                 from ..generate.procedural import generate_procedural, select_domains
