@@ -182,6 +182,12 @@ def test_plugin_errors_are_one_line(plugin_dir: Path) -> None:
         resolve_agent("broken_day1.py:make_agent")
     with pytest.raises(ConfigError, match="cannot import module 'not_here_day1'"):
         resolve_agent("not_here_day1:make_agent")
+    (plugin_dir / "raising_day1.py").write_text("raise KeyError('at import')\n")
+    with pytest.raises(ConfigError, match="importing raising_day1 failed: KeyError"):
+        resolve_agent("raising_day1:make_agent")
+    (plugin_dir / "badroles_day1.py").write_text(PLUGIN.replace('("agent",)', '("agnet",)'))
+    with pytest.raises(ConfigError, match="unknown role 'agnet'"):
+        resolve_agent("badroles_day1:make_agent")
 
 
 def test_check_agent_loads_a_plugin_next_to_it(plugin_dir: Path) -> None:

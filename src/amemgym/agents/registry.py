@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from ..config import EndpointConfig, yaml_problem
+from ..config import ROLES, EndpointConfig, yaml_problem
 from ..errors import ConfigError
 from ..llm.client import LLMClient
 from .base import AgentContext, AgentFactory, MemoryAgent
@@ -111,6 +111,8 @@ def _import_plugin_module(name: str, module_name: str) -> Any:
             return importlib.import_module(module_name)
     except (ImportError, ValueError, TypeError) as exc:  # empty or relative module names raise the latter two
         raise ConfigError(f"agent {name!r}: cannot import module {module_name!r}: {exc}") from None
+    except Exception as exc:  # the plug-in's own module-level code failed
+        raise ConfigError(f"agent {name!r}: importing {module_name} failed: {type(exc).__name__}: {exc}") from None
 
 
 _Maker = Callable[[dict[str, Any]], AgentFactory]
@@ -141,6 +143,9 @@ def _lookup(name: str) -> tuple[_Maker, tuple[str, ...] | None]:
             raise ConfigError(f"agent {name!r}: module {module_name!r} has no callable {attr!r}")
         declared = getattr(factory, "roles", None)
         roles = tuple(str(r) for r in declared) if isinstance(declared, tuple | list) else None
+        unknown = sorted(set(roles or ()) - set(ROLES))
+        if unknown:
+            raise ConfigError(f"agent {name!r}: roles names unknown role {unknown[0]!r}; known: {', '.join(ROLES)}")
         return (lambda options: factory), roles  # type: ignore[return-value]
     raise ConfigError(f"unknown agent {name!r}; known: {'; '.join(known_agents())}; or module:factory, "
                       "path/file.py:factory, or a file")

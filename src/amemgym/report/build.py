@@ -111,7 +111,7 @@ def build_report(roots: list[Path], *, env_override: Path | None = None, title: 
             notes.append(f"{r.label}: true states not shown ({why}).")
         if r.metrics.get("trials"):
             notes.append(f"{r.label}: {trials_flag(r.metrics['trials'])} (numbers pooled over trials, intervals "
-                         f"over users; conversations shown are from {r.detail_root.name}).")
+                         f"over users; the conversations and the question heat map are from {r.detail_root.name}).")
         if not r.complete:
             missing = len(r.metrics.get("missing") or [])
             notes.append(f"{r.label}: incomplete run ({missing} user-period cells not evaluated).")

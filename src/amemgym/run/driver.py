@@ -18,7 +18,7 @@ from ..errors import ConfigError
 from ..llm.client import LLMClient
 from ..llm.health import describe as describe_problem
 from ..llm.preflight import preflight, run_roles
-from .engine import Runner
+from .engine import Runner, existing_manifest, protocol_of
 from .flags import ModelFlags, first_users
 from .lock import run_lock
 from .progress import RunProgress
@@ -103,6 +103,8 @@ def run_command(
         cfg.llm.roles = roles
     if flags is not None:
         flags.apply(cfg)
+    # Bad input is named before any endpoint is probed: a run directory of another run needs no network to refuse.
+    existing_manifest(out_dir, protocol_of(env, spec, cfg, off_policy))
     preflight(cfg.llm, run_roles(spec.roles, off_policy=off_policy is not None))
     distributed = None
     if executor == "ray":
