@@ -148,8 +148,6 @@ def register(app: typer.Typer) -> None:
         judge_model: JudgeModelOpt = None,
         max_connections: MaxConnectionsOpt = None,
         limit: LimitOpt = None,
-        no_cache: Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the persistent "
-                                               "response cache: every call reaches the model.")] = False,
     ) -> None:
         """Self-evolution: the agent rewrites its memory policy after every period from the chosen feedback."""
         from ..run.flags import ModelFlags
