@@ -94,7 +94,8 @@ class FakeEndpoint:
             client's timeout.
         model: the served model: the only id ``/v1/models`` lists, and the ``model`` of every reply whatever
             the request named (as a llama.cpp server answers as the model it loaded).
-        served_models: the model ids ``/v1/models`` lists (default: just ``model``); chat accepts any name.
+        served_models: the model ids ``/v1/models`` lists (default: just the current ``model``); chat accepts
+            any name.
         embed_dim: dimension of the (hashing) embeddings.
         host, port: where to listen (port 0 = ephemeral).
         huge_bytes: size of the body a ``huge`` fault sends.
@@ -137,7 +138,8 @@ class FakeEndpoint:
         self.retry_after = retry_after
         self.timeout_sleep = timeout_sleep
         self.model = model
-        self.served_models = tuple(served_models) if served_models is not None else (model,)
+        # None follows ``model``, which tests may change while the server runs (a model swapped behind a URL).
+        self.served_models = tuple(served_models) if served_models is not None else None
         self.embed_dim = embed_dim
         self.huge_bytes = huge_bytes
         self._rng = random.Random(seed)
@@ -325,8 +327,9 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path.split("?")[0].rstrip("/").endswith("/models"):
             with ep._lock:
                 ep.model_calls += 1
+            served = ep.served_models or (ep.model,)
             self._json(200, {"object": "list", "data": [{"id": m, "object": "model", "created": 0,
-                                                         "owned_by": "amemgym-fake"} for m in ep.served_models]})
+                                                         "owned_by": "amemgym-fake"} for m in served]})
         else:
             self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
 
