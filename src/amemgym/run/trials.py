@@ -84,6 +84,13 @@ def pooled_metrics(env: Environment, dirs: list[Path]) -> dict[str, Any]:
                 # A question id per trial keeps the diagnosis from linking one trial's probe to another's.
                 outcomes.append(replace(o, question=o.question + k * stride))
     metrics = aggregate(outcomes, env.num_periods)
+    # A trial flagged degenerate (e.g. by its simulator audit, which pooling cannot redo) keeps the pool flagged.
+    flags = list(metrics["overall"].get("flags") or [])
+    for d in dirs:
+        trial = json.loads((d / "metrics.json").read_text(encoding="utf-8"))
+        flags += [f for f in (trial.get("overall") or {}).get("flags") or [] if f not in flags]
+    metrics["overall"]["flags"] = flags
+    metrics["overall"]["degenerate"] = bool(flags)
     everywhere = [v for v in right.values() if len(v) == len(dirs)]
     metrics["complete"] = not missing
     metrics["missing"] = missing
