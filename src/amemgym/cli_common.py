@@ -10,7 +10,6 @@ import typer
 from rich.console import Console
 
 from .errors import AMemGymError
-from .llm.redact import redact
 
 if TYPE_CHECKING:
     from .config import AppConfig
@@ -47,6 +46,8 @@ def handled(fn: F) -> F:
             return fn(*args, **kwargs)
         except AMemGymError as exc:
             # soft_wrap: a long message stays one line instead of being wrapped at the terminal width.
+            from .llm.redact import redact  # here, not at import: amemgym.llm pulls in the HTTP client
+
             err.print(f"error: {one_line(redact(str(exc)))}", highlight=False, markup=False, soft_wrap=True)
             raise typer.Exit(exc.exit_code) from None
         except KeyboardInterrupt:
@@ -61,8 +62,6 @@ def app_config(config: str | None, sets: list[str] | None) -> AppConfig:
     from .config import load_config
 
     return load_config(config, sets)
-
-
 
 
 ModelOpt = Annotated[str | None, typer.Option("--model", help="Model of the assistant under test (role agent; "

@@ -20,6 +20,7 @@ from ..config import LLMConfig
 from ..errors import BackendUnavailable, ConfigError
 from .client import read_api_key
 from .openai_backend import public_url
+from .urls import check_base_url
 
 __all__ = ["RoleCheck", "check_roles", "preflight", "run_roles"]
 
@@ -92,6 +93,8 @@ def check_roles(cfg: LLMConfig, roles: Iterable[str]) -> list[RoleCheck]:
         if url is None:
             results.append(_check_local(cfg, role, ep.model))
             continue
+        if not ep.base_url:
+            check_base_url(url, "OPENAI_BASE_URL")  # a configured base_url was checked when the config loaded
         key = read_api_key(ep)
         probe_key = (url, key)
         if probe_key not in probes:
@@ -134,7 +137,7 @@ def preflight(cfg: LLMConfig, roles: Iterable[str]) -> list[RoleCheck]:
     Raises:
         BackendUnavailable: a role's endpoint is unreachable, its model is not served or its backend is missing
             (one line naming the role; exit code 2).
-        ConfigError: a model is named for a role that has no endpoint.
+        ConfigError: a model is named for a role that has no endpoint, or ``$OPENAI_BASE_URL`` cannot work.
     """
     results = check_roles(cfg, roles)
     # Contradictory settings are named first: they are the cause even when something else is also missing.

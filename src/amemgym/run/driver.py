@@ -14,7 +14,7 @@ from rich.table import Table
 from ..agents.registry import resolve_agent
 from ..config import AppConfig
 from ..data.io import load_environment
-from ..errors import ConfigError
+from ..errors import ConfigError, RunError
 from ..llm.client import LLMClient
 from ..llm.health import describe as describe_problem
 from ..llm.preflight import preflight, run_roles
@@ -104,7 +104,12 @@ def run_command(
     if flags is not None:
         flags.apply(cfg)
     # Bad input is named before any endpoint is probed: a run directory of another run needs no network to refuse.
-    existing_manifest(out_dir, protocol_of(env, spec, cfg, off_policy))
+    try:
+        existing_manifest(out_dir, protocol_of(env, spec, cfg, off_policy))
+    except RunError as mismatch:
+        # A writer still holding the directory explains the mismatch better, so it is named first.
+        with run_lock(out_dir, "amemgym run"):
+            raise mismatch from None
     preflight(cfg.llm, run_roles(spec.roles, off_policy=off_policy is not None))
     distributed = None
     if executor == "ray":
