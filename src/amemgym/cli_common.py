@@ -75,3 +75,13 @@ def app_config(config: str | None, sets: list[str] | None) -> AppConfig:
     return load_config(config, sets)
 
 
+ModelOpt = Annotated[str | None, typer.Option("--model", help="Model of the assistant under test (role agent; "
+                                              "memory writes follow it unless configured apart).")]
+UserModelOpt = Annotated[str | None, typer.Option("--user-model", help="Model of the simulated user "
+                                                  "(role simulator).")]
+JudgeModelOpt = Annotated[str | None, typer.Option("--judge-model", help="Model of the judge role (evolve's "
+                                                   "recall judge, audit-sim).")]
+MaxConnectionsOpt = Annotated[int | None, typer.Option("--max-connections", min=1, help="Calls in flight at once "
+                                                       "per endpoint, for every role.")]
+LimitOpt = Annotated[int | None, typer.Option("--limit", min=1, help="Run only the first N users of the "
+                                              "environment.")]

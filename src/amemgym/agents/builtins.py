@@ -75,7 +75,7 @@ def _build_awi(opts: AwiOptions, oracle: bool, llm: LLMClient, ctx: AgentContext
     return AwiAgent(llm, ctx, **kwargs)
 
 
-@register(r"native", "native (whole conversation in context)")
+@register(r"native", "native (whole conversation in context)", roles=("agent",))
 def _native(**options: Any) -> AgentFactory:
     if options:
         raise TypeError(f"native takes no options, got {sorted(options)}")
@@ -83,29 +83,32 @@ def _native(**options: Any) -> AgentFactory:
 
 
 @register(r"rag(?:-(?P<freq>\d+)-(?P<ns>\d+)-(?P<topk>\d+))?",
-          "rag[-FREQ-NS-TOPK] (raw messages in a vector store; default 2-4-30)")
+          "rag[-FREQ-NS-TOPK] (raw messages in a vector store; default 2-4-30)", roles=("agent", "embedder"))
 def _rag(**options: Any) -> AgentFactory:
     return partial(_build_rag, _options(RetrievalOptions, "rag", options))
 
 
 @register(r"awe(?:-(?P<freq>\d+)-(?P<ns>\d+)-(?P<topk>\d+))?",
-          "awe[-FREQ-NS-TOPK] (extracted facts reconciled mem0-style; default 2-4-30)")
+          "awe[-FREQ-NS-TOPK] (extracted facts reconciled mem0-style; default 2-4-30)",
+          roles=("agent", "memory", "embedder"))
 def _awe(**options: Any) -> AgentFactory:
     return partial(_build_awe, _options(AweOptions, "awe", options))
 
 
-@register(r"awi(?:-(?P<freq>\d+)-(?P<ns>\d+))?", "awi[-FREQ-NS] (in-context notes dictionary; default 2-4)")
+@register(r"awi(?:-(?P<freq>\d+)-(?P<ns>\d+))?", "awi[-FREQ-NS] (in-context notes dictionary; default 2-4)",
+          roles=("agent", "memory"))
 def _awi(**options: Any) -> AgentFactory:
     return partial(_build_awi, _options(AwiOptions, "awi", options), False)
 
 
 @register(r"awi-oracle(?:-(?P<freq>\d+)-(?P<ns>\d+))?",
-          "awi-oracle[-FREQ-NS] (awi told the state variable names; ablation)")
+          "awi-oracle[-FREQ-NS] (awi told the state variable names; ablation)", roles=("agent", "memory"))
 def _awi_oracle(**options: Any) -> AgentFactory:
     return partial(_build_awi, _options(AwiOptions, "awi-oracle", options), True)
 
 
-@register(r"mem0(?:-(?P<topk>\d+))?", "mem0[-TOPK] (the mem0ai library, optional extra 'mem0')")
+@register(r"mem0(?:-(?P<topk>\d+))?", "mem0[-TOPK] (the mem0ai library, optional extra 'mem0')",
+          roles=("agent", "memory", "embedder"))
 def _mem0(**options: Any) -> AgentFactory:
     from .mem0_adapter import mem0_factory
 

@@ -3,30 +3,42 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 import re
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import ValidationError
 
-from ..config import EndpointConfig, yaml_problem
+from ..config import ROLES, EndpointConfig, yaml_problem
 from ..errors import AMemGymError, ConfigError
 from ..llm.client import LLMClient
 from .base import AgentContext, AgentFactory, MemoryAgent
 
-#: name pattern -> builder(match groups, options) -> factory. Filled by :func:`register`.
-_BUILDERS: list[tuple[re.Pattern[str], Callable[..., AgentFactory], str]] = []
+#: name pattern -> builder(match groups, options) -> factory, help line, roles. Filled by :func:`register`.
+_BUILDERS: list[tuple[re.Pattern[str], Callable[..., AgentFactory], str, tuple[str, ...] | None]] = []
 
 
-def register(pattern: str, help_text: str) -> Callable[[Callable[..., AgentFactory]], Callable[..., AgentFactory]]:
-    """Register a builder for agent names matching ``pattern`` (a regex with named groups)."""
+def register(
+    pattern: str, help_text: str, *, roles: tuple[str, ...] | None = None
+) -> Callable[[Callable[..., AgentFactory]], Callable[..., AgentFactory]]:
+    """Register a builder for agent names matching ``pattern`` (a regex with named groups).
+
+    Args:
+        pattern: the name regex.
+        help_text: one line for the list of known agents.
+        roles: the LLM roles the agent calls (``agent``, ``memory``, ``embedder``), checked before a run
+            starts; None means unknown (all are checked).
+    """
 
     def deco(builder: Callable[..., AgentFactory]) -> Callable[..., AgentFactory]:
-        _BUILDERS.append((re.compile(pattern + r"\Z"), builder, help_text))
+        _BUILDERS.append((re.compile(pattern + r"\Z"), builder, help_text, roles))
         return builder
 
     return deco
@@ -40,6 +52,8 @@ class AgentSpec:
     factory: AgentFactory
     options: dict[str, Any] = field(default_factory=dict)
     llm_overrides: dict[str, Any] = field(default_factory=dict)
+    #: LLM roles the agent calls; None when unknown (a plug-in without a ``roles`` attribute).
+    roles: tuple[str, ...] | None = None
 
     def build(self, llm: LLMClient, ctx: AgentContext) -> MemoryAgent:
         """A fresh agent for one user.
@@ -67,41 +81,97 @@ def _load_builtins() -> None:
 def known_agents() -> list[str]:
     """Help lines for the registered name patterns."""
     _load_builtins()
-    return [h for _, _, h in _BUILDERS]
+    return [h for _, _, h, _ in _BUILDERS]
 
 
-def _lookup(name: str) -> Callable[[dict[str, Any]], AgentFactory]:
-    """What ``name`` refers to, as a function of the options (raises ConfigError for a bad name only)."""
+def _add_to_path(directory: str) -> None:
+    # Appended, not prepended: a local file never shadows an installed module of the same name.
+    if directory not in sys.path:
+        sys.path.append(directory)
+
+
+def _import_plugin_module(name: str, module_name: str) -> Any:
+    """The module of a plug-in: a dotted module (also found in the current directory) or a ``.py`` file."""
+    if module_name.endswith(".py") or "/" in module_name or "\\" in module_name:
+        path = Path(module_name).expanduser().resolve()
+        if not path.is_file():
+            raise ConfigError(f"agent {name!r}: no such file {module_name}")
+        # A stable, unique name: the same file imported twice is the same module (pickling, dataclasses).
+        mod_name = "amemgym_plugin_" + re.sub(r"\W", "_", str(path.with_suffix("")))
+        if mod_name in sys.modules:
+            return sys.modules[mod_name]
+        _add_to_path(str(path.parent))  # its sibling modules import as they would next to a script
+        spec = importlib.util.spec_from_file_location(mod_name, path)
+        if spec is None or spec.loader is None:
+            raise ConfigError(f"agent {name!r}: {module_name} is not a Python file")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[mod_name] = module
+        try:
+            spec.loader.exec_module(module)
+        except (Exception, SystemExit) as exc:
+            del sys.modules[mod_name]
+            raise _import_failure(name, module_name, exc) from None
+        return module
+    try:
+        try:
+            return importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            # Like running a script: a module next to where the command runs is found without PYTHONPATH=.
+            if exc.name != module_name.split(".")[0] or not module_name:
+                raise
+            _add_to_path(str(Path.cwd()))
+            importlib.invalidate_caches()
+            return importlib.import_module(module_name)
+    except (ImportError, ValueError, TypeError) as exc:  # empty or relative module names raise the latter two
+        raise ConfigError(f"agent {name!r}: cannot import module {module_name!r}: {exc}") from None
+    except (Exception, SystemExit) as exc:  # the plug-in's own module-level code failed
+        raise _import_failure(name, module_name, exc) from None
+
+
+def _import_failure(name: str, module_name: str, exc: BaseException) -> ConfigError:
+    """One line for a plug-in whose module failed to import (its own bug, a syntax error, or an exit)."""
+    if isinstance(exc, SystemExit):
+        # A plug-in must not end the process: that would look like a successful run with no output.
+        return ConfigError(f"agent {name!r}: importing {module_name} called sys.exit({exc.code!r})")
+    if isinstance(exc, SyntaxError):
+        return ConfigError(f"agent {name!r}: {module_name} has a syntax error: {exc}")
+    return ConfigError(f"agent {name!r}: importing {module_name} failed: {type(exc).__name__}: {exc}")
+
+
+_Maker = Callable[[dict[str, Any]], AgentFactory]
+
+
+def _build(builder: Callable[..., AgentFactory], groups: dict[str, Any], options: dict[str, Any]) -> AgentFactory:
+    return builder(**groups, **options)
+
+
+def _lookup(name: str) -> tuple[_Maker, tuple[str, ...] | None]:
+    """What ``name`` refers to, as a function of the options, and the roles it calls.
+
+    Raises:
+        ConfigError: for a bad name only (options are checked when the function is called).
+    """
     _load_builtins()
-    for pattern, builder, _ in _BUILDERS:
+    for pattern, builder, _, roles in _BUILDERS:
         m = pattern.match(name)
         if m:
             groups = {k: v for k, v in m.groupdict().items() if v is not None}
-            return lambda options: builder(**groups, **options)
+            return partial(_build, builder, groups), roles
     if ":" in name:
-        module_name, _, attr = name.partition(":")
-        try:
-            module = importlib.import_module(module_name)
-        except (ImportError, ValueError, TypeError) as exc:  # empty or relative module names raise the latter two
-            raise ConfigError(f"agent {name!r}: cannot import module {module_name!r}: {exc}") from None
-        except SyntaxError as exc:
-            raise ConfigError(f"agent {name!r}: module {module_name!r} has a syntax error: {exc}") from None
-        except SystemExit as exc:
-            # A plug-in must not end the process (that would look like a successful run with no output).
-            raise ConfigError(f"agent {name!r}: importing module {module_name!r} called "
-                              f"sys.exit({exc.code!r})") from None
-        except Exception as exc:  # the plug-in's own code failed at import
-            raise ConfigError(f"agent {name!r}: importing module {module_name!r} raised "
-                              f"{type(exc).__name__}: {exc}") from None
+        # rpartition: a Windows path keeps its drive colon.
+        module_name, _, attr = name.rpartition(":")
+        module = _import_plugin_module(name, module_name)
         factory = getattr(module, attr, None)
         if factory is None or not callable(factory):
             raise ConfigError(f"agent {name!r}: module {module_name!r} has no callable {attr!r}")
-        return lambda options: factory  # type: ignore[no-any-return]
-    raise ConfigError(f"unknown agent {name!r}; known: {'; '.join(known_agents())}; or module:factory, or a file")
-
-
-def _from_name(name: str, options: dict[str, Any]) -> AgentFactory:
-    return _lookup(name)(options)
+        declared = getattr(factory, "roles", None)
+        roles = tuple(str(r) for r in declared) if isinstance(declared, tuple | list) else None
+        unknown = sorted(set(roles or ()) - set(ROLES))
+        if unknown:
+            raise ConfigError(f"agent {name!r}: roles names unknown role {unknown[0]!r}; known: {', '.join(ROLES)}")
+        return (lambda options: factory), roles  # type: ignore[return-value]
+    raise ConfigError(f"unknown agent {name!r}; known: {'; '.join(known_agents())}; or module:factory, "
+                      "path/file.py:factory, or a file")
 
 
 def _first_problem(exc: Exception) -> str:
@@ -149,15 +219,16 @@ def resolve_agent(spec: str) -> AgentSpec:
         except (TypeError, ValidationError) as exc:
             raise ConfigError(f"{path.name}: llm: {_first_problem(exc)}") from None
         try:
-            make = _lookup(data["type"])
+            make, roles = _lookup(data["type"])
         except ConfigError as exc:
             raise ConfigError(f"{path.name}: type: {exc}") from None
         try:
             factory = make(options)
         except (TypeError, ConfigError) as exc:
             raise ConfigError(f"{path.name}: options: {exc}") from None
-        return AgentSpec(str(data.get("name") or data["type"]), factory, options, llm)
+        return AgentSpec(str(data.get("name") or data["type"]), factory, options, llm, roles)
+    make, roles = _lookup(spec)
     try:
-        return AgentSpec(spec, _from_name(spec, {}))
+        return AgentSpec(spec, make({}), roles=roles)
     except TypeError as exc:
         raise ConfigError(f"agent {spec!r}: {exc}") from None

@@ -9,7 +9,18 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from ..cli_common import ConfigOpt, SetOpt, app_config, handled, out
+from ..cli_common import (
+    ConfigOpt,
+    JudgeModelOpt,
+    LimitOpt,
+    MaxConnectionsOpt,
+    ModelOpt,
+    SetOpt,
+    UserModelOpt,
+    app_config,
+    handled,
+    out,
+)
 from ..errors import ConfigError
 
 _ROLES = ("agent", "memory", "judge", "generator", "simulator")
@@ -44,12 +55,17 @@ def print_cycles(console: Console, metrics: dict[str, Any], evolution: dict[str,
 
 def evolve_command(cfg: Any, env_path: Path | None, agent: str, feedback: str, out_dir: Path, *,
                    evolver_role: str, max_policy_chars: int, recall: bool, console: Console,
-                   allow_model_change: bool = False) -> int:
-    """Resolve inputs, run (or resume) the evolution loop, print the per-cycle table. Returns the exit code."""
+                   allow_model_change: bool = False, flags: Any = None, limit: int | None = None) -> int:
+    """Resolve inputs, run (or resume) the evolution loop, print the per-cycle table. Returns the exit code.
+
+    ``flags`` (a :class:`~amemgym.run.flags.ModelFlags`) and ``limit`` (first N users) work as for ``run``;
+    every role the loop will call is checked before the first model call.
+    """
     from ..agents.registry import resolve_agent
     from ..data.io import load_environment
     from ..evolve import LLMEvolver, LLMRecallJudge, PolicyLimits, evolve_loop, feedback_builder
     from ..llm.client import LLMClient
+    from ..llm.preflight import preflight, run_roles
     from ..run.driver import default_environment, print_summary, write_run_report
     from ..run.lock import run_lock
     from ..run.progress import RunProgress
@@ -61,11 +77,17 @@ def evolve_command(cfg: Any, env_path: Path | None, agent: str, feedback: str, o
     builder = feedback_builder(feedback)
     spec = resolve_agent(agent)
     env_path = env_path or default_environment()
-    env = load_environment(env_path)
+    from ..run.flags import first_users
+
+    env = first_users(load_environment(env_path), limit)
     if spec.llm_overrides:
         roles = dict(cfg.llm.roles)
         roles["agent"] = {**roles.get("agent", {}), **spec.llm_overrides}
         cfg.llm.roles = roles
+    if flags is not None:
+        flags.apply(cfg)
+    extra = ([evolver_role] if feedback != "none" else []) + (["judge"] if recall else [])
+    preflight(cfg.llm, run_roles(spec.roles, extra=extra))
     llm = LLMClient.from_config(cfg.llm, serial=cfg.run.serial)
     limits = PolicyLimits(max_chars=max_policy_chars)
     evolver = None if feedback == "none" else LLMEvolver(llm, role=evolver_role, max_chars=max_policy_chars)
@@ -121,13 +143,21 @@ def register(app: typer.Typer) -> None:
                                                "this invocation: every call reaches the model.")] = False,
         allow_model_change: Annotated[bool, typer.Option("--allow-model-change", help="Resume although a role's "
                                                          "model changed; each session records its model.")] = False,
+        model: ModelOpt = None,
+        user_model: UserModelOpt = None,
+        judge_model: JudgeModelOpt = None,
+        max_connections: MaxConnectionsOpt = None,
+        limit: LimitOpt = None,
     ) -> None:
         """Self-evolution: the agent rewrites its memory policy after every period from the chosen feedback."""
+        from ..run.flags import ModelFlags
+
         cfg = app_config(config if config or env else "tiny", set_)
         if serial:
             cfg.run.serial = True
         if no_cache:
             cfg.llm.cache = False
+        flags = ModelFlags(model, user_model, judge_model, max_connections)
         raise typer.Exit(evolve_command(cfg, env, agent, feedback, out_dir, evolver_role=evolver_role,
                                         max_policy_chars=max_policy_chars, recall=recall, console=out,
-                                        allow_model_change=allow_model_change))
+                                        allow_model_change=allow_model_change, flags=flags, limit=limit))

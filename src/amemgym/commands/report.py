@@ -12,7 +12,8 @@ from ..cli_common import handled, out
 from ..errors import ConfigError
 from ..storage import atomic_write_text
 
-RunsArg = Annotated[list[Path], typer.Argument(help="Run directories (each with manifest.json and metrics.json).")]
+RunsArg = Annotated[list[Path], typer.Argument(help="Run directories (each with manifest.json and metrics.json), "
+                                               "or a --trials output (its trials pooled).")]
 
 
 def _one_family(runs: list[Path], what: str) -> tuple[str, list[Path]]:

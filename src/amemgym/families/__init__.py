@@ -103,6 +103,11 @@ class RunRequest:
     resimulate_leaks: bool = False
     no_cache: bool = False
     allow_model_change: bool = False
+    model: str | None = None
+    user_model: str | None = None
+    judge_model: str | None = None
+    max_connections: int | None = None
+    limit: int | None = None
 
 
 @dataclass(frozen=True)

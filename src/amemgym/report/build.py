@@ -24,6 +24,7 @@ from .browser import browser_run
 from .charts import curves_chart, diagnosis_chart, heatmap_chart, is_large
 from .extras import has_recall, leak_guard, read_sim_audit
 from .html import FigureImage, SimulatorRow, render_report
+from .leaderboard import trials_flag
 from .load import RunRecord, eval_records, load_run_environment, load_runs, session_records
 
 if TYPE_CHECKING:
@@ -131,6 +132,9 @@ def build_report(roots: list[Path], *, env_override: Path | None = None, title: 
             env, why = load_run_environment(r, env_override)
         if why:
             notes.append(f"{r.label}: true states not shown ({why}).")
+        if r.metrics.get("trials"):
+            notes.append(f"{r.label}: {trials_flag(r.metrics['trials'])} (numbers pooled over trials, intervals "
+                         f"over users; the conversations and the question heat map are from {r.detail_root.name}).")
         if not r.complete:
             missing = len(r.metrics.get("missing") or [])
             notes.append(f"{r.label}: incomplete run ({missing} user-period cells not evaluated).")

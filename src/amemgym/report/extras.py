@@ -151,7 +151,7 @@ def read_sim_audit(run: RunRecord) -> tuple[AuditSummary | None, str | None]:
 def read_evolution(run: RunRecord, user: str) -> dict[int, dict[str, Any]]:
     """Views of one user's evolution cycles by period (absent or unreadable records are left out)."""
     out: dict[int, dict[str, Any]] = {}
-    folder = RunDir(run.root).user(user) / "evolution"
+    folder = RunDir(run.detail_root).user(user) / "evolution"
     for p in range(run.num_periods):
         data, _ = _read_optional(folder / f"period_{p:02d}.json")
         view = evolution_view(data)

@@ -28,13 +28,17 @@ from .load import RunRecord
 def protocol_key(run: RunRecord) -> str:
     """What must match for two runs to be ranked together: environment, rounds, run settings, replay or not.
 
-    The agent (what a leaderboard compares) and the off-policy source path are left out.
+    The agent (what a leaderboard compares), the off-policy source path and the seed are left out: runs
+    that differ only in their seed (trials) measure the same thing.
     """
     proto = run.protocol
+    settings = proto.get("run")
+    if isinstance(settings, dict):
+        settings = {k: v for k, v in settings.items() if k != "seed"}
     key = {
         "environment_sha256": proto.get("environment_sha256"),
         "rounds": proto.get("rounds"),
-        "run": proto.get("run"),
+        "run": settings,
         "off_policy": bool(proto.get("off_policy")),
     }
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode("utf-8")).hexdigest()
@@ -81,7 +85,8 @@ def leaderboard(runs: Sequence[RunRecord]) -> list[Entry]:
             flags = ((() if r.complete else ("incomplete",))
                      + (("no memory score",) if s.memory_score.mean is None else ())
                      + tuple(f"DEGENERATE: {f}" for f in s.flags)
-                     + (("off-policy",) if r.protocol.get("off_policy") else ()))
+                     + (("off-policy",) if r.protocol.get("off_policy") else ())
+                     + ((trials_flag(r.metrics["trials"]),) if r.metrics.get("trials") else ()))
             if r.complete and s.memory_score.mean is not None and not s.degenerate:
                 ranked.append((s, env, flags))
             else:
@@ -93,6 +98,15 @@ def leaderboard(runs: Sequence[RunRecord]) -> list[Entry]:
             entries.append(Entry(g, rank, s, env, flags, tied=shown.count(shown[i]) > 1))
         entries += unranked
     return entries
+
+
+def trials_flag(trials: dict[str, Any]) -> str:
+    """``3 trials pooled, std 0.041, pass^3 0.52``: how far the trials of a pooled run agree."""
+    k = trials.get("k")
+    std = ((trials.get("spread") or {}).get("memory_score") or {}).get("std")
+    cons = trials.get("consistency")
+    return (f"{k} trials pooled, memory score std {'-' if std is None else f'{std:.3f}'}, "
+            f"pass^{k} {'-' if cons is None else f'{cons:.3f}'}")
 
 
 def _shown(s: Summary) -> float:

@@ -11,6 +11,7 @@ from ..data.model import Environment
 from ..errors import AMemGymError, RunError
 from ..records import EvaluationRecord, Manifest, Metrics, as_dict, read_record
 from ..run.layout import RunDir
+from ..run.trials import is_trials_dir, pooled_metrics, trial_run_dirs
 
 
 @dataclass(frozen=True)
@@ -20,14 +21,21 @@ class RunRecord:
     Attributes:
         root: the run directory.
         label: a short unique name for tables and legends.
-        manifest: the parsed ``manifest.json``.
-        metrics: the parsed ``metrics.json``.
+        manifest: the parsed ``manifest.json`` (of the first trial, for a ``--trials`` directory).
+        metrics: the parsed ``metrics.json`` (pooled over trials, for a ``--trials`` directory).
+        trials: the trial run directories when ``root`` is a ``--trials`` output, else empty.
     """
 
     root: Path
     label: str
     manifest: dict[str, Any]
     metrics: dict[str, Any]
+    trials: tuple[Path, ...] = ()
+
+    @property
+    def detail_root(self) -> Path:
+        """Where per-user files are read (traces, evaluations): the first trial of a ``--trials`` run."""
+        return self.trials[0] if self.trials else self.root
 
     @property
     def protocol(self) -> dict[str, Any]:
@@ -69,10 +77,29 @@ def load_run(root: Path, label: str | None = None) -> RunRecord:
     root = Path(root)
     if not root.is_dir():
         raise RunError(f"{root}: no such run directory")
+    if is_trials_dir(root):
+        return _load_trials(root, label)
     rd = RunDir(root)
     manifest = as_dict(read_record(rd.manifest, Manifest))
     metrics = as_dict(read_record(rd.metrics, Metrics))
     return RunRecord(root=root, label=label or root.name, manifest=manifest, metrics=metrics)
+
+
+def _load_trials(root: Path, label: str | None) -> RunRecord:
+    """A ``--trials`` output as one record: the first trial's manifest and metrics pooled over all trials."""
+    trials = [load_run(d) for d in trial_run_dirs(root)]
+    first = trials[0]
+    for t in trials[1:]:
+        if t.environment_sha256 != first.environment_sha256 or t.agent != first.agent:
+            raise RunError(f"{root}: {t.root.name} was run on another environment or agent than "
+                           f"{first.root.name}; cannot pool the trials")
+    env, why = load_run_environment(first)
+    if env is None:
+        raise RunError(f"{root}: cannot pool the trials: {why}")
+    metrics = pooled_metrics(env, [t.root for t in trials])
+    metrics["agent"] = first.agent
+    return RunRecord(root=root, label=label or root.name, manifest=first.manifest, metrics=metrics,
+                     trials=tuple(t.root for t in trials))
 
 
 def unique_labels(roots: list[Path]) -> list[str]:
@@ -118,7 +145,7 @@ def load_run_environment(run: RunRecord, override: Path | None = None) -> tuple[
 
 def eval_records(run: RunRecord, user: str) -> dict[int, dict[str, Any]]:
     """Evaluation files of one user, by period (missing periods are absent)."""
-    rd = RunDir(run.root)
+    rd = RunDir(run.detail_root)
     out: dict[int, dict[str, Any]] = {}
     for p in range(run.num_periods):
         path = rd.evaluation(user, p)
@@ -129,4 +156,4 @@ def eval_records(run: RunRecord, user: str) -> dict[int, dict[str, Any]]:
 
 def session_records(run: RunRecord, user: str) -> dict[tuple[int, int], dict[str, Any]]:
     """Recorded sessions of one user by (period, session); a redone session replaces the first record."""
-    return RunDir(run.root).session_records(user)
+    return RunDir(run.detail_root).session_records(user)

@@ -15,11 +15,13 @@ from ..agents.base import AgentContext
 from ..agents.registry import resolve_agent
 from ..config import AppConfig
 from ..data.io import load_environment
-from ..errors import ConfigError
+from ..errors import ConfigError, RunError
 from ..llm.client import LLMClient
 from ..llm.health import describe as describe_problem
+from ..llm.preflight import preflight, run_roles
 from ..scoring.registry import in_display_order
-from .engine import Runner
+from .engine import Runner, existing_manifest, protocol_of
+from .flags import ModelFlags, first_users
 from .lock import run_lock
 from .progress import RunProgress
 
@@ -96,13 +98,15 @@ def print_summary(console: Console, metrics: dict[str, Any], rundir: Path) -> No
 def run_command(
     cfg: AppConfig, env_path: Path | None, agent: str, out_dir: Path, *, off_policy: Path | None, console: Console,
     executor: str = "local", ray_address: str | None = None, models: Path | None = None,
-    allow_model_change: bool = False,
+    allow_model_change: bool = False, flags: ModelFlags | None = None, limit: int | None = None,
 ) -> int:
     """Run (or resume) and print where the results are. Returns the exit code.
 
     ``executor`` is ``local`` (this process) or ``ray`` (one Ray task per user, see ``docs/scale-out.md``);
     ``models`` is a YAML file of per-role endpoints laid over ``llm.roles``; ``allow_model_change`` lets a
-    resumed run continue on another model than it started with (each session records its model).
+    resumed run continue on another model than it started with (each session records its model); ``flags``
+    are the model flags (applied last); ``limit`` runs the first N users. Every role the run will call is
+    checked before the first model call.
     """
     if executor not in ("local", "ray"):
         raise ConfigError(f"unknown executor {executor!r}; use 'local' or 'ray'")
@@ -110,7 +114,7 @@ def run_command(
         raise ConfigError("--ray-address needs --executor ray")
     spec = resolve_agent(agent)
     env_path = env_path or default_environment()
-    env = load_environment(env_path)
+    env = first_users(load_environment(env_path), limit)
     if models is not None:
         from .models_file import apply_models_file
 
@@ -119,6 +123,16 @@ def run_command(
         roles = dict(cfg.llm.roles)
         roles["agent"] = {**roles.get("agent", {}), **spec.llm_overrides}
         cfg.llm.roles = roles
+    if flags is not None:
+        flags.apply(cfg)
+    # Bad input is named before any endpoint is probed: a run directory of another run needs no network to refuse.
+    try:
+        existing_manifest(out_dir, protocol_of(env, spec, cfg, off_policy))
+    except RunError as mismatch:
+        # A writer still holding the directory explains the mismatch better, so it is named first.
+        with run_lock(out_dir, "amemgym run"):
+            raise mismatch from None
+    preflight(cfg.llm, run_roles(spec.roles, off_policy=off_policy is not None))
     distributed = None
     if executor == "ray":
         from .ray_executor import RayExecutor, check_endpoints, import_ray

@@ -74,6 +74,30 @@ def protocol_of(env: Environment, spec: AgentSpec, cfg: AppConfig, off_policy: P
     }
 
 
+def existing_manifest(rundir: Path, protocol: dict[str, Any]) -> dict[str, Any] | None:
+    """The manifest already in ``rundir`` (None if there is none), checked against ``protocol``.
+
+    Raises:
+        RunError: the directory holds a run of another environment, agent or protocol (or an unreadable one).
+    """
+    path = RunDir(rundir).manifest
+    if not path.exists():
+        return None
+    old = as_dict(read_record(path, Manifest))
+    for key, value in protocol.items():
+        before = old.get("protocol", {}).get(key)
+        if key == "run" and isinstance(before, dict):
+            # A setting added in a later version, left at its default, does not change the protocol.
+            defaults = RunSettings().model_dump()
+            before = {**{k: v for k, v in value.items() if k not in before and v == defaults.get(k)}, **before}
+        if before != value:
+            raise RunError(
+                f"{rundir}: holds a run with a different {key.replace('_', ' ')}; "
+                "refusing to mix results (use a new --out directory)"
+            )
+    return dict(old)
+
+
 @dataclass
 class RunOutcome:
     """What a finished invocation produced."""
@@ -152,26 +176,14 @@ class Runner:
         protocol = protocol_of(self.env, self.spec, self.cfg, self.off_policy.root if self.off_policy else None)
         self.environment_sha256 = protocol["environment_sha256"]
         path = self.rundir.manifest
-        if path.exists():
-            old = as_dict(read_record(path, Manifest))
-            for key, value in protocol.items():
-                before = old.get("protocol", {}).get(key)
-                if key == "run" and isinstance(before, dict):
-                    # A setting added in a later version, left at its default, does not change the protocol.
-                    defaults = RunSettings().model_dump()
-                    before = {**{k: v for k, v in value.items() if k not in before and v == defaults.get(k)},
-                              **before}
-                if before != value:
-                    raise RunError(
-                        f"{self.rundir.root}: holds a run with a different {key.replace('_', ' ')}; "
-                        "refusing to mix results (use a new --out directory)"
-                    )
+        old = existing_manifest(self.rundir.root, protocol)
+        if old is not None:
             if "user_folders" not in old:
                 # Written before folder names were one-to-one: move slug-named folders to their new names.
                 adopt_legacy_folders(self.rundir.root, [u.id for u in self.env.users])
                 old = {**old, "user_folders": self._user_folders()}
                 atomic_write_json(path, old)
-            return dict(old)
+            return old
         return None
 
     def _write_manifest(self, old: dict[str, Any] | None, models: dict[str, dict[str, Any]]) -> dict[str, Any]:

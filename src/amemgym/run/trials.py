@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import statistics
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..records import Metrics, read_record
+from ..data.model import Environment
+from ..records import Manifest, Metrics, as_dict, read_record
+from ..scoring.metrics import QuestionOutcome, aggregate
 from ..storage import atomic_write_json
+from .layout import RunDir
+from .results import outcomes_of
 
 _NAMES = ("overall", "upper_bound", "memory_score")
 
@@ -37,3 +42,70 @@ def write_trial_summary(out_dir: Path, dirs: list[Path]) -> dict[str, Any]:
     summary = trial_spread(dirs)
     atomic_write_json(out_dir / "trials.json", summary)
     return summary
+
+
+def trial_run_dirs(root: Path) -> list[Path]:
+    """The ``trial_N`` run directories under a ``--trials`` output, in trial order (empty if it is not one)."""
+    found = []
+    for d in root.glob("trial_*"):
+        suffix = d.name.removeprefix("trial_")
+        if d.is_dir() and suffix.isdigit() and (d / "manifest.json").exists():
+            found.append((int(suffix), d))
+    return [d for _, d in sorted(found)]
+
+
+def is_trials_dir(root: Path) -> bool:
+    """Whether ``root`` holds ``--trials`` output (trial folders, no run of its own)."""
+    return not (root / "manifest.json").exists() and bool(trial_run_dirs(root))
+
+
+def pooled_metrics(env: Environment, dirs: list[Path]) -> dict[str, Any]:
+    """Metrics pooled over trials of one run, plus the spread between trials and their consistency.
+
+    Each user stays one sampling unit: a (user, period) cell averages its questions over every trial, so
+    intervals are still over users. The write/read diagnosis is made within each trial (a fact counts as
+    stored only if that same trial's earlier probe found it). ``trials.consistency`` is pass^k: the share of
+    questions asked in all k trials that were answered correctly in all k; ``trials.pass_at_1`` is the
+    mean single-trial accuracy over the same questions.
+    """
+    outcomes: list[QuestionOutcome] = []
+    missing: list[dict[str, Any]] = []
+    right: dict[tuple[str, int, int], list[bool]] = {}
+    stride = 1 + max((len(u.qas) for u in env.users), default=0)
+    for k, d in enumerate(dirs):
+        rd = RunDir(d)
+        for user in env.users:
+            outs, recs = outcomes_of(user, rd)
+            done = {r["period"] for r in recs}
+            missing += [{"trial": d.name, "user": user.id, "period": p}
+                        for p in range(len(user.periods)) if p not in done]
+            for o in outs:
+                right.setdefault((o.user, o.period, o.question), []).append(o.score >= 1.0)
+                # A question id per trial keeps the diagnosis from linking one trial's probe to another's.
+                outcomes.append(replace(o, question=o.question + k * stride))
+    metrics = aggregate(outcomes, env.num_periods)
+    # A trial flagged degenerate (e.g. by its simulator audit, which pooling cannot redo) keeps the pool flagged.
+    flags = list(metrics["overall"].get("flags") or [])
+    for d in dirs:
+        trial = as_dict(read_record(d / "metrics.json", Metrics))
+        flags += [f for f in (trial.get("overall") or {}).get("flags") or [] if f not in flags]
+    metrics["overall"]["flags"] = flags
+    metrics["overall"]["degenerate"] = bool(flags)
+    everywhere = [v for v in right.values() if len(v) == len(dirs)]
+    metrics["complete"] = not missing
+    metrics["missing"] = missing
+    metrics["trials"] = {
+        **trial_spread(dirs),
+        "k": len(dirs),
+        "dirs": [d.name for d in dirs],
+        "seeds": [as_dict(read_record(d / "manifest.json", Manifest)).get("config", {}).get("run", {}).get("seed")
+                  for d in dirs],
+        "questions_in_all_trials": len(everywhere),
+        "consistency": statistics.fmean(all(v) for v in everywhere) if everywhere else None,
+        "pass_at_1": statistics.fmean(x for v in everywhere for x in v) if everywhere else None,
+        "definitions": {
+            "consistency": "pass^k: share of questions (user, period, question) answered correctly in all k trials",
+            "spread": "mean and sample standard deviation of each trial's headline number",
+        },
+    }
+    return metrics

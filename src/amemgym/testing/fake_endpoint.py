@@ -120,6 +120,8 @@ class FakeEndpoint:
             client's timeout.
         model: the served model: the only id ``/v1/models`` lists, and the ``model`` of every reply whatever
             the request named (as a llama.cpp server answers as the model it loaded).
+        served_models: the model ids ``/v1/models`` lists (default: just the current ``model``); chat accepts
+            any name.
         embed_dim: dimension of the (hashing) embeddings.
         host, port: where to listen (port 0 = ephemeral).
         huge_bytes: size of the body a ``huge`` fault sends.
@@ -145,6 +147,7 @@ class FakeEndpoint:
         retry_after: float = 0.01,
         timeout_sleep: float = 1.0,
         model: str = "fake-model",
+        served_models: tuple[str, ...] | None = None,
         embed_dim: int = 64,
         host: str = "127.0.0.1",
         port: int = 0,
@@ -164,6 +167,8 @@ class FakeEndpoint:
         self.retry_after = retry_after
         self.timeout_sleep = timeout_sleep
         self.model = model
+        # None follows ``model``, which tests may change while the server runs (a model swapped behind a URL).
+        self.served_models = tuple(served_models) if served_models is not None else None
         self.embed_dim = embed_dim
         self.huge_bytes = huge_bytes
         self._rng = random.Random(seed)
@@ -356,8 +361,9 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path.split("?")[0].rstrip("/").endswith("/models"):
             with ep._lock:
                 ep.model_calls += 1
-            self._json(200, {"object": "list", "data": [{"id": ep.model, "object": "model", "created": 0,
-                                                         "owned_by": "amemgym-fake"}]})
+            served = ep.served_models or (ep.model,)
+            self._json(200, {"object": "list", "data": [{"id": m, "object": "model", "created": 0,
+                                                         "owned_by": "amemgym-fake"} for m in served]})
         else:
             self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
 

@@ -68,13 +68,15 @@ class MemoryEnv(env_base()):  # type: ignore[misc]
         upper_bound: compute the upper bound (role ``agent`` of ``llm``) so period results carry the
             normalised memory score. Per episode: ``options={"upper_bound": False}``.
         probes: also ask the state probes after each period's questions.
-        max_steps: step budget per episode (None: unlimited); exceeding it truncates.
+        max_steps: step budget per episode (None: unlimited); exceeding it truncates. The Gymnasium way,
+            ``gymnasium.make(id, max_episode_steps=N)`` (a ``TimeLimit`` wrapper), works the same.
+        render_mode: None or ``"ansi"`` (:meth:`render` returns the current turn as text).
 
     Reset options: ``user`` (an id or an index; default drawn from the seeded RNG), ``upper_bound``,
     ``probes``, ``max_steps``.
     """
 
-    metadata: dict[str, Any] = {"render_modes": []}
+    metadata: dict[str, Any] = {"render_modes": ["ansi"]}
     render_mode: str | None = None
 
     def __init__(
@@ -86,7 +88,11 @@ class MemoryEnv(env_base()):  # type: ignore[misc]
         upper_bound: bool = True,
         probes: bool = False,
         max_steps: int | None = None,
+        render_mode: str | None = None,
     ) -> None:
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ConfigError(f"MemoryEnv: render_mode must be None or 'ansi', got {render_mode!r}")
+        self.render_mode = render_mode
         if environment is None:
             environment = default_environment()
         elif not isinstance(environment, Environment):
@@ -110,6 +116,7 @@ class MemoryEnv(env_base()):  # type: ignore[misc]
         self._max_steps: int | None = None
         self._done = True
         self.user: UserEnv | None = None
+        self._shown: tuple[str, dict[str, Any], float | None] | None = None  # what render() draws
 
     # ---- the two verbs -------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
@@ -142,6 +149,7 @@ class MemoryEnv(env_base()):  # type: ignore[misc]
             raise RunError(f"MemoryEnv: user {self.user.id} has no sessions")
         info = {**pub.info, "seed": seed, "periods": len(self.user.periods), "questions": len(self.user.qas),
                 "step": 0}
+        self._shown = (pub.text, info, None)
         return pub.text, info
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
@@ -168,10 +176,31 @@ class MemoryEnv(env_base()):  # type: ignore[misc]
         if period:
             info["period_result"] = period[-1]
         reward = float(sum(o["reward"] for o in pub.outcomes))
+        self._shown = (pub.text, info, reward)
         if terminated or truncated:
             self._done = True
             self._stop_episode()
         return pub.text, reward, terminated, truncated, info
+
+    def render(self) -> str | None:
+        """The current turn as text (``render_mode="ansi"``): where the episode is, the last reward, the observation.
+
+        Returns None when the environment was made without a render mode, as Gymnasium environments do.
+        """
+        if self.render_mode is None:
+            return None
+        if self._shown is None:
+            return "(no episode: call reset())\n"
+        text, info, reward = self._shown
+        where = [f"user {info.get('user', self.user.id if self.user else '?')}"]
+        if info.get("period") is not None:
+            where.append(f"period {info['period']}")
+        if info.get("session") is not None:
+            where.append(f"session {info['session']}")
+        where += [f"step {info.get('step', 0)}", str(info.get("kind", ""))]
+        if reward is not None:
+            where.append(f"last reward {reward:g}")
+        return " | ".join(w for w in where if w) + "\n" + text + "\n"
 
     def close(self) -> None:
         """Stop the episode, close the client if the environment created it, and stop the loop thread."""

@@ -2,17 +2,20 @@
 
 Two formats:
 
-- ``openai-chat``: one JSON line per session (or per user episode with ``unit="episode"``) of the form
-  ``{"messages": [system, user, assistant, ...]}``, the system message being the agent system prompt.
-  With evaluations, each question adds a line whose last assistant message is the agent's answer; its
-  ``weight`` (the OpenAI fine-tuning field) is the answer's reward, 1 if correct and 0 if not, so
-  trainers that honour weights learn only from correct answers. In episode unit the question follows
-  the conversation up to the end of its period, as a full-context agent saw it; in session unit it
-  stands alone. Agents that add retrieved memories to their prompt saw more than this; the run
-  directory does not keep those prompts.
+- ``openai-chat``: one JSON line per user episode (the default ``unit="episode"``: the whole
+  conversation, so what is learnt is replying with the earlier turns in view) or per session, of the
+  form ``{"messages": [system, user, assistant, ...]}``, the system message being the agent system
+  prompt. With evaluations, each correctly answered question adds a line: the conversation up to the end
+  of its period (as a full-context agent saw it; every earlier assistant turn has ``weight`` 0), then the
+  question, then the agent's answer with ``weight`` 1. Wrongly answered questions are left out (counted
+  in the summary): a line whose only assistant target has weight 0 teaches nothing and some trainers
+  reject it. Agents that add retrieved memories to their prompt saw more than the conversation; the run
+  directory does not keep those prompts (the ``jsonl`` format carries each period's memory view).
 - ``jsonl``: one line per message with its metadata (user, period, session, round, time, role), and with
   evaluations one line for each question prompt and each answer, the answer carrying ``reward``,
-  ``choice``, ``gold`` and ``status`` (and the state probes with their per-variable correctness).
+  ``choice``, ``gold``, ``status`` and the agent's ``memory`` view at that period (and the state probes
+  with their per-variable correctness). Every line has the same keys (absent values are null), so
+  columnar loaders such as Hugging Face ``datasets`` read it without a schema.
 
 Nothing is regenerated: every line comes from ``users/<id>/sessions.jsonl`` and ``eval/period_XX.json``.
 """
@@ -30,7 +33,7 @@ from ..storage import atomic_write_text
 from .layout_reader import RecordedUser, read_run
 
 FORMATS = ("openai-chat", "jsonl")
-UNITS = ("session", "episode")
+UNITS = ("episode", "session")
 
 
 @dataclass(frozen=True)
@@ -42,10 +45,12 @@ class ExportSummary:
     users: int
     sessions: int
     evaluations: int
+    #: Evaluation answers not written because nothing in them is a training target (wrong answers).
+    left_out: int = 0
 
 
 def export_run(rundir: Path, out: Path, *, fmt: str = "openai-chat", with_evaluation: bool = False,
-               unit: str = "session") -> ExportSummary:
+               unit: str = "episode") -> ExportSummary:
     """Write the trajectories of the run in ``rundir`` to ``out`` (atomically).
 
     Args:
@@ -53,7 +58,7 @@ def export_run(rundir: Path, out: Path, *, fmt: str = "openai-chat", with_evalua
         out: the JSONL file to write.
         fmt: ``openai-chat`` or ``jsonl``.
         with_evaluation: add the evaluation turns with their rewards.
-        unit: for ``openai-chat``, one line per ``session`` or per user ``episode``.
+        unit: for ``openai-chat``, one line per user ``episode`` (default) or per ``session``.
 
     Raises:
         ConfigError: unknown format or unit.
@@ -73,9 +78,33 @@ def export_run(rundir: Path, out: Path, *, fmt: str = "openai-chat", with_evalua
             lines += message_lines(user, with_evaluation)
         else:
             lines += chat_lines(user, with_evaluation, unit)
+    if fmt == "openai-chat":
+        lines = [x for x in lines if has_target(x)]  # e.g. a session that ended before any reply
     atomic_write_text(Path(out), "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines))
-    n_evals = sum(len(e["questions"]) for u in users for e in u.evaluations) if with_evaluation else 0
-    return ExportSummary(Path(out), len(lines), len(users), n_sessions, n_evals)
+    answers = [q for u in users for e in u.evaluations for q in e["questions"]] if with_evaluation else []
+    written = len(answers) if fmt == "jsonl" else sum(1 for q in answers if _correct(q))
+    return ExportSummary(Path(out), len(lines), len(users), n_sessions, written, len(answers) - written)
+
+
+def _correct(question: dict[str, Any]) -> bool:
+    return float(question["score"]) >= 1.0
+
+
+def has_target(line: dict[str, Any]) -> bool:
+    """Whether an ``openai-chat`` line has an assistant message to learn (weight absent or 1)."""
+    return any(m["role"] == "assistant" and m.get("weight", 1) == 1 for m in line["messages"])
+
+
+#: The keys of every ``jsonl`` line, in order (a key that does not apply to a line is null).
+JSONL_KEYS: tuple[str, ...] = (
+    "kind", "user", "period", "session", "round", "question", "time", "role", "content", "reward", "choice",
+    "gold", "status", "n_choices", "ub_score", "score_original_rule", "memory", "probe_values",
+    "probe_correct",
+)
+
+
+def _row(**fields: Any) -> dict[str, Any]:
+    return {k: fields.get(k) for k in JSONL_KEYS}
 
 
 def message_lines(user: RecordedUser, with_evaluation: bool) -> list[dict[str, Any]]:
@@ -86,24 +115,33 @@ def message_lines(user: RecordedUser, with_evaluation: bool) -> list[dict[str, A
     for p in periods:
         for s in (s for s in user.sessions if s.period == p):
             for i, m in enumerate(s.messages):
-                out.append({"kind": "message", "user": user.id, "period": p, "session": s.session, "round": i // 2,
-                            "time": s.time, "role": m["role"], "content": m["content"]})
-        for q in evals.get(p, {}).get("questions", []):
+                out.append(_row(kind="message", user=user.id, period=p, session=s.session, round=i // 2, time=s.time,
+                                role=m["role"], content=m["content"]))
+        rec = evals.get(p, {})
+        memory = rec.get("memory")
+        for q in rec.get("questions", []):
             base = {"user": user.id, "period": p, "question": q["question"]}
-            out.append({"kind": "evaluation", **base, "role": "user", "content": q["prompt"]})
-            out.append({"kind": "evaluation", **base, "role": "assistant", "content": q["reply"],
-                        "reward": q["score"], "choice": q["choice"], "gold": q["gold"], "status": q["status"],
-                        "n_choices": q["n_choices"], "ub_score": q.get("ub_score"),
-                        "score_original_rule": q.get("score_original_rule", q.get("score_with_random_fallback"))})
+            out.append(_row(kind="evaluation", **base, role="user", content=q["prompt"]))
+            out.append(_row(kind="evaluation", **base, role="assistant", content=q["reply"], reward=q["score"],
+                            choice=q["choice"], gold=q["gold"], status=q["status"], n_choices=q["n_choices"],
+                            ub_score=q.get("ub_score"), 
+                            score_original_rule=q.get("score_original_rule", q.get("score_with_random_fallback")),
+                            memory=None if memory is None else str(memory)))
             if q.get("probe_prompt") is not None:
-                out.append({"kind": "probe", **base, "role": "user", "content": q["probe_prompt"]})
-                out.append({"kind": "probe", **base, "role": "assistant", "content": q["probe_reply"],
-                            "probe_values": q.get("probe_values"), "probe_correct": q.get("probe_correct")})
+                out.append(_row(kind="probe", **base, role="user", content=q["probe_prompt"]))
+                # Values as JSON text: their types differ by variable, which a columnar schema cannot hold.
+                out.append(_row(kind="probe", **base, role="assistant", content=q["probe_reply"],
+                                probe_values=_as_json(q.get("probe_values")),
+                                probe_correct=_as_json(q.get("probe_correct"))))
     return out
 
 
+def _as_json(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
 def chat_lines(user: RecordedUser, with_evaluation: bool, unit: str) -> list[dict[str, Any]]:
-    """``{"messages": [...]}`` records (``openai-chat`` format)."""
+    """``{"messages": [...]}`` records (``openai-chat`` format); only correct answers become lines."""
     system = {"role": "system", "content": render("agent_system")}
     convo = user.sessions
     out: list[dict[str, Any]] = []
@@ -115,14 +153,14 @@ def chat_lines(user: RecordedUser, with_evaluation: bool, unit: str) -> list[dic
         return out
     for rec in user.evaluations:
         p = rec["period"]
-        context = [m for s in convo if s.period <= p for m in _plain(s.messages)] if unit == "episode" else []
+        context = [m for s in convo if s.period <= p for m in _plain(s.messages)]
+        history = [{**m, "weight": 0} if m["role"] == "assistant" else m for m in context]
         for q in rec["questions"]:
-            answer = {"role": "assistant", "content": q["reply"], "weight": 1 if q["score"] >= 1.0 else 0}
-            history = [{**m, "weight": 0} if m["role"] == "assistant" else m for m in context]
-            out.append({"messages": [system, *history, {"role": "user", "content": q["prompt"]}, answer]})
+            if _correct(q):
+                answer = {"role": "assistant", "content": q["reply"], "weight": 1}
+                out.append({"messages": [system, *history, {"role": "user", "content": q["prompt"]}, answer]})
     return out
 
 
 def _plain(messages: list[dict[str, Any]]) -> list[dict[str, str]]:
     return [{"role": m["role"], "content": m["content"]} for m in messages]
-

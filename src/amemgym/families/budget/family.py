@@ -63,8 +63,13 @@ class Budget:
             raise ConfigError("a budget-family run needs --env")
         flags = {"--trials": r.trials != 1, "--executor": r.executor != "local",
                  "--off-policy": r.off_policy is not None, "--models": r.models is not None,
-                 "--resimulate-leaks": r.resimulate_leaks, "--ray-address": r.ray_address is not None}
-        return run_budget(app_config(r.config, r.sets), r.env, r.agent, r.out_dir, console=console, serial=r.serial,
+                 "--resimulate-leaks": r.resimulate_leaks, "--ray-address": r.ray_address is not None,
+                 "--limit": r.limit is not None}
+        from ...run.flags import ModelFlags
+
+        cfg = app_config(r.config, r.sets)
+        ModelFlags(r.model, r.user_model, r.judge_model, r.max_connections).apply(cfg)
+        return run_budget(cfg, r.env, r.agent, r.out_dir, console=console, serial=r.serial,
                           unsupported=[name for name, used in flags.items() if used], no_cache=r.no_cache,
                           allow_model_change=r.allow_model_change)
 

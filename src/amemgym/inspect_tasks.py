@@ -1,0 +1,205 @@
+"""amemgym as Inspect AI tasks (optional extra ``inspect``): ``inspect eval`` on any Inspect model provider.
+
+Each sample is one simulated user. Its solver runs that user's whole episode with amemgym's own engine
+(the same one ``amemgym run`` uses) into a run directory of its own, with every chat call of the agent
+(and its memory writes) sent to the model under evaluation, and the simulated user sent to the Inspect
+model role ``simulator`` (default: the same model). Its scorer reads the user's numbers from that run's
+``metrics.json``, so memory scoring is amemgym's, not a re-implementation: per user the mean over
+periods of overall accuracy, upper bound, random baseline and normalised memory score; Inspect's metrics
+average them over users, which is how ``amemgym run`` computes its headline numbers.
+
+Examples::
+
+    inspect eval amemgym/amemgym_memory --model openai/gpt-4.1-mini -T agent=awe -T config=small
+    inspect eval amemgym/amemgym_memory --model ollama/qwen2.5:7b --model-role simulator=openai/gpt-4.1-mini
+
+The run directories (``-T out=DIR``, default a fresh temporary directory) are ordinary amemgym runs:
+``amemgym report DIR/<user>`` shows their conversations. The embedder stays the local MiniLM unless the
+config gives the ``embedder`` role an endpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from inspect_ai import Task, task
+from inspect_ai.dataset import MemoryDataset, Sample
+from inspect_ai.model import (
+    ChatMessage,
+    ChatMessageAssistant,
+    ChatMessageSystem,
+    ChatMessageUser,
+    GenerateConfig,
+    Model,
+    ResponseSchema,
+    get_model,
+)
+from inspect_ai.scorer import SampleScore, Score, Target, metric, scorer
+from inspect_ai.solver import Generate, TaskState, solver
+from inspect_ai.util import JSONSchema
+
+from .agents.registry import resolve_agent
+from .config import AppConfig, load_config
+from .data.io import load_environment
+from .data.model import Environment
+from .errors import ConfigError
+from .llm.backends import TransientError
+from .llm.client import LLMClient
+from .llm.types import ChatRequest, ChatResult
+from .run.engine import Runner
+from .run.flags import first_users
+from .run.layout import RunDir
+
+__all__ = ["SCORE_KEYS", "InspectBackend", "amemgym_memory"]
+
+#: The per-user numbers each sample's score carries (see the module docstring).
+SCORE_KEYS: tuple[str, ...] = ("overall", "upper_bound", "random", "memory_score")
+
+_ROLE_CLASSES = {"system": ChatMessageSystem, "user": ChatMessageUser, "assistant": ChatMessageAssistant}
+
+
+def _schema(schema: dict[str, Any] | None) -> JSONSchema | None:
+    """The schema as Inspect's type, or None when Inspect's type cannot hold it exactly (e.g. ``$ref``).
+
+    amemgym parses and checks every structured reply itself, so leaving a schema out costs at most a retry.
+    """
+    if schema is None:
+        return None
+    try:
+        converted = JSONSchema.model_validate(schema)
+    except ValueError:
+        return None
+    # Inspect's type silently drops keywords it does not know; only a lossless round trip is used.
+    if converted.model_dump(exclude_none=True) != schema:
+        return None
+    return converted
+
+
+class InspectBackend:
+    """An amemgym chat backend that answers through an Inspect model (one attempt per call).
+
+    Args:
+        model: the Inspect model.
+    """
+
+    def __init__(self, model: Model) -> None:
+        self.model = model
+        self.backend_id = f"inspect:{model}"
+
+    async def complete(self, req: ChatRequest) -> ChatResult:
+        """Send ``req`` to the Inspect model; Inspect does its own retries, a failure is transient here."""
+        messages: list[ChatMessage] = [_ROLE_CLASSES[m["role"]](content=m["content"]) for m in req.messages]
+        schema = _schema(req.json_schema)
+        config = GenerateConfig(
+            temperature=req.temperature, max_tokens=req.max_tokens, seed=req.seed,
+            response_schema=ResponseSchema(name=req.schema_name, json_schema=schema) if schema else None,
+        )
+        start = time.perf_counter()
+        try:
+            output = await self.model.generate(messages, config=config)
+        except Exception as exc:  # providers raise their own types; LLMClient bounds the retries
+            raise TransientError("inspect_error", f"{type(exc).__name__}: {exc}") from None
+        usage = output.usage
+        return ChatResult(
+            text=output.completion, model=str(output.model or self.model), seconds=time.perf_counter() - start,
+            prompt_tokens=usage.input_tokens if usage else 0, completion_tokens=usage.output_tokens if usage else 0,
+            finish_reason=output.stop_reason,
+        )
+
+
+def _one_user(env: Environment, user_id: str) -> Environment:
+    return env.model_copy(update={"users": [u for u in env.users if u.id == user_id]})
+
+
+@solver
+def amemgym_episode(env_path: str, agent: str, cfg_json: str, out: str) -> Any:
+    """Run one user's episode (the sample's ``user``) with amemgym's engine, the agent on the eval model."""
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        cfg = AppConfig.model_validate_json(cfg_json)
+        env = _one_user(load_environment(Path(env_path)), str(state.metadata["user"]))
+        model = get_model()
+        agent_backend = InspectBackend(model)
+        simulator = InspectBackend(get_model(role="simulator", default=model))
+        llm = LLMClient(cfg.llm, backends={"agent": agent_backend, "memory": agent_backend, "simulator": simulator})
+        rundir = Path(out) / str(state.metadata["user"])
+        try:
+            outcome = await Runner(env, resolve_agent(agent), rundir, cfg, llm, env_path=Path(env_path)).run()
+        finally:
+            await llm.aclose()
+        state.metadata["rundir"] = str(rundir)
+        state.metadata["failures"] = len(outcome.failures)
+        state.output.completion = f"amemgym episode of user {env.users[0].id}: {rundir}"
+        state.completed = True
+        return state
+
+    return solve
+
+
+@metric
+def user_mean() -> Any:
+    """Mean of each score key over users where it is defined (as ``amemgym run`` averages users)."""
+
+    def compute(scores: list[SampleScore]) -> dict[str, float | None]:
+        out: dict[str, float | None] = {}
+        for key in SCORE_KEYS:
+            xs = [float(v) for s in scores if isinstance(s.score.value, dict)
+                  and isinstance(v := s.score.value.get(key), int | float)]
+            out[key] = sum(xs) / len(xs) if xs else None
+        return out
+
+    return compute
+
+
+@scorer(metrics=[user_mean()])
+def memory_score() -> Any:
+    """The user's per-period means of overall, upper bound, random and memory score, from ``metrics.json``."""
+
+    async def score(state: TaskState, target: Target) -> Score:
+        user = str(state.metadata["user"])
+        metrics = json.loads(RunDir(Path(state.metadata["rundir"])).metrics.read_text(encoding="utf-8"))
+        cells = (metrics.get("per_user") or {}).get(user) or {}
+        value: dict[str, float | None] = {}
+        for key in SCORE_KEYS:
+            xs = [c[key] for c in cells.values() if c.get(key) is not None]
+            value[key] = sum(xs) / len(xs) if xs else None
+        complete = bool(metrics.get("complete"))
+        return Score(value=value, answer=None,  # type: ignore[arg-type]
+                     explanation=f"{len(cells)} periods evaluated{'' if complete else ' (incomplete)'}; "
+                                 f"run directory {state.metadata['rundir']}",
+                     metadata={"complete": complete, "failures": state.metadata.get("failures", 0)})
+
+    return score
+
+
+@task
+def amemgym_memory(env: str | None = None, agent: str = "native", config: str | None = None,
+                   out: str | None = None, limit_users: int | None = None) -> Task:
+    """The memory benchmark as an Inspect task: one sample per simulated user.
+
+    Args:
+        env: environment file (default: the bundled tiny environment).
+        agent: the memory agent (a name such as ``awe``, a ``module:factory`` plug-in or an agent file).
+        config: a preset or config file, as for ``amemgym run`` (default ``tiny`` with the bundled
+            environment, else the defaults).
+        out: where the per-user run directories go (default: a fresh temporary directory).
+        limit_users: only the first N users.
+    """
+    from .run.driver import default_environment
+
+    env_path = Path(env) if env else default_environment()
+    cfg = load_config(config if config or env else "tiny")
+    resolve_agent(agent)  # a bad name fails when the task is created, not in every sample
+    environment = first_users(load_environment(env_path), limit_users)
+    if len({u.id for u in environment.users}) != len(environment.users):
+        raise ConfigError(f"{env_path}: user ids repeat; each sample needs its own")
+    out_dir = out or tempfile.mkdtemp(prefix="amemgym-inspect-")
+    dataset = MemoryDataset([Sample(input=f"Simulated user {u.id}", id=u.id, metadata={"user": u.id})
+                             for u in environment.users], name=f"amemgym:{env_path.name}")
+    return Task(dataset=dataset, solver=amemgym_episode(str(env_path.resolve()), agent, cfg.model_dump_json(),
+                                                        str(Path(out_dir).resolve())),
+                scorer=memory_score(), name="amemgym_memory")

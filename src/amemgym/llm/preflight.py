@@ -1,0 +1,150 @@
+"""Checks made before the first model call: every role a command will use can actually be served.
+
+A missing tokenizer or a mistyped model name used to surface mid-run, after dozens of calls. Here each
+role is checked once, cheaply and without a model call: an HTTP endpoint must answer ``GET /models`` and
+list the configured model (when it lists models at all); the embedded chat model must be installed; the
+embedder must be installed (local) or reachable (HTTP).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import urllib.error
+import urllib.request
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from ..config import LLMConfig
+from ..errors import BackendUnavailable, ConfigError
+from .client import read_api_key
+from .openai_backend import public_url
+from .urls import check_base_url
+
+__all__ = ["RoleCheck", "check_roles", "preflight", "run_roles"]
+
+#: Seconds to wait for ``GET /models``; a healthy server answers in milliseconds.
+PROBE_TIMEOUT_S = 10.0
+#: What an agent of unknown make (a plug-in that does not declare ``roles``) may call.
+_ALL_AGENT_ROLES: tuple[str, ...] = ("agent", "memory", "embedder")
+
+
+@dataclass(frozen=True)
+class RoleCheck:
+    """The verdict for one role: usable or not, and a one-line reason."""
+
+    role: str
+    ok: bool
+    detail: str
+    bad_config: bool = False  # the settings contradict each other (exit 2 as a ConfigError)
+
+
+def run_roles(agent_roles: Iterable[str] | None, *, off_policy: bool = False, extra: Iterable[str] = ()) -> list[str]:
+    """The roles a run (or evolve) will call, in a stable order.
+
+    Args:
+        agent_roles: the roles the agent uses (``AgentSpec.roles``); None when unknown (all agent roles).
+        off_policy: a replayed run never calls the simulated user.
+        extra: roles the command adds (e.g. the recall judge).
+    """
+    wanted = set(_ALL_AGENT_ROLES if agent_roles is None else agent_roles) | set(extra)
+    if not off_policy:
+        wanted.add("simulator")
+    order = ("simulator", "agent", "memory", "judge", "generator", "embedder")
+    return [r for r in order if r in wanted]
+
+
+def _http_url(cfg: LLMConfig, role: str) -> str | None:
+    if role == "embedder":
+        return cfg.endpoint("embedder").base_url  # OPENAI_BASE_URL does not redirect embeddings
+    return cfg.chat_base_url(role)  # type: ignore[arg-type]
+
+
+def _served_models(url: str, key: str | None) -> tuple[list[str] | None, str | None]:
+    """The model ids the endpoint lists (None if it has no usable list), or an error line."""
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    request = urllib.request.Request(url.rstrip("/") + "/models", headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=PROBE_TIMEOUT_S) as resp:
+            body = resp.read()
+    except urllib.error.HTTPError as exc:
+        if exc.code in (401, 403):
+            return None, f"endpoint {public_url(url)} rejected the API key (HTTP {exc.code})"
+        return None, None  # reachable; some servers simply have no model list
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", exc)
+        return None, f"endpoint {public_url(url)} is unreachable ({type(reason).__name__})"
+    try:
+        data: Any = json.loads(body)
+        ids = [str(m["id"]) for m in data["data"]]
+    except (ValueError, KeyError, TypeError):
+        return None, None
+    return ids, None
+
+
+def check_roles(cfg: LLMConfig, roles: Iterable[str]) -> list[RoleCheck]:
+    """Check each role without making a model call; one endpoint is probed once however many roles share it."""
+    probes: dict[tuple[str, str | None], tuple[list[str] | None, str | None]] = {}
+    results: list[RoleCheck] = []
+    for role in roles:
+        ep = cfg.endpoint(role)  # type: ignore[arg-type]
+        url = _http_url(cfg, role)
+        if url is None:
+            results.append(_check_local(cfg, role, ep.model))
+            continue
+        if not ep.base_url:
+            check_base_url(url, "OPENAI_BASE_URL")  # a configured base_url was checked when the config loaded
+        key = read_api_key(ep)
+        probe_key = (url, key)
+        if probe_key not in probes:
+            probes[probe_key] = _served_models(url, key)
+        served, problem = probes[probe_key]
+        where = public_url(url)
+        if problem:
+            results.append(RoleCheck(role, False, problem))
+        elif served is not None and ep.model and ep.model not in served:
+            shown = ", ".join(served[:8]) + (" ..." if len(served) > 8 else "")
+            results.append(RoleCheck(role, False, f"model {ep.model!r} is not served by {where} (it lists: {shown})"))
+        else:
+            results.append(RoleCheck(role, True, f"{ep.model or '(server default)'} at {where}"))
+    return results
+
+
+def _check_local(cfg: LLMConfig, role: str, model: str | None) -> RoleCheck:
+    if role == "embedder":
+        from .embedder import embedder_status
+
+        ok, detail = embedder_status()
+        return RoleCheck(role, ok, detail)
+    emb = cfg.embedded.model
+    if model and model != emb:
+        # Without an endpoint the embedded model answers; a different name would be recorded but never used.
+        return RoleCheck(role, False, f"model {model!r} is set but the role has no endpoint (it would run the "
+                                      f"embedded {emb}); set OPENAI_BASE_URL or llm.default.base_url", True)
+    if importlib.util.find_spec("xllamacpp") is None:
+        return RoleCheck(role, False, "the embedded model needs xllamacpp; install it with: "
+                                      "pip install 'amemgym[local]'")
+    from .embedded_model import model_status
+
+    ok, detail = model_status(emb)
+    return RoleCheck(role, ok, f"embedded {detail}")
+
+
+def preflight(cfg: LLMConfig, roles: Iterable[str]) -> list[RoleCheck]:
+    """Check ``roles`` and raise on the first unusable one.
+
+    Raises:
+        BackendUnavailable: a role's endpoint is unreachable, its model is not served or its backend is missing
+            (one line naming the role; exit code 2).
+        ConfigError: a model is named for a role that has no endpoint, or ``$OPENAI_BASE_URL`` cannot work.
+    """
+    results = check_roles(cfg, roles)
+    # Contradictory settings are named first: they are the cause even when something else is also missing.
+    for r in results:
+        if r.bad_config:
+            raise ConfigError(f"preflight: role {r.role}: {r.detail}")
+    for r in results:
+        if not r.ok:
+            raise BackendUnavailable(f"preflight: role {r.role}: {r.detail}")
+    return results

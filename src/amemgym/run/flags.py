@@ -1,0 +1,58 @@
+"""The model flags ``run`` and ``evolve`` share with other eval tools: which model plays which role.
+
+``--model`` is the assistant under test (the ``agent`` role; its memory writes follow it unless the
+``memory`` role is configured apart), ``--user-model`` the simulated user (``simulator``),
+``--judge-model`` the ``judge`` role, and ``--max-connections`` caps calls in flight per endpoint for every
+role. The embedder is not touched: it stays the local MiniLM unless the ``embedder`` role has an endpoint.
+Flags override config files, presets, ``--set`` and an agent file's own ``llm`` section.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..config import AppConfig
+from ..data.model import Environment
+from ..errors import ConfigError
+
+__all__ = ["ModelFlags", "first_users"]
+
+
+@dataclass(frozen=True)
+class ModelFlags:
+    """What the command line said about models; None leaves the configured value."""
+
+    model: str | None = None
+    user_model: str | None = None
+    judge_model: str | None = None
+    max_connections: int | None = None
+
+    def apply(self, cfg: AppConfig) -> None:
+        """Write the flags into ``cfg.llm`` (in place)."""
+        roles: dict[str, dict[str, Any]] = {role: dict(over) for role, over in cfg.llm.roles.items()}
+        for role, model in (("agent", self.model), ("simulator", self.user_model), ("judge", self.judge_model)):
+            if model is not None:
+                if not model.strip():
+                    raise ConfigError(f"the model name for role {role} is empty")
+                roles.setdefault(role, {})["model"] = model
+        if self.max_connections is not None:
+            if self.max_connections < 1:
+                raise ConfigError(f"--max-connections must be at least 1, got {self.max_connections}")
+            cfg.llm.default.max_concurrency = self.max_connections
+            for over in roles.values():
+                if "max_concurrency" in over:
+                    over["max_concurrency"] = self.max_connections
+        cfg.llm.roles = roles  # type: ignore[assignment]
+
+
+def first_users(env: Environment, limit: int | None) -> Environment:
+    """The environment cut to its first ``limit`` users (all of them when None).
+
+    The cut environment has its own hash, so a resumed run cannot silently mix a limited and a full run.
+    """
+    if limit is None:
+        return env
+    if limit < 1:
+        raise ConfigError(f"--limit must be at least 1, got {limit}")
+    return env.model_copy(update={"users": env.users[:limit]})
