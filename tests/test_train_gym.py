@@ -12,8 +12,9 @@ gymnasium = pytest.importorskip("gymnasium")
 
 from amemgym.data import load_environment  # noqa: E402
 from amemgym.errors import ConfigError  # noqa: E402
+from amemgym.testing.scripted_model import scripted_client  # noqa: E402
 from amemgym.train import ENV_IDS, MemoryEnv, register_envs  # noqa: E402
-from test_train_env import Responder, fake_llm, policy  # noqa: E402
+from test_train_env import TrainScript, policy  # noqa: E402
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 
@@ -49,7 +50,7 @@ def test_registered_ids_make_the_preset_environments() -> None:
 def test_time_limit_wrapper_truncates(original_env_path: Path) -> None:
     user_env = load_environment(original_env_path)
     env = gymnasium.make("amemgym/Tiny-v0", max_episode_steps=3, environment=user_env,
-                         llm=fake_llm(Responder(user_env.users[0])), upper_bound=False)
+                         llm=scripted_client(TrainScript(user_env.users[0])), upper_bound=False)
     try:
         assert env.spec.max_episode_steps == 3
         obs, _ = env.reset(seed=0)
@@ -77,7 +78,8 @@ def test_make_preset_env_passes_the_environment_through(original_env_path: Path)
 
 def test_ansi_render(original_env_path: Path) -> None:
     user_env = load_environment(original_env_path)
-    env = MemoryEnv(user_env, llm=fake_llm(Responder(user_env.users[0])), upper_bound=False, render_mode="ansi")
+    env = MemoryEnv(user_env, llm=scripted_client(TrainScript(user_env.users[0])), upper_bound=False,
+                    render_mode="ansi")
     try:
         assert "reset" in env.render()
         obs, _ = env.reset(seed=1)
@@ -88,6 +90,6 @@ def test_ansi_render(original_env_path: Path) -> None:
         assert "step 1" in shown and f"last reward {reward:g}" in shown and obs in shown
     finally:
         env.close()
-    assert MemoryEnv(user_env, llm=fake_llm(Responder(user_env.users[0]))).render() is None
+    assert MemoryEnv(user_env, llm=scripted_client(TrainScript(user_env.users[0]))).render() is None
     with pytest.raises(ConfigError, match="render_mode"):
         MemoryEnv(user_env, render_mode="human")

@@ -1,0 +1,91 @@
+"""``amemgym info``, ``check-llm`` and ``version``: what this installation is and whether its models answer."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import typer
+from rich.table import Table
+
+from .. import __version__
+from ..cli_common import ConfigOpt, SetOpt, app_config, handled, out
+
+
+def info(config: ConfigOpt = None, set_: SetOpt = None) -> None:
+    """Versions, which backend each role resolves to, and whether the embedded model is installed."""
+    from ..llm.client import LLMClient, default_cache_dir
+
+    cfg = app_config(config, set_)
+    out.print(f"amemgym {__version__} (Python {sys.version.split()[0]})")
+    table = Table("role", "backend", "model / endpoint")
+    for role, desc in LLMClient(cfg.llm).describe().items():
+        where = desc.get("base_url") or ""
+        table.add_row(role, desc["backend"], f"{desc.get('model') or ''} {where}".strip())
+    out.print(table)
+    try:
+        from ..llm.embedded import model_status
+
+        ok, detail = model_status(cfg.llm.embedded.model)
+        out.print(f"embedded model {cfg.llm.embedded.model}: {'installed' if ok else 'NOT installed'} ({detail})")
+    except ImportError as exc:
+        out.print(f"embedded model: unavailable ({exc})")
+    try:
+        from ..llm.embedder import embedder_status
+
+        ok, detail = embedder_status()
+        out.print(f"embedded embedder: {'installed' if ok else 'NOT installed'} ({detail})")
+    except ImportError as exc:
+        out.print(f"embedded embedder: unavailable ({exc})")
+    out.print(f"cache dir: {default_cache_dir()}")
+
+
+def check_llm(config: ConfigOpt = None, set_: SetOpt = None) -> None:
+    """One real round trip per role (chat, structured output, embeddings), with latency and tokens."""
+    from ..llm.client import LLMClient
+
+    cfg = app_config(config, set_)
+
+    async def main() -> None:
+        llm = LLMClient(cfg.llm)  # no cache: this must reach the model
+        table = Table("role", "call", "seconds", "prompt tok", "completion tok", "reply")
+        schema = {"type": "object", "properties": {"colour": {"type": "string", "enum": ["red", "green", "blue"]}},
+                  "required": ["colour"], "additionalProperties": False}
+        try:
+            for role in ("generator", "simulator", "agent", "memory", "judge"):
+                t0 = time.perf_counter()
+                res = await llm.chat(role, [{"role": "user", "content": "Say hello in five words or fewer."}],
+                                     max_tokens=24, use_cache=False, tag="check")
+                table.add_row(role, "chat", f"{time.perf_counter() - t0:.2f}", str(res.prompt_tokens),
+                              str(res.completion_tokens), res.text.strip()[:60])
+            t0 = time.perf_counter()
+            value, res = await llm.chat_json(
+                "agent", [{"role": "user", "content": "Pick the colour of a clear daytime sky. Answer in JSON."}],
+                schema, check=lambda v: None if isinstance(v, dict) and "colour" in v else "missing colour",
+                max_tokens=24, use_cache=False, tag="check")
+            table.add_row("agent", "structured", f"{time.perf_counter() - t0:.2f}", str(res.prompt_tokens),
+                          str(res.completion_tokens), str(value))
+            t0 = time.perf_counter()
+            vecs = await llm.embed(["a cat sat on the mat", "a kitten rested on the rug", "quarterly tax filing"])
+            sims = vecs @ vecs.T
+            table.add_row("embedder", "embed x3", f"{time.perf_counter() - t0:.2f}", "", "",
+                          f"dim {vecs.shape[1]}; sim(cat,kitten)={sims[0, 1]:.2f} sim(cat,tax)={sims[0, 2]:.2f}")
+        finally:
+            await llm.aclose()
+        out.print(table)
+
+    import asyncio  # here, not at the top: --help should not load the event loop machinery
+
+    asyncio.run(main())
+
+
+def version() -> None:
+    """Print the version."""
+    out.print(__version__)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``info``, ``check-llm`` and ``version`` commands."""
+    app.command("info")(handled(info))
+    app.command("check-llm")(handled(check_llm))
+    app.command("version")(handled(version))

@@ -1,0 +1,64 @@
+"""``amemgym run``: an agent on an environment, on-policy, evaluated every period (any environment family)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..cli_common import (
+    ConfigOpt,
+    JudgeModelOpt,
+    LimitOpt,
+    MaxConnectionsOpt,
+    ModelOpt,
+    SetOpt,
+    UserModelOpt,
+    handled,
+    out,
+)
+
+
+def run(
+    out_dir: Annotated[Path, typer.Option("--out", "-o", help="Run directory (created; re-running resumes).")],
+    env: Annotated[Path | None, typer.Option("--env", help="Environment file (default: the bundled tiny one).")] = None,
+    agent: Annotated[str, typer.Option("--agent", "-a", help="Agent name, module:factory, or agent config file.")]
+    = "native",
+    config: ConfigOpt = None,
+    set_: SetOpt = None,
+    off_policy: Annotated[Path | None, typer.Option("--off-policy", help="Replay this run's conversations.")] = None,
+    serial: Annotated[bool, typer.Option("--serial", help="One call at a time (debugging).")] = False,
+    trials: Annotated[int, typer.Option("--trials", min=1, help="Independent trials (seeds run.seed+k) under "
+                                        "OUT/trial_k, with the spread between them.")] = 1,
+    executor: Annotated[str, typer.Option("--executor", help="Where episodes run: local (default) or ray.")]
+    = "local",
+    ray_address: Annotated[str | None, typer.Option("--ray-address", help="Ray cluster to join (auto, HOST:6379); "
+                                                    "default: start a local one.")] = None,
+    models: Annotated[Path | None, typer.Option("--models", help="YAML map of role -> endpoint settings.")] = None,
+    resimulate_leaks: Annotated[bool, typer.Option("--resimulate-leaks", help="Redraw a simulator turn that names "
+                                                   "a state value its session did not expose (bounded).")] = False,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the response cache in this "
+                                           "invocation: every call reaches the model.")] = False,
+    allow_model_change: Annotated[bool, typer.Option("--allow-model-change", help="Resume a run although a role's "
+                                                     "model changed; each session records its model.")] = False,
+    model: ModelOpt = None,
+    user_model: UserModelOpt = None,
+    judge_model: JudgeModelOpt = None,
+    max_connections: MaxConnectionsOpt = None,
+    limit: LimitOpt = None,
+) -> None:
+    """Run an agent on an environment (on-policy), evaluate every period, and write metrics."""
+    from ..families import RunRequest, family_for_env
+
+    request = RunRequest(out_dir=out_dir, env=env, agent=agent, config=config, sets=set_, off_policy=off_policy,
+                         serial=serial, trials=trials, executor=executor, ray_address=ray_address, models=models,
+                         resimulate_leaks=resimulate_leaks, no_cache=no_cache, allow_model_change=allow_model_change,
+                         model=model, user_model=user_model, judge_model=judge_model,
+                         max_connections=max_connections, limit=limit)
+    raise typer.Exit(family_for_env(env).run(request, out))
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``run`` command."""
+    app.command("run")(handled(run))
