@@ -13,6 +13,9 @@ from amemgym.compat import diagnosis, overall
 from amemgym.compat.flags import AGENT_KEY_ENV, GENERATOR_KEY_ENV, SIMULATOR_KEY_ENV
 from amemgym.testing.fake_endpoint import CallRecord, FakeEndpoint
 
+#: The models the original-style config files name; the fake lists them, as a server serving them would.
+CONFIGURED = ("agent-model", "sim-model")
+
 
 @pytest.fixture(autouse=True)
 def _compat_keys_restored(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -50,7 +53,7 @@ def _roles(log: list[CallRecord]) -> dict[str, set[tuple[str | None, float | Non
 def test_overall_sends_the_configured_models_temperatures_and_budgets(
     original_env_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with FakeEndpoint(model="server-first-model") as ep:
+    with FakeEndpoint(model="server-first-model", served_models=("server-first-model", *CONFIGURED)) as ep:
         agent_cfg, env_cfg = _configs(tmp_path, ep.base_url)
         code = _run(overall, monkeypatch, ["--env_data", str(original_env_path), "--env_config", str(env_cfg),
                                            "--agent_config", str(agent_cfg), "--output_dir", str(tmp_path / "out")])
@@ -66,7 +69,7 @@ def test_overall_sends_the_configured_models_temperatures_and_budgets(
 def test_key_from_an_original_config_reaches_the_server_but_no_file(
     original_env_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with FakeEndpoint() as ep:
+    with FakeEndpoint(served_models=("fake-model", *CONFIGURED)) as ep:
         agent_cfg, env_cfg = _configs(tmp_path, ep.base_url)
         _run(overall, monkeypatch, ["--env_data", str(original_env_path), "--env_config", str(env_cfg),
                                     "--agent_config", str(agent_cfg), "--output_dir", str(tmp_path / "out")])
@@ -79,7 +82,7 @@ def test_key_from_an_original_config_reaches_the_server_but_no_file(
 def test_original_output_folder_is_written_and_replayed_off_policy(
     original_env_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with FakeEndpoint() as ep:
+    with FakeEndpoint(served_models=("fake-model", *CONFIGURED)) as ep:
         agent_cfg, env_cfg = _configs(tmp_path, ep.base_url)
         args = ["--env_data", str(original_env_path), "--env_config", str(env_cfg), "--agent_config", str(agent_cfg)]
         assert _run(overall, monkeypatch, [*args, "--output_dir", str(tmp_path / "on")]) == 0
@@ -138,7 +141,7 @@ def _malformed(body: dict) -> str:
 def test_diagnosis_console_counts_invalid_answers_and_uses_the_original_rule(
     original_env_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with FakeEndpoint(responder=_malformed) as ep:
+    with FakeEndpoint(responder=_malformed, served_models=("fake-model", *CONFIGURED)) as ep:
         agent_cfg, env_cfg = _configs(tmp_path, ep.base_url)
         code = _run(diagnosis, monkeypatch, ["--env_data", str(original_env_path), "--env_config", str(env_cfg),
                                              "--agent_config", str(agent_cfg), "--output_dir", str(tmp_path)])
@@ -172,7 +175,7 @@ def test_upperbound_uses_the_agent_config_and_writes_utilization_metrics(
 ) -> None:
     from amemgym.compat import upperbound
 
-    with FakeEndpoint() as ep:
+    with FakeEndpoint(served_models=("fake-model", *CONFIGURED)) as ep:
         agent_cfg, _ = _configs(tmp_path, ep.base_url, agent_tokens=2000)
         code = _run(upperbound, monkeypatch, ["--data_file", str(original_env_path), "--agent_config",
                                               str(agent_cfg), "--output_dir", str(tmp_path / "ub")])
