@@ -31,6 +31,7 @@ import asyncio
 import json
 import os
 import resource
+import signal
 import subprocess
 import sys
 import tempfile
@@ -108,12 +109,22 @@ class Endpoint:
         fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
+    def served(self) -> int:
+        """Chat and embedding calls answered so far (the endpoint prints its counts on SIGUSR1)."""
+        assert self.proc.stdout is not None
+        self.proc.send_signal(signal.SIGUSR1)
+        return int(json.loads(self.proc.stdout.readline())["calls"])
+
+    def close(self) -> None:
+        """Stop the endpoint process."""
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+
     def __enter__(self) -> Endpoint:
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        self.proc.terminate()
-        self.proc.wait(timeout=10)
+        self.close()
 
 
 def bench_config(preset: str, url: str, users: int) -> AppConfig:

@@ -36,14 +36,13 @@ import compileall
 import json
 import os
 import shlex
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from _common import BENCH, chain_length
+from _common import Endpoint, chain_length
 
 import amemgym
 from amemgym.config import env_preset, load_config
@@ -51,26 +50,6 @@ from amemgym.data.io import dump_environment, load_environment
 from amemgym.generate.procedural import generate_procedural
 
 MODEL = "fake-model"
-
-
-class Endpoint:
-    """bench/_endpoint.py in its own process; ``served()`` asks it for its call count (SIGUSR1)."""
-
-    def __init__(self, latency: float) -> None:
-        self.proc = subprocess.Popen([sys.executable, str(BENCH / "_endpoint.py"), "--latency", str(latency)],
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        assert self.proc.stdout is not None
-        self.url = self.proc.stdout.readline().strip()
-
-    def served(self) -> int:
-        """Chat and embedding calls answered so far."""
-        assert self.proc.stdout is not None
-        self.proc.send_signal(signal.SIGUSR1)
-        return int(json.loads(self.proc.stdout.readline())["calls"])
-
-    def close(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(timeout=10)
 
 
 def write_environment(path: Path, users: int, periods: int, questions: int, seed: int) -> int:

@@ -85,3 +85,7 @@ MaxConnectionsOpt = Annotated[int | None, typer.Option("--max-connections", min=
                                                        "per endpoint, for every role.")]
 LimitOpt = Annotated[int | None, typer.Option("--limit", min=1, help="Run only the first N users of the "
                                               "environment.")]
+NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the response cache in this "
+                                          "invocation: every call reaches the model.")]
+AllowModelChangeOpt = Annotated[bool, typer.Option("--allow-model-change", help="Resume although a role's model "
+                                                   "changed; each session records its model.")]

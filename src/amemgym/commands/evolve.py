@@ -10,11 +10,13 @@ from rich.console import Console
 from rich.table import Table
 
 from ..cli_common import (
+    AllowModelChangeOpt,
     ConfigOpt,
     JudgeModelOpt,
     LimitOpt,
     MaxConnectionsOpt,
     ModelOpt,
+    NoCacheOpt,
     SetOpt,
     UserModelOpt,
     app_config,
@@ -139,10 +141,8 @@ def register(app: typer.Typer) -> None:
         = 2000,
         recall: Annotated[bool, typer.Option("--recall/--no-recall", help="Judge memory factual recall.")] = True,
         serial: Annotated[bool, typer.Option("--serial", help="One call at a time (debugging).")] = False,
-        no_cache: Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the response cache in "
-                                               "this invocation: every call reaches the model.")] = False,
-        allow_model_change: Annotated[bool, typer.Option("--allow-model-change", help="Resume although a role's "
-                                                         "model changed; each session records its model.")] = False,
+        no_cache: NoCacheOpt = False,
+        allow_model_change: AllowModelChangeOpt = False,
         model: ModelOpt = None,
         user_model: UserModelOpt = None,
         judge_model: JudgeModelOpt = None,

@@ -8,11 +8,13 @@ from typing import Annotated
 import typer
 
 from ..cli_common import (
+    AllowModelChangeOpt,
     ConfigOpt,
     JudgeModelOpt,
     LimitOpt,
     MaxConnectionsOpt,
     ModelOpt,
+    NoCacheOpt,
     SetOpt,
     UserModelOpt,
     handled,
@@ -38,10 +40,8 @@ def run(
     models: Annotated[Path | None, typer.Option("--models", help="YAML map of role -> endpoint settings.")] = None,
     resimulate_leaks: Annotated[bool, typer.Option("--resimulate-leaks", help="Redraw a simulator turn that names "
                                                    "a state value its session did not expose (bounded).")] = False,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the response cache in this "
-                                           "invocation: every call reaches the model.")] = False,
-    allow_model_change: Annotated[bool, typer.Option("--allow-model-change", help="Resume a run although a role's "
-                                                     "model changed; each session records its model.")] = False,
+    no_cache: NoCacheOpt = False,
+    allow_model_change: AllowModelChangeOpt = False,
     model: ModelOpt = None,
     user_model: UserModelOpt = None,
     judge_model: JudgeModelOpt = None,
