@@ -78,9 +78,12 @@ def print_summary(console: Console, metrics: dict[str, Any], rundir: Path) -> No
         rule = "the original's rule (0 = last option, else random)" if answers.get("rule") == "original" \
             else "strict: scored wrong"
         strict, original = _num(answers.get("overall_strict")), _num(answers.get("overall_original_rule"))
-        console.print(f"invalid answers: {answers['invalid']} of {answers['total']}"
-                      + (f" ({counts})" if counts else "") + f"; headline uses {rule}. overall strict "
-                      f"{strict}, original rule {original}", highlight=False)
+        if answers["invalid"]:
+            console.print(f"invalid answers: {answers['invalid']} of {answers['total']}"
+                          + (f" ({counts})" if counts else "") + f"; headline uses {rule}. overall strict "
+                          f"{strict}, original rule {original}", highlight=False)
+        else:
+            console.print(f"invalid answers: 0 of {answers['total']}", highlight=False)
     orig = o.get("memory_score_original")
     if orig is not None:
         console.print(f"memory score, original aggregation (mean over all user x period cells, unguarded): "
