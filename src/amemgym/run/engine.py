@@ -148,6 +148,7 @@ class Runner:
         self.after_period = after_period
         self.allow_model_change = allow_model_change
         self.environment_sha256: str | None = None
+        self._protocol: dict[str, Any] | None = None
 
     def _check_models(self, old: dict[str, Any], models: dict[str, dict[str, Any]]) -> dict[str, Any]:
         """Refuse to resume with another model unless allowed; an allowed change is logged in the manifest."""
@@ -174,6 +175,7 @@ class Runner:
     def _check_protocol(self) -> dict[str, Any] | None:
         """The manifest of an earlier invocation, once its protocol is checked; None for a new run."""
         protocol = protocol_of(self.env, self.spec, self.cfg, self.off_policy.root if self.off_policy else None)
+        self._protocol = protocol
         self.environment_sha256 = protocol["environment_sha256"]
         path = self.rundir.manifest
         old = existing_manifest(self.rundir.root, protocol)
@@ -189,7 +191,10 @@ class Runner:
     def _write_manifest(self, old: dict[str, Any] | None, models: dict[str, dict[str, Any]]) -> dict[str, Any]:
         if old is not None:
             return self._check_models(old, models)
-        protocol = protocol_of(self.env, self.spec, self.cfg, self.off_policy.root if self.off_policy else None)
+        # The one _check_protocol computed: hashing the environment again costs as much as a few dozen calls.
+        protocol = self._protocol
+        if protocol is None:
+            protocol = protocol_of(self.env, self.spec, self.cfg, self.off_policy.root if self.off_policy else None)
         manifest = {
             "format_version": RUN_FORMAT_VERSION,
             "amemgym_version": __version__,
