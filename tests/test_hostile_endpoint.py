@@ -46,7 +46,8 @@ def all_text(root: Path) -> str:
 # ---- 1. one writer per run directory ---------------------------------------------------------------------
 def test_the_same_run_started_twice_at_once_runs_once(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    with FakeEndpoint(latency=0.02) as ep:
+    # Slow enough (>= 10 s a run) that both processes reach the lock before either could finish.
+    with FakeEndpoint(latency=0.3) as ep:
         procs = [start_run(ep, ["run", "--out", str(out)], tmp_path / f"c{k}", pythonpath=SRC) for k in (1, 2)]
         texts = [p.communicate(timeout=300)[0] for p in procs]
     codes = [p.returncode for p in procs]
@@ -59,7 +60,9 @@ def test_the_same_run_started_twice_at_once_runs_once(tmp_path: Path) -> None:
 
 def test_a_second_writer_with_another_agent_is_refused_by_name(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    with FakeEndpoint(latency=0.05) as ep:
+    # 0.3 s a call keeps the first run (a chain of ~35 calls) busy for >= 10 s, far longer than the second
+    # process needs to start, even on a loaded machine.
+    with FakeEndpoint(latency=0.3) as ep:
         first = start_run(ep, ["run", "--out", str(out)], tmp_path / "c1", pythonpath=SRC)
         try:
             wait_for_work(ep, first, 0)
