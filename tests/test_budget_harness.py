@@ -6,6 +6,7 @@ import asyncio
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -117,7 +118,8 @@ def test_a_finished_run_resumes_without_calls(episode: Episode, tmp_path: Path) 
     assert again["score"] == first["score"] and again["usage"]["total"]["calls"] == 0
 
 
-def test_cli_run_detects_the_family(episode: Episode, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _served_episode(episode: Episode, tmp_path: Path) -> tuple[Path, Any]:
+    """The episode saved as a data file, and a fake-endpoint responder playing a scripted agent on it."""
     env = tmp_path / "data.json"
     save_episode(episode, env)
     agent = ScriptedAgent(episode)
@@ -126,6 +128,11 @@ def test_cli_run_detects_the_family(episode: Episode, tmp_path: Path, monkeypatc
         msgs = tuple({"role": m["role"], "content": m["content"]} for m in body["messages"])
         return agent(ChatRequest(role="agent", messages=msgs))
 
+    return env, respond
+
+
+def test_cli_run_detects_the_family(episode: Episode, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    env, respond = _served_episode(episode, tmp_path)
     with FakeEndpoint(responder=respond) as ep:
         monkeypatch.setenv("OPENAI_BASE_URL", ep.base_url)
         result = CliRunner().invoke(app, ["run", "--env", str(env), "--out", str(tmp_path / "run"),
@@ -221,14 +228,7 @@ def test_the_report_shows_axes_kinds_budget_and_trace(episode: Episode, tmp_path
 
 def test_cli_run_pins_the_served_model_honours_no_cache_and_records_the_model(
         episode: Episode, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    env = tmp_path / "data.json"
-    save_episode(episode, env)
-    agent = ScriptedAgent(episode)
-
-    def respond(body: dict) -> str:
-        msgs = tuple({"role": m["role"], "content": m["content"]} for m in body["messages"])
-        return agent(ChatRequest(role="agent", messages=msgs))
-
+    env, respond = _served_episode(episode, tmp_path)
     out = tmp_path / "run"
     with FakeEndpoint(responder=respond, model="model-a") as ep:
         monkeypatch.setenv("OPENAI_BASE_URL", ep.base_url)
