@@ -7,7 +7,7 @@ import random
 
 from ...seeding import derive_seed
 from .domain import DomainTemplate, load_domain, pools
-from .model import Change, EntityRecord, Episode, Event, Question, TierRecord
+from .model import Change, EntityRecord, Episode, Event, Question
 from .questions import Context, make_question, reasoning_question, retrieval_spec
 from .solve import REASONING_KINDS
 from .stream import changed_value, contradiction, correction_notice, document, memo
@@ -166,7 +166,7 @@ def build_episode(tier_name: str, domain_name: str, seed: int, salt: int = 0) ->
         ask(q, tier.sessions - 1)
 
     episode = Episode(domain=domain.name, seed=seed, salt=salt,
-                      tier=TierRecord(**{k: getattr(tier, k) for k in TierRecord.model_fields}),
+                      tier=tier,
                       note_chars=NOTE_CHARS, entity_names=sorted(order), absent_names=world.absent_names,
                       entities=records, changes=changes, events=events, questions=questions, reference_writes=0)
     from .strategies import run_strategy

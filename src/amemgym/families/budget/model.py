@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .tiers import Tier
+
 FORMAT_VERSION: Literal[1] = 1
 FAMILY: Literal["budget"] = "budget"
 
@@ -82,17 +84,6 @@ class Question(_Frozen):
     candidates: list[str] = Field(default_factory=list)
 
 
-class TierRecord(_Frozen):
-    """The tier's sizes as generated."""
-
-    name: str
-    entities: int
-    questions: int
-    corrections: int
-    writes: int
-    sessions: int
-
-
 class Episode(_Frozen):
     """One budget-family episode; the whole ``data.json``."""
 
@@ -101,7 +92,7 @@ class Episode(_Frozen):
     domain: str
     seed: int
     salt: int
-    tier: TierRecord
+    tier: Tier
     note_chars: int
     entity_names: list[str]
     absent_names: list[str]

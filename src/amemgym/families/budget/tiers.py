@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from pydantic import BaseModel, ConfigDict
 
 from ...errors import ConfigError
 
 
-@dataclass(frozen=True)
-class Tier:
-    """Sizes of one tier. ``writes`` is the memory write budget; ``sessions`` > 1 cuts the stream."""
+class Tier(BaseModel):
+    """Sizes of one tier. ``writes`` is the memory write budget; ``sessions`` > 1 cuts the stream.
+
+    The same record is stored in every episode file, so an episode says which sizes it was built with.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str
     entities: int
@@ -20,10 +24,10 @@ class Tier:
 
 
 TIERS: dict[str, Tier] = {t.name: t for t in (
-    Tier("lite", 30, 10, 3, 15, 1),
-    Tier("standard", 60, 20, 5, 30, 1),
-    Tier("hard", 120, 40, 10, 30, 1),
-    Tier("multi", 60, 20, 5, 30, 3),
+    Tier(name="lite", entities=30, questions=10, corrections=3, writes=15, sessions=1),
+    Tier(name="standard", entities=60, questions=20, corrections=5, writes=30, sessions=1),
+    Tier(name="hard", entities=120, questions=40, corrections=10, writes=30, sessions=1),
+    Tier(name="multi", entities=60, questions=20, corrections=5, writes=30, sessions=3),
 )}
 #: Entity documents per stream batch.
 BATCH_SIZE = 10
