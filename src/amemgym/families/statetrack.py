@@ -212,7 +212,7 @@ class StateTrack:
 
         from ..report.aggregate import cell_counts, degeneracy_flags
         from ..report.load import load_runs
-        from ..report.stats import cell_differences, paired_comparison
+        from ..report.stats import cell_differences, paired_comparison, result_rows
 
         a, b = load_runs([run_a, run_b])
         if a.environment_sha256 != b.environment_sha256:
@@ -226,12 +226,8 @@ class StateTrack:
         table = Table("quantity", "value", title=f"{b.label} (B) vs {a.label} (A): memory score, B - A")
         table.add_row("shared users / cells", f"{res.users} / {res.cells}")
         table.add_row("memory score A / B", f"{_mean(a.metrics)} / {_mean(b.metrics)}")
-        table.add_row("mean difference", f"{res.mean_diff:+.4f}")
-        ci = "n/a (one user)" if res.lo is None else f"[{res.lo:+.4f}, {res.hi:+.4f}]"
-        table.add_row("95 % bootstrap CI (users resampled)", ci)
-        how = "exact, all sign patterns" if res.exact else f"{res.resamples} random sign patterns"
-        table.add_row(f"p-value (paired sign-flip permutation over users; {how})", f"{res.p_value:.4g}")
-        table.add_row("seed / resamples", f"{res.seed} / {res.resamples}")
+        for row in result_rows(res, "user"):
+            table.add_row(*row)
         for name, run in (("A", a), ("B", b)):
             excluded, total = cell_counts(run.metrics)
             if total:

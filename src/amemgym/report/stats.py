@@ -42,6 +42,18 @@ class PairedComparison:
     seed: int
 
 
+def result_rows(res: PairedComparison, unit: str) -> list[tuple[str, str]]:
+    """The (quantity, value) rows every comparison table shows for ``res``; ``unit`` names what was resampled."""
+    ci = f"n/a (one {unit})" if res.lo is None else f"[{res.lo:+.4f}, {res.hi:+.4f}]"
+    how = "exact, all sign patterns" if res.exact else f"{res.resamples} random sign patterns"
+    return [
+        ("mean difference", f"{res.mean_diff:+.4f}"),
+        (f"95 % bootstrap CI ({unit}s resampled)", ci),
+        (f"p-value (paired sign-flip permutation over {unit}s; {how})", f"{res.p_value:.4g}"),
+        ("seed / resamples", f"{res.seed} / {res.resamples}"),
+    ]
+
+
 def _pooled(sums: np.ndarray, counts: np.ndarray) -> np.ndarray:
     # Mean over all cells of the selected users, i.e. weighted by each user's number of cells.
     return sums.sum(axis=-1) / counts.sum(axis=-1)

@@ -96,7 +96,7 @@ class Budget:
         """Composite difference B - A over the episodes both sides ran, episodes resampled."""
         from rich.table import Table
 
-        from ...report.stats import paired_comparison
+        from ...report.stats import paired_comparison, result_rows
         from .board import pair_runs
 
         p = pair_runs(run_a, run_b)
@@ -106,12 +106,8 @@ class Budget:
         table.add_row("shared episodes", str(n))
         table.add_row("composite A / B (shared episodes)",
                       f"{sum(p.composite_a.values()) / n:.4f} / {sum(p.composite_b.values()) / n:.4f}")
-        table.add_row("mean difference", f"{res.mean_diff:+.4f}")
-        ci = "n/a (one episode)" if res.lo is None else f"[{res.lo:+.4f}, {res.hi:+.4f}]"
-        table.add_row("95 % bootstrap CI (episodes resampled)", ci)
-        how = "exact, all sign patterns" if res.exact else f"{res.resamples} random sign patterns"
-        table.add_row(f"p-value (paired sign-flip permutation over episodes; {how})", f"{res.p_value:.4g}")
-        table.add_row("seed / resamples", f"{res.seed} / {res.resamples}")
+        for row in result_rows(res, "episode"):
+            table.add_row(*row)
         table.add_row("protocol A / B", f"{', '.join(sorted(p.protocols[0]))} / {', '.join(sorted(p.protocols[1]))}")
         console.print(table)
         for side, only in (("A", p.only_a), ("B", p.only_b)):
