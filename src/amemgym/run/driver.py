@@ -129,8 +129,9 @@ def run_command(
     if flags is not None:
         flags.apply(cfg)
     # Bad input is named before any endpoint is probed: a run directory of another run needs no network to refuse.
+    protocol = protocol_of(env, spec, cfg, off_policy)
     try:
-        existing_manifest(out_dir, protocol_of(env, spec, cfg, off_policy))
+        existing_manifest(out_dir, protocol)
     except RunError as mismatch:
         # A writer still holding the directory explains the mismatch better, so it is named first.
         with run_lock(out_dir, "amemgym run"):
@@ -151,7 +152,7 @@ def run_command(
         progress = RunProgress()
 
         runner = Runner(env, spec, out_dir, cfg, llm, env_path=env_path, off_policy=off_policy, progress=progress,
-                        allow_model_change=allow_model_change)
+                        allow_model_change=allow_model_change, protocol=protocol)
 
         async def go() -> Any:
             try:

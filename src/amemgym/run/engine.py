@@ -136,6 +136,7 @@ class Runner:
         progress: RunProgress | None = None,
         after_period: PeriodHook | None = None,
         allow_model_change: bool = False,
+        protocol: dict[str, Any] | None = None,
     ) -> None:
         self.env = env
         self.spec = spec
@@ -148,7 +149,8 @@ class Runner:
         self.after_period = after_period
         self.allow_model_change = allow_model_change
         self.environment_sha256: str | None = None
-        self._protocol: dict[str, Any] | None = None
+        # ``protocol_of`` for these inputs when the caller already computed it (it hashes the whole environment).
+        self._protocol: dict[str, Any] | None = protocol
 
     def _check_models(self, old: dict[str, Any], models: dict[str, dict[str, Any]]) -> dict[str, Any]:
         """Refuse to resume with another model unless allowed; an allowed change is logged in the manifest."""
@@ -174,7 +176,8 @@ class Runner:
 
     def _check_protocol(self) -> dict[str, Any] | None:
         """The manifest of an earlier invocation, once its protocol is checked; None for a new run."""
-        protocol = protocol_of(self.env, self.spec, self.cfg, self.off_policy.root if self.off_policy else None)
+        protocol = self._protocol or protocol_of(self.env, self.spec, self.cfg,
+                                                 self.off_policy.root if self.off_policy else None)
         self._protocol = protocol
         self.environment_sha256 = protocol["environment_sha256"]
         path = self.rundir.manifest
