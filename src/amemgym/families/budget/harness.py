@@ -14,7 +14,7 @@ import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from ...errors import AMemGymError, LLMError
 from ...llm.client import LLMClient
@@ -62,6 +62,33 @@ class EpisodeState:
                    list(d["writes_over_time"]), list(d["history"]))
 
 
+@runtime_checkable
+class ToolAgent(Protocol):
+    """Whoever picks the next tool call: an LLM, a plug-in, or a training loop (docs/budget.md, Running an agent).
+
+    The harness shows the conversation of the current event in the strict text protocol (system prompt, the
+    event's opening, then each reply and the harness's feedback) and expects one reply in the same protocol
+    back: a JSON object ``{"tool": NAME, "args": {...}}``. A tool agent that speaks another dialect (native
+    tool calls, say) translates both ways itself, so the harness, its store and its trace never depend on it.
+    """
+
+    async def act(self, messages: list[dict[str, str]], *, event: Event) -> str:
+        """The next reply for ``messages``; raising :class:`~amemgym.errors.LLMError` ends the event's turn."""
+        ...
+
+
+class LLMToolAgent:
+    """The built-in tool agent: the ``agent`` role's model, speaking the strict text protocol."""
+
+    def __init__(self, llm: LLMClient, *, max_tokens: int = 512) -> None:
+        self.llm, self.max_tokens = llm, max_tokens
+
+    async def act(self, messages: list[dict[str, str]], *, event: Event) -> str:
+        """One chat call; the reply text as the model wrote it."""
+        res = await self.llm.chat("agent", messages, max_tokens=self.max_tokens, tag="budget.agent")
+        return res.text
+
+
 def env_digest(raw: bytes) -> str:
     """sha256 of the episode file, recorded so a resume never mixes two episodes."""
     return hashlib.sha256(raw).hexdigest()
@@ -72,11 +99,12 @@ class Harness:
 
     def __init__(self, episode: Episode, llm: LLMClient, out_dir: Path, *, policy: str = "budget",
                  max_steps: int = MAX_STEPS_PER_EVENT, max_tokens: int = 512, digest: str = "",
-                 store_mode: str = "notes", embed_search: bool = True) -> None:
+                 store_mode: str = "notes", embed_search: bool = True, agent: ToolAgent | None = None) -> None:
         if policy not in POLICIES:
             raise ValueError(policy)
         self.episode, self.llm, self.out_dir, self.policy = episode, llm, out_dir, policy
         self.max_steps, self.max_tokens, self.digest = max_steps, max_tokens, digest
+        self.agent: ToolAgent = agent if agent is not None else LLMToolAgent(llm, max_tokens=max_tokens)
         budget = None if policy == "long-context" else episode.tier.writes
         self.store = BudgetStore(budget=budget, note_chars=episode.note_chars, mode=store_mode)
         self.embed_search = embed_search or store_mode == "vector"
@@ -148,12 +176,11 @@ class Harness:
                     {"role": "user", "content": self._opening(ev)}]
         for step in range(self.max_steps):
             try:
-                res = await self.llm.chat("agent", messages, max_tokens=self.max_tokens, tag="budget.agent")
+                reply = await self.agent.act(messages, event=ev)
             except LLMError as exc:
                 # A failed call is recorded, never turned into an answer; the question stays unanswered.
                 self._trace({"event": ev.index, "step": step, "error": str(exc)})
                 break
-            reply = res.text
             messages.append({"role": "assistant", "content": reply})
             finished, feedback, record = await self._apply(ev, reply)
             self._trace({"event": ev.index, "kind": ev.kind, "step": step, "reply": reply, **record,
