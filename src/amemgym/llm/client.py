@@ -10,9 +10,8 @@ import random
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type
 
 from ..config import ROLE_TEMPERATURE, EndpointConfig, LLMConfig
@@ -25,6 +24,9 @@ from .redact import redact, register_secret
 from .types import ChatMessage, ChatRequest, ChatResult
 from .urls import check_base_url
 from .usage import UsageLedger
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 def default_cache_dir() -> Path:

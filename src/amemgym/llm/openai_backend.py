@@ -12,17 +12,19 @@ from __future__ import annotations
 import asyncio
 import json
 from time import perf_counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 from urllib.request import getproxies_environment, proxy_bypass_environment  # type: ignore[attr-defined]
 
 import aiohttp
-import numpy as np
 
 from .backends import PermanentError, TransientError
 from .redact import redact, register_secret
 from .timeouts import resolve_timeouts
 from .types import ChatRequest, ChatResult
+
+if TYPE_CHECKING:
+    import numpy as np
 
 _RETRYABLE_STATUS = {408, 409, 425, 429}
 #: Far above any chat reply (a few KB) or embedding batch (about 2 MB for 64 texts at 1536 dimensions).
@@ -246,6 +248,8 @@ class OpenAIBackend:
 
     async def embed(self, texts: list[str]) -> np.ndarray:
         """Embeddings from the server's ``/embeddings`` route, L2-normalised."""
+        import numpy as np
+
         model = await self.model()
         resp = await self._request("POST", "/embeddings", {"model": model, "input": texts})
         try:

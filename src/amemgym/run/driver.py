@@ -155,11 +155,14 @@ def run_command(
                         allow_model_change=allow_model_change, protocol=protocol)
 
         async def go() -> Any:
+            # What the metrics and the report need afterwards is imported while the run waits on the network.
+            preload = asyncio.get_running_loop().run_in_executor(None, _preload_report)
             try:
                 return await runner.run(executor=distributed)
             finally:
                 progress.close()
                 await llm.aclose()
+                await preload
 
         with _calm_gc():
             outcome = asyncio.run(go())
@@ -171,6 +174,12 @@ def run_command(
         sha = runner.environment_sha256
         write_run_report(out_dir, console, environment=(env, sha) if sha else None)
         return 1 if outcome.failures or not outcome.metrics["complete"] else 0
+
+
+def _preload_report() -> None:
+    """Import the report builder (and NumPy with it); a missing extra is reported later, where it is used."""
+    with contextlib.suppress(ImportError):
+        import amemgym.report.build  # noqa: F401
 
 
 @contextlib.contextmanager
