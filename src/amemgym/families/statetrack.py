@@ -194,7 +194,7 @@ class StateTrack:
 
     def leaderboard(self, run_dirs: list[Path]) -> Board:
         """Memory-score ranking within groups of the same environment and protocol."""
-        from ..report.leaderboard import DISPLAY_COLUMNS, display_rows, leaderboard, to_csv, to_markdown
+        from ..report.leaderboard import display_columns, display_rows, leaderboard, to_csv, to_markdown
         from ..report.load import load_runs
 
         entries = leaderboard(load_runs(list(run_dirs)))
@@ -203,7 +203,7 @@ class StateTrack:
         if len({e.group for e in entries}) > 1:
             notes.append("note: runs differ in environment or protocol; each group is ranked separately")
         return Board(family=self.name, title="amemgym leaderboard (ranked within each group)",
-                     columns=DISPLAY_COLUMNS, rows=display_rows(entries), notes=notes,
+                     columns=display_columns(), rows=display_rows(entries), notes=notes,
                      markdown=to_markdown(entries), csv=to_csv(entries))
 
     def compare(self, run_a: Path, run_b: Path, *, bootstrap: int, seed: int, console: Console) -> int:
