@@ -86,10 +86,13 @@ def evolve_command(cfg: Any, env_path: Path | None, agent: str, feedback: str, o
         roles = dict(cfg.llm.roles)
         roles["agent"] = {**roles.get("agent", {}), **spec.llm_overrides}
         cfg.llm.roles = roles
-    if flags is not None:
-        flags.apply(cfg)
     extra = ([evolver_role] if feedback != "none" else []) + (["judge"] if recall else [])
-    preflight(cfg.llm, run_roles(spec.roles, extra=extra))
+    called = run_roles(spec.roles, extra=extra)
+    if flags is not None:
+        flags.refuse_unused_judge(called, "amemgym evolve", "--no-recall, and the policy is not rewritten by the "
+                                  "judge role")
+        flags.apply(cfg)
+    preflight(cfg.llm, called)
     llm = LLMClient.from_config(cfg.llm, serial=cfg.run.serial)
     limits = PolicyLimits(max_chars=max_policy_chars)
     evolver = None if feedback == "none" else LLMEvolver(llm, role=evolver_role, max_chars=max_policy_chars)

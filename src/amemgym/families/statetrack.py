@@ -143,6 +143,13 @@ class StateTrack:
 
         r = request
         flags = ModelFlags(r.model, r.user_model, r.judge_model, r.max_connections)
+        if r.judge_model is not None:
+            from ..agents.registry import resolve_agent
+            from ..llm.preflight import run_roles
+
+            # Refused before the first trial starts; an agent plug-in that declares the judge role keeps it.
+            called = run_roles(resolve_agent(r.agent).roles, off_policy=r.off_policy is not None)
+            flags.refuse_unused_judge(called, "amemgym run", "multiple-choice answers are scored exactly")
         # With neither an environment nor a config, run the bundled tiny demo with its sized-down settings.
         cfg = app_config(r.config if r.config or r.env else "tiny", r.sets)
         if r.serial:
