@@ -2,9 +2,10 @@
 
 ``--model`` is the assistant under test (the ``agent`` role; its memory writes follow it unless the
 ``memory`` role is configured apart), ``--user-model`` the simulated user (``simulator``),
-``--judge-model`` the ``judge`` role (refused by a command that will call no judge), and ``--max-connections`` caps calls in flight per endpoint for every
-role. The embedder is not touched: it stays the local MiniLM unless the ``embedder`` role has an endpoint.
-Flags override config files, presets, ``--set`` and an agent file's own ``llm`` section.
+``--judge-model`` the ``judge`` role (refused by a command that will call no judge), and
+``--max-connections`` caps calls in flight per endpoint for every role. The embedder is not touched: it
+stays the local MiniLM unless the ``embedder`` role has an endpoint. Flags override config files,
+presets, ``--set`` and an agent file's own ``llm`` section.
 """
 
 from __future__ import annotations
