@@ -60,19 +60,6 @@ def last_user(req: ChatRequest) -> str:
     return ""
 
 
-def rules(table: list[tuple[str | None, str, str | Callable[[ChatRequest], str]]], default: str = "OK") -> Script:
-    """A responder from ``(role or None, substring of the last user message, reply)`` rules, first match wins."""
-
-    def respond(req: ChatRequest) -> str:
-        text = last_user(req)
-        for role, needle, reply in table:
-            if (role is None or role == req.role) and needle in text:
-                return reply(req) if callable(reply) else reply
-        return default
-
-    return respond
-
-
 class HashEmbedder:
     """Deterministic bag-of-words hashing embedder (no model) for tests and model-free strategies."""
 
