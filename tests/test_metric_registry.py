@@ -77,8 +77,20 @@ def test_unregistering_removes_it_everywhere(lucky: str) -> None:
 def test_a_taken_name_is_refused() -> None:
     with pytest.raises(ValueError, match="'memory_score' is already registered"):
         metric("memory_score", "a second memory score")(lambda cell: 0.0)
-    with pytest.raises(ValueError, match="only pooled metrics sit in a group"):
+    with pytest.raises(ValueError, match="only pooled metrics sit in a group or under a key"):
         metric("stray", "a cell metric in a group", group="failure_rates")
+    # A key that metrics.json already uses for something else would be overwritten without a word.
+    for name, options in (("users", {}), ("failure_rates", {"level": "pooled"}),
+                          ("x", {"level": "pooled", "key": "flags"}), ("y", {"level": "pooled", "key": "overall"}),
+                          ("z", {"level": "pooled", "group": "degenerate"}),
+                          ("w", {"level": "pooled", "group": "overall"}),
+                          ("v", {"level": "pooled", "group": "failure_rates", "key": "read"})):
+        with pytest.raises(ValueError, match="reserved or already written"):
+            metric(name, "a clash", **options)(lambda cell: 0.0)
+        assert find(name) is None
+    # A new member of an existing group is fine.
+    metric("v", "a fourth failure rate", level="pooled", group="failure_rates", key="v")(lambda rows: None)
+    unregister("v")
     assert find("memory_score") is not None and find("memory_score").bounded is False  # type: ignore[union-attr]
 
 

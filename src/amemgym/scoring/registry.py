@@ -76,7 +76,8 @@ class Metric:
             every trial).
         percent: the report shows it as a percentage.
         group: a pooled metric is written under this key of its block (``failure_rates``), as ``key``.
-        key: where its value is written (the name unless it sits in a group).
+        key: where a pooled metric's value is written (the name by default; every other level writes under
+            its name).
     """
 
     name: str
@@ -109,6 +110,10 @@ class Metric:
 
 
 _REGISTRY: dict[str, Metric] = {}
+#: Keys that ``metrics.json`` (and ``trials.json``) use for other things than a metric: a metric written
+#: under one would overwrite them.
+RESERVED: frozenset[str] = frozenset({"period", "users", "undefined_memory_cells", "memory_cells", "flags",
+                                      "degenerate", "memory_recall", "trial", "complete", "ci"})
 
 
 def metric(name: str, description: str, *, level: Level = "cell", label: str | None = None,
@@ -122,15 +127,25 @@ def metric(name: str, description: str, *, level: Level = "cell", label: str | N
     with a value per run that a table can show).
 
     Raises:
-        ValueError: if ``name`` is taken (two metrics under one key would silently overwrite each other), or
-            ``group`` is given to a metric that is not pooled.
+        ValueError: if ``name`` is taken, its key is :data:`RESERVED` or written by another metric or group
+            (two entries under one key would silently overwrite each other), or ``group`` or ``key`` is
+            given to a metric that is not pooled.
     """
-    if group is not None and level != "pooled":
-        raise ValueError(f"metric {name!r}: only pooled metrics sit in a group")
+    if (group is not None or key is not None) and level != "pooled":
+        raise ValueError(f"metric {name!r}: only pooled metrics sit in a group or under a key of their own")
 
     def register(fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
         if name in _REGISTRY:
             raise ValueError(f"a metric named {name!r} is already registered")
+        # One namespace for every block's top-level keys; a group's members only need distinct keys in it.
+        tops = {m.group or m.key for m in _REGISTRY.values()}
+        top = group or key or name
+        clash = (top in RESERVED or name in RESERVED
+                 or (group is None and top in tops)
+                 or (group is not None and (group, key or name) in {(m.group, m.key) for m in _REGISTRY.values()})
+                 or (group is not None and any(m.group is None and m.key == group for m in _REGISTRY.values())))
+        if clash:
+            raise ValueError(f"metric {name!r}: its key is reserved or already written by another entry")
         text = label or name.replace("_", " ")
         _REGISTRY[name] = Metric(
             name, description, fn, level, text, short or text, bounded, higher_is_better,
