@@ -35,23 +35,24 @@ def _num(stat: Any) -> str:
 
 def print_cycles(console: Console, metrics: dict[str, Any], evolution: dict[str, Any]) -> None:
     """One row per cycle (period): memory score, failure rates, recall, and what happened to the policy."""
+    from ..scoring.registry import FAILURE_GROUP, registered
+
+    rates = [m for m in registered("pooled") if m.group == FAILURE_GROUP]
     status: dict[int, list[str]] = {}
     for cycles in evolution.get("users", {}).values():
         for c in cycles:
             status.setdefault(int(c["period"]), []).append(c["status"])
-    table = Table("cycle", "memory score", "write", "read", "utilization", "recall", "policy updates",
+    table = Table("cycle", "memory score", *(m.label for m in rates), "recall", "policy updates",
                   title=f"{metrics.get('agent')}: per cycle (mean over users)")
     for row in metrics.get("per_period", []):
         p = int(row["period"])
-        rates = row.get("failure_rates") or {}
         done = status.get(p, [])
         updates = ", ".join(f"{done.count(s)} {s}" for s in ("accepted", "rejected", "unchanged") if s in done)
-        table.add_row(str(p), _num(row.get("memory_score")), _num(rates.get("write")), _num(rates.get("read")),
-                      _num(rates.get("utilization")), _num(row.get("memory_recall")), updates or "-")
+        table.add_row(str(p), _num(row.get("memory_score")), *(_num(m.read(row)) for m in rates),
+                      _num(row.get("memory_recall")), updates or "-")
     o = metrics["overall"]
-    rates = o.get("failure_rates") or {}
-    table.add_row("all", _num(o.get("memory_score")), _num(rates.get("write")), _num(rates.get("read")),
-                  _num(rates.get("utilization")), _num(o.get("memory_recall")), "", style="bold")
+    table.add_row("all", _num(o.get("memory_score")), *(_num(m.read(o)) for m in rates), _num(o.get("memory_recall")),
+                  "", style="bold")
     console.print(table)
 
 

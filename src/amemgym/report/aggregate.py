@@ -7,12 +7,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..scoring.registry import HEADLINE, Metric, find, in_display_order, registered
+from ..scoring.registry import FAILURE_GROUP, HEADLINE, Metric, find, in_display_order, registered
 
 #: The extra curve of self-evolution runs (memory factual recall per period), drawn after the registered ones.
 RECALL_CURVE: tuple[str, str] = ("memory_recall", "Memory recall")
-#: The group of ``metrics.json`` whose pooled metrics the diagnosis chart draws.
-FAILURE_GROUP = "failure_rates"
 
 
 def failure_kinds() -> tuple[str, ...]:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._t95_table import T95_TABLE
-from .registry import Cell, Metric, Row, metric, ratio, registered
+from .registry import FAILURE_GROUP, Cell, Metric, Row, metric, ratio, registered
 
 
 def t95(dof: int) -> float:
@@ -231,12 +231,12 @@ def memory_score_original(rows: Sequence[Row]) -> float | str | None:
 
 
 ratio("write_rate", "write failures / (question, required variable) probe items", "write_failures", "probe_items",
-      label="write", higher_is_better=False, percent=True, group="failure_rates", key="write")
+      label="write", higher_is_better=False, percent=True, group=FAILURE_GROUP, key="write")
 ratio("read_rate", "read failures / (question, required variable) probe items", "read_failures", "probe_items",
-      label="read", higher_is_better=False, percent=True, group="failure_rates", key="read")
+      label="read", higher_is_better=False, percent=True, group=FAILURE_GROUP, key="read")
 ratio("utilization_rate", "questions answered wrongly with every required variable probed right / questions",
       "utilization_failures", "questions", label="utilization", short="util", higher_is_better=False,
-      percent=True, group="failure_rates", key="utilization")
+      percent=True, group=FAILURE_GROUP, key="utilization")
 
 
 def diagnose(outcomes: Iterable[QuestionOutcome]) -> dict[tuple[str, int, int], dict[str, Any]]:

@@ -182,6 +182,8 @@ def registered(level: Level | None = None) -> tuple[Metric, ...]:
 
 #: Shown first, in this order (the headline quantities); other metrics follow in registration order.
 _DISPLAY_FIRST: tuple[str, ...] = ("overall", "upper_bound", "random", "memory_score")
+#: The group of the write/read/utilization failure rates (the report's diagnosis bars draw its members).
+FAILURE_GROUP = "failure_rates"
 #: The metric the leaderboard ranks by and the report leads with (its interval and excluded cells shown).
 HEADLINE = "memory_score"
 
