@@ -151,7 +151,11 @@ class NumpyVectorStore:
         return rec.id
 
     def add_many(self, items: list[tuple[str, str, str]], vectors: np.ndarray) -> list[int]:
-        """Append several ``(text, time, kind)`` memories with one matrix copy."""
+        """Append several ``(text, time, kind)`` memories with one matrix copy.
+
+        Public API for bulk loading (a plug-in importing memories; ``bench/bench_vector_store.py`` measures
+        it); the built-in agents write one memory at a time with :meth:`add`.
+        """
         if not items:
             return []
         vecs = np.asarray(vectors, dtype=np.float32).reshape(len(items), -1)

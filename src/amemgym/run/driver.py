@@ -19,7 +19,7 @@ from ..errors import ConfigError, RunError
 from ..llm.client import LLMClient
 from ..llm.health import describe as describe_problem
 from ..llm.preflight import preflight, run_roles
-from ..scoring.registry import in_display_order
+from ..scoring.registry import in_display_order, registered
 from .engine import Runner, existing_manifest, protocol_of
 from .flags import ModelFlags, first_users
 from .lock import run_lock
@@ -55,10 +55,11 @@ def print_summary(console: Console, metrics: dict[str, Any], rundir: Path) -> No
         if name == "memory_score" and cells.get("total"):
             text += f" ({cells['undefined']}/{cells['total']} cells excluded: UB <= R)"
         table.add_row(name, text)
-    rates = o["failure_rates"]
-    for name in ("write", "read", "utilization"):
-        v = rates.get(name)
-        table.add_row(f"{name} failure rate", "n/a" if v is None else f"{v:.3f}")
+    for m in registered("pooled"):
+        v = m.read(o)
+        # A grouped rate is named with its group's singular: "write failure rate".
+        name = f"{m.label} {m.group.removesuffix('s').replace('_', ' ')}" if m.group else m.label
+        table.add_row(name, "n/a" if v is None else f"{v:.3f}")
     console.print(table)
     from ..scoring.metrics import RESULT_FLAGS
     from ..validity.sim_audit import degenerate_warning

@@ -8,17 +8,16 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from ..llm.backends import PermanentError, TransientError
+from ..llm.cache import ResponseCache
+from ..llm.client import LLMClient
 from ..llm.types import ChatRequest, ChatResult
-
-if TYPE_CHECKING:
-    from ..llm.client import LLMClient
 
 Script = Callable[[ChatRequest], "str | BaseException"]
 
@@ -61,19 +60,6 @@ def last_user(req: ChatRequest) -> str:
     return ""
 
 
-def rules(table: list[tuple[str | None, str, str | Callable[[ChatRequest], str]]], default: str = "OK") -> Script:
-    """A responder from ``(role or None, substring of the last user message, reply)`` rules, first match wins."""
-
-    def respond(req: ChatRequest) -> str:
-        text = last_user(req)
-        for role, needle, reply in table:
-            if (role is None or role == req.role) and needle in text:
-                return reply(req) if callable(reply) else reply
-        return default
-
-    return respond
-
-
 class HashEmbedder:
     """Deterministic bag-of-words hashing embedder (no model) for tests and model-free strategies."""
 
@@ -109,18 +95,27 @@ class HashEmbedder:
 SCRIPTED_ROLES = ("agent", "simulator", "memory", "judge", "generator")
 
 
-def scripted_client(script: Script, *, cache: Path | None = None, embedder: bool = True) -> LLMClient:
-    """An :class:`~amemgym.llm.client.LLMClient` whose every chat role is answered by ``script``.
+class ScriptedClient(LLMClient):
+    """A real :class:`~amemgym.llm.client.LLMClient` whose chat roles are answered by one
+    :class:`ScriptedBackend`, kept as ``scripted`` so a test can count and read the requests that reached
+    the model (cache hits never do)."""
+
+    def __init__(self, backend: ScriptedBackend, roles: Sequence[str], *, cache: ResponseCache | None,
+                 embedder: HashEmbedder | None) -> None:
+        super().__init__(backends={role: backend for role in roles}, embedder=embedder, cache=cache,
+                         backoff_base=0.001)
+        self.scripted = backend
+
+
+def scripted_client(script: Script, *, cache: Path | None = None, embedder: bool = True,
+                    roles: Sequence[str] = SCRIPTED_ROLES) -> ScriptedClient:
+    """A :class:`ScriptedClient` answering ``roles`` with ``script``.
 
     Args:
         script: maps each request to its reply (see :class:`ScriptedBackend`).
         cache: a response-cache file, to exercise caching and resume; None for no cache.
         embedder: use :class:`HashEmbedder` for embeddings (no model needed).
+        roles: the roles the script answers; any other role resolves from the (default) configuration.
     """
-    from ..llm.cache import ResponseCache
-    from ..llm.client import LLMClient
-
-    backend = ScriptedBackend(script)
-    return LLMClient(backends={role: backend for role in SCRIPTED_ROLES},
-                     embedder=HashEmbedder() if embedder else None,
-                     cache=ResponseCache(cache) if cache is not None else None, backoff_base=0.001)
+    return ScriptedClient(ScriptedBackend(script), roles, cache=ResponseCache(cache) if cache is not None else None,
+                          embedder=HashEmbedder() if embedder else None)
