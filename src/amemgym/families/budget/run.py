@@ -41,6 +41,10 @@ def policy_of(agent: str) -> tuple[str, str]:
 
 async def run_episode(env: Path, agent: str, out_dir: Path, llm: LLMClient) -> dict[str, Any]:
     """Run (or resume) one episode and return the results record (also written to ``results.json``)."""
+    if agent not in AGENTS:  # a MemoryAgent (rag, awe, awi, a plug-in), metered by the harness
+        from .memory_agents import run_memory_episode
+
+        return await run_memory_episode(env, agent, out_dir, llm)
     policy, store_mode = policy_of(agent)
     episode, raw = load_episode(env)
     t0 = wall_clock()
@@ -119,9 +123,12 @@ def run_budget(cfg: AppConfig, env: Path, agent: str, out_dir: Path, *, console:
     """
     if unsupported:
         raise ConfigError(f"{', '.join(unsupported)} not supported for budget-family episodes yet")
-    policy_of(agent)
     llm_cfg = cfg.llm.model_copy(update={"cache": False}) if no_cache else cfg.llm
     llm = LLMClient.from_config(llm_cfg, serial=serial or cfg.run.serial)
+    if agent not in AGENTS:
+        from .memory_agents import plan_agent
+
+        plan_agent(agent, llm)  # an agent whose memory cannot be metered is refused before anything is written
 
     async def go() -> dict[str, Any]:
         try:
