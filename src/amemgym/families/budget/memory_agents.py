@@ -379,7 +379,8 @@ class MemoryAgentHarness:
         if not self.checkpoint_path.exists():
             return
         data = json.loads(self.checkpoint_path.read_text(encoding="utf-8"))
-        if data.get("digest") != self.digest or data.get("policy") != POLICY or data.get("agent") != self.plan.spec.name:
+        same = (data.get("digest"), data.get("policy"), data.get("agent")) == (self.digest, POLICY, self.plan.spec.name)
+        if not same:
             raise RunError(f"{self.out_dir} holds a run of another episode or agent; use a new --out")
         self.state = MemoryRunState(**{k: data[k] for k in MemoryRunState.__dataclass_fields__})
         self.meter.load(self.state.meter)
@@ -430,9 +431,10 @@ class MemoryAgentHarness:
         message = render("budget_memory_event", index=ev.index + 1, total=len(self.episode.events),
                          kind=ev.kind.replace("_", " "), text=ev.text)
         before = self.state.snapshot
-        error = reply = None
+        error: str | None = None
+        said: str | None = None
         try:
-            reply = await agent.reply(message, time=self._time(ev))
+            said = await agent.reply(message, time=self._time(ev))
             flush = getattr(agent, "flush", None)
             if callable(flush):
                 await flush()
@@ -454,7 +456,7 @@ class MemoryAgentHarness:
                            "and the conversation cut after every event (docs/budget.md, Memory agents)")
         self.state.snapshot = snapshot
         self._trace({**rec, "tool": "reply", "args": {"time": self._time(ev), "message_chars": len(message)},
-                     "reply": reply, "ok": error is None, **({"error": error} if error else {}),
+                     "reply": said, "ok": error is None, **({"error": error} if error else {}),
                      "result": f"writes charged {self.meter.writes_used - used_before}; used {self.meter.writes_used} "
                                f"of {self.meter.budget}; refused so far {sum(self.meter.refused.values())}; "
                                f"cut to the note cap so far {self.meter.truncated}",
