@@ -16,6 +16,7 @@ from amemgym.errors import AgentError, ConfigError, RunError
 from amemgym.families.budget.board import leaderboard, protocol_of
 from amemgym.families.budget.generate import build_episode
 from amemgym.families.budget.io import save_episode
+from amemgym.families.budget.memory_agents import shape_problem
 from amemgym.families.budget.model import Episode
 from amemgym.families.budget.run import run_episode
 from amemgym.llm.types import ChatRequest
@@ -265,3 +266,13 @@ def test_metered_memory_agents_rank_with_tool_agents_and_never_with_unmetered_ru
     page = (tmp_path / "r.html").read_text()
     assert "answer" in page and "writes charged" in page
 
+
+
+def test_outside_the_metered_memory_only_counters_may_change() -> None:
+    fresh = {"buffer": [], "counters": {"writes": 0}, "policy": "keep facts", "pad": "." * 50}
+    assert shape_problem(fresh, {**fresh, "counters": {"writes": 12}}, "s") is None
+    assert shape_problem(fresh, {**fresh, "buffer": ["a message"]}, "s") == "s.buffer changed length"
+    assert shape_problem(fresh, {**fresh, "pad": "Wild Lantern: 1" + "." * 35}, "s") == "s.pad changed"
+    huge = {**fresh, "counters": {"writes": 10**40}}
+    assert shape_problem(fresh, huge, "s") == "s.counters.writes is no longer a counter"
+    assert shape_problem(fresh, {**fresh, "extra": 1}, "s") == "s has other keys"

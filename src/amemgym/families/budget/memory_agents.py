@@ -7,8 +7,8 @@ agent's code does. docs/budget.md, "Memory agents", states the rules; in short:
 - Each non-question event is one ``reply``; then ``flush`` (when the agent has it) writes the agent's
   window to memory and empties it. Each question is one ``answer`` whose effects are thrown away.
 - After every event the agent is rebuilt by its factory and restored from its snapshot, so only what the
-  snapshot holds carries over, and the harness checks that the part of it outside the metered memory
-  does not grow. A resumed run takes exactly the same path.
+  snapshot holds carries over, and the harness checks that outside the metered memory the snapshot keeps
+  a fresh agent's shape (only counters change). A resumed run takes exactly the same path.
 - Vector-store agents get a :class:`MeteredVectorStore` through ``AgentContext.store_factory``; the AWI
   agent's notes dictionary is metered by comparing its snapshot before and after the event. mem0 and
   plug-ins that keep memory elsewhere are refused (exit 2).
@@ -42,8 +42,8 @@ from .validity import judge
 
 #: Longest time stamp, kind tag or notes key a metered memory keeps (they are labels, not storage).
 META_CHARS = 40
-#: How many bytes the agent's snapshot outside its metered memory may grow over a fresh agent's (counters).
-UNMETERED_ALLOWANCE = 256
+#: Largest magnitude a number outside the metered memory may take (counters; a huge integer could hold text).
+MAX_COUNTER = 10**15
 #: Why each refused write was refused, as counted in ``results.json``.
 REFUSALS = ("budget", "question", "empty", "missing")
 POLICY = "memory-agent"
@@ -262,6 +262,30 @@ def _strip(obj: Any, target: dict[str, Any]) -> tuple[Any, int]:
     return obj, 0
 
 
+def shape_problem(fresh: Any, now: Any, where: str) -> str | None:
+    """How ``now`` departs from ``fresh`` other than in the values of numbers, or None.
+
+    Keys, list lengths, strings, booleans and nulls must stay as they were; a number may change but stay a
+    finite number below :data:`MAX_COUNTER` in magnitude.
+    """
+    if isinstance(fresh, bool) or fresh is None or isinstance(fresh, str):
+        return None if type(now) is type(fresh) and now == fresh else f"{where} changed"
+    if isinstance(fresh, int | float):
+        if isinstance(now, int | float) and not isinstance(now, bool) and abs(now) < MAX_COUNTER:
+            return None
+        return f"{where} is no longer a counter"
+    if isinstance(fresh, dict):
+        if not isinstance(now, dict) or now.keys() != fresh.keys():
+            return f"{where} has other keys"
+        return next((p for k in fresh if (p := shape_problem(fresh[k], now[k], f"{where}.{k}"))), None)
+    if isinstance(fresh, list):
+        if not isinstance(now, list) or len(now) != len(fresh):
+            return f"{where} changed length"
+        return next((p for i, (a, b) in enumerate(zip(fresh, now, strict=True))
+                     if (p := shape_problem(a, b, f"{where}[{i}]"))), None)
+    return f"{where} is of an unexpected type"
+
+
 @dataclass(frozen=True)
 class Plan:
     """How an agent's memory is metered: ``vector`` (the metered store) or ``notes`` (AWI's dictionary)."""
@@ -325,7 +349,7 @@ class MemoryRunState:
     meter: dict[str, Any]
     answers: dict[str, str]
     writes_over_time: list[int]
-    limit: int
+    fresh: Any
 
 
 class MemoryAgentHarness:
@@ -335,7 +359,7 @@ class MemoryAgentHarness:
         self.episode, self.llm, self.out_dir, self.plan, self.digest = episode, llm, out_dir, plan, digest
         self.meter = Meter(episode.tier.writes, episode.note_chars)
         self.domain = load_domain(episode.domain)
-        self.state = MemoryRunState(0, None, self.meter.to_dict(), {}, [], 0)
+        self.state = MemoryRunState(0, None, self.meter.to_dict(), {}, [], None)
         self.stores: list[MeteredVectorStore] = []
 
     @property
@@ -358,8 +382,8 @@ class MemoryAgentHarness:
                 self.meter.restoring = False
         return agent
 
-    def _outside(self, snapshot: dict[str, Any]) -> int:
-        """Bytes of the snapshot outside the metered memory (and the window, which must be empty)."""
+    def _outside(self, snapshot: dict[str, Any]) -> Any:
+        """The snapshot without its metered memory."""
         if self.plan.memory == "notes":
             rest = {**snapshot, "memory": {k: v for k, v in snapshot["memory"].items() if k != "notes"}}
         else:
@@ -367,7 +391,7 @@ class MemoryAgentHarness:
             if found != 1:
                 raise RunError(f"agent {self.plan.spec.name!r}: its snapshot must hold the metered store's "
                                f"snapshot exactly once (found {found}), or a resumed run would lose or fork memory")
-        return len(json.dumps(rest, sort_keys=True, ensure_ascii=False))
+        return rest
 
     # ---- checkpoints --------------------------------------------------------------------------------
     def _save(self) -> None:
@@ -399,7 +423,7 @@ class MemoryAgentHarness:
             (self.out_dir / "trace.jsonl").unlink(missing_ok=True)
             fresh = self._agent(None)
             self.state.snapshot = await fresh.snapshot()
-            self.state.limit = self._outside(self.state.snapshot) + UNMETERED_ALLOWANCE
+            self.state.fresh = self._outside(self.state.snapshot)
         for ev in self.episode.events[self.state.next_event:]:
             await self._event(ev)
             self.state.next_event = ev.index + 1
@@ -449,11 +473,11 @@ class MemoryAgentHarness:
             snapshot = {**snapshot, "memory": {**snapshot["memory"], "notes": kept}}
         else:
             snapshot = await self._settle_store(agent)
-        size = self._outside(snapshot)
-        if size > self.state.limit:
-            raise RunError(f"agent {self.plan.spec.name!r} keeps {size} bytes outside its metered memory after event "
-                           f"{ev.index + 1} (at most {self.state.limit}); a budget episode needs all memory metered "
-                           "and the conversation cut after every event (docs/budget.md, Memory agents)")
+        problem = shape_problem(self.state.fresh, self._outside(snapshot), "snapshot")
+        if problem:
+            raise RunError(f"agent {self.plan.spec.name!r} keeps state outside its metered memory after event "
+                           f"{ev.index + 1}: {problem}; only counters may change there, so that all memory is "
+                           "metered and the conversation is cut (docs/budget.md, Memory agents)")
         self.state.snapshot = snapshot
         self._trace({**rec, "tool": "reply", "args": {"time": self._time(ev), "message_chars": len(message)},
                      "reply": said, "ok": error is None, **({"error": error} if error else {}),
