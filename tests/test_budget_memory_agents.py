@@ -73,6 +73,7 @@ def test_rag_runs_a_lite_episode_through_amemgym_run(episode: Episode, env: Path
                                           "--set", f"llm.roles.embedder.base_url={ep.base_url}"])
     assert result.exit_code == 0, result.output
     res = json.loads((out / "results.json").read_text())
+    assert f"meter refused {res['refused_writes']} memory write(s)" in " ".join(result.output.split())
     assert res["agent"] == "rag" and res["metered"] is True and res["interface"] == "memory-agent"
     assert res["agent_model"] == "model-a"
     s = res["score"]

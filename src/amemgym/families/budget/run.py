@@ -156,4 +156,7 @@ def run_budget(cfg: AppConfig, env: Path, agent: str, out_dir: Path, *, console:
                   f"calls, {total['prompt_tokens']} prompt + {total['completion_tokens']} completion tokens, "
                   f"{results['wall_seconds_last_invocation']:.1f} s; results: {out_dir / 'results.json'}",
                   highlight=False)
+    if "refused_writes" in results:
+        console.print(f"the harness's meter refused {results['refused_writes']} memory write(s) and cut "
+                      f"{results['truncated_writes']} to the note cap", highlight=False)
     return 0
