@@ -158,3 +158,14 @@ def answer_writer(llm: LLMClient, ctx: AgentContext) -> AnswerWriter:
 
 def list_keeper(llm: LLMClient, ctx: AgentContext) -> ListKeeper:
     return ListKeeper(llm, ctx)
+
+
+class Buggy(StoreAgent):
+    """Its reply has a bug."""
+
+    async def reply(self, message: str, *, time: str) -> str:
+        raise ValueError("off by one")
+
+
+def buggy(llm: LLMClient, ctx: AgentContext) -> Buggy:
+    return Buggy(llm, ctx)

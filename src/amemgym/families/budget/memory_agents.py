@@ -17,9 +17,10 @@ agent's code does. docs/budget.md, "Memory agents", states the rules; in short:
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -28,7 +29,7 @@ from ...agents.base import AgentContext, MemoryAgent
 from ...agents.mem0_adapter import Mem0Agent
 from ...agents.registry import AgentSpec, resolve_agent
 from ...agents.vector_store import Hit, MemoryRecord, NumpyVectorStore
-from ...errors import AgentError, ConfigError, LLMError, RunError
+from ...errors import AgentError, AMemGymError, ConfigError, LLMError, RunError
 from ...llm.client import LLMClient
 from ...prompts import render
 from ...storage import append_jsonl, atomic_write_json, atomic_write_text
@@ -39,6 +40,8 @@ from .model import Episode, Event
 from .scoring import score_episode
 from .store import LedgerEntry
 from .validity import judge
+
+T = TypeVar("T")
 
 #: Longest time stamp, kind tag or notes key a metered memory keeps (they are labels, not storage).
 META_CHARS = 40
@@ -376,7 +379,7 @@ class MemoryAgentHarness:
             self.meter.restoring = True
             try:
                 agent.restore(snapshot)
-            except AgentError as exc:
+            except Exception as exc:  # noqa: BLE001 - a plug-in's bug becomes one line, never a traceback
                 raise RunError(f"agent {self.plan.spec.name!r}: restoring its snapshot failed: {exc}") from None
             finally:
                 self.meter.restoring = False
@@ -392,6 +395,15 @@ class MemoryAgentHarness:
                 raise RunError(f"agent {self.plan.spec.name!r}: its snapshot must hold the metered store's "
                                f"snapshot exactly once (found {found}), or a resumed run would lose or fork memory")
         return rest
+
+    async def _call(self, method: str, call: Awaitable[T]) -> T:
+        """Await one of the agent's methods; amemgym errors pass, anything else becomes one line."""
+        try:
+            return await call
+        except AMemGymError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a plug-in's bug becomes one line, never a traceback
+            raise RunError(f"agent {self.plan.spec.name!r}: {method} raised {type(exc).__name__}: {exc}") from None
 
     # ---- checkpoints --------------------------------------------------------------------------------
     def _save(self) -> None:
@@ -422,7 +434,7 @@ class MemoryAgentHarness:
         if self.state.next_event == 0:
             (self.out_dir / "trace.jsonl").unlink(missing_ok=True)
             fresh = self._agent(None)
-            self.state.snapshot = await fresh.snapshot()
+            self.state.snapshot = await self._call("snapshot", fresh.snapshot())
             self.state.fresh = self._outside(self.state.snapshot)
         for ev in self.episode.events[self.state.next_event:]:
             await self._event(ev)
@@ -443,7 +455,7 @@ class MemoryAgentHarness:
         if ev.kind == "question":
             prompt = render("budget_memory_question", plural=self.domain.plural, noun=self.domain.noun, text=ev.text)
             try:
-                reply = await agent.answer(prompt)
+                reply = await self._call("answer", agent.answer(prompt))
             except LLMError as exc:
                 self._trace({**rec, "tool": "answer", "error": str(exc)})
                 return
@@ -458,13 +470,13 @@ class MemoryAgentHarness:
         error: str | None = None
         said: str | None = None
         try:
-            said = await agent.reply(message, time=self._time(ev))
+            said = await self._call("reply", agent.reply(message, time=self._time(ev)))
             flush = getattr(agent, "flush", None)
             if callable(flush):
-                await flush()
+                await self._call("flush", flush())
         except LLMError as exc:
             error = str(exc)
-        snapshot = await agent.snapshot()
+        snapshot = await self._call("snapshot", agent.snapshot())
         if error is not None and isinstance(snapshot.get("buffer"), list):
             snapshot = {**snapshot, "buffer": []}  # the cut: what the failed call left in the window is lost
         if self.plan.memory == "notes":
@@ -498,7 +510,7 @@ class MemoryAgentHarness:
             for nid, vec in zip(ids, await self.llm.embed([texts[i] for i in ids]), strict=True):
                 store.set_vector(nid, vec)
             store.touched.clear()
-        return await agent.snapshot()
+        return await self._call("snapshot", agent.snapshot())
 
     def memory_texts(self) -> list[str]:
         """What the agent's memory holds at the end, one text per memory (for the storage gate)."""
