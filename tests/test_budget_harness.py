@@ -213,8 +213,8 @@ def test_unsupported_run_flags_exit_2(episode: Episode, tmp_path: Path) -> None:
     save_episode(episode, env)
     result = CliRunner().invoke(app, ["run", "--env", str(env), "--out", str(tmp_path / "x"), "--trials", "2"])
     assert result.exit_code == 2 and "--trials" in result.output
-    result = CliRunner().invoke(app, ["run", "--env", str(env), "--out", str(tmp_path / "y"), "--agent", "rag"])
-    assert result.exit_code == 2
+    result = CliRunner().invoke(app, ["run", "--env", str(env), "--out", str(tmp_path / "y"), "--agent", "nosuch"])
+    assert result.exit_code == 2 and "unknown agent" in result.output
 
 
 def test_the_report_shows_axes_kinds_budget_and_trace(episode: Episode, tmp_path: Path) -> None:

@@ -19,7 +19,8 @@ store never sees more than a few thousand memories in the paper's protocol.
 Plugging in a server store (Qdrant, pgvector, ...) for very large runs: implement :class:`VectorStore`
 (``add``, ``update``, ``delete``, ``search``, ``snapshot``, ``restore``, ``__len__``, ``records``) with one
 collection (or table) per user and run, keyed by the integer ids this module hands out, and pass a
-factory returning it as the ``store_factory`` argument of the RAG/AWE agent classes. ``snapshot`` must
+factory returning it as the ``store_factory`` argument of the RAG/AWE agent classes (or as
+``AgentContext.store_factory``, which is how the budget family hands them its metered store). ``snapshot`` must
 return JSON-ready data that ``restore`` turns back into the same contents (for a server store this can be
 the collection name plus an export, or the export alone); the runner persists it with every checkpoint.
 """

@@ -1,8 +1,9 @@
 """Leaderboard and paired comparison of budget-family runs.
 
 A budget run directory holds one episode's ``results.json``. The board ranks runs by composite within
-groups of the same tier and protocol (the harness policy: budgeted tool use, or the long-context reference
-without budget and cut); runs of another family never join these groups. ``compare`` pairs two collections
+groups of the same tier and protocol (the harness policy: budgeted tool use or a metered memory agent, or
+the long-context reference without budget and cut; a run recorded as unmetered forms its own group); runs
+of another family never join these groups. ``compare`` pairs two collections
 of runs episode by episode (same episode file digest) and reports the mean composite difference with a
 bootstrap interval and a sign-flip p-value over episodes.
 """
@@ -48,8 +49,11 @@ def run_dirs_under(root: Path) -> list[Path]:
 
 
 def protocol_of(results: dict[str, Any]) -> str:
-    """What must match, besides the tier, for two runs to be ranked together: the harness policy and format."""
-    return f"{results.get('policy')}/v{results.get('format_version')}"
+    """What must match, besides the tier, for two runs to be ranked together: the harness policy, the format,
+    and whether the harness metered the agent's memory (a run recorded as unmetered never joins metered ones;
+    runs that do not say were all metered by the harness's own store)."""
+    metered = results.get("metered", True) is True
+    return f"{results.get('policy')}/v{results.get('format_version')}" + ("" if metered else "/unmetered")
 
 
 @dataclass(frozen=True)

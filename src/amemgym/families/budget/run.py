@@ -41,6 +41,10 @@ def policy_of(agent: str) -> tuple[str, str]:
 
 async def run_episode(env: Path, agent: str, out_dir: Path, llm: LLMClient) -> dict[str, Any]:
     """Run (or resume) one episode and return the results record (also written to ``results.json``)."""
+    if agent not in AGENTS:  # a MemoryAgent (rag, awe, awi, a plug-in), metered by the harness
+        from .memory_agents import run_memory_episode
+
+        return await run_memory_episode(env, agent, out_dir, llm)
     policy, store_mode = policy_of(agent)
     episode, raw = load_episode(env)
     t0 = wall_clock()
@@ -119,9 +123,12 @@ def run_budget(cfg: AppConfig, env: Path, agent: str, out_dir: Path, *, console:
     """
     if unsupported:
         raise ConfigError(f"{', '.join(unsupported)} not supported for budget-family episodes yet")
-    policy_of(agent)
     llm_cfg = cfg.llm.model_copy(update={"cache": False}) if no_cache else cfg.llm
     llm = LLMClient.from_config(llm_cfg, serial=serial or cfg.run.serial)
+    if agent not in AGENTS:
+        from .memory_agents import plan_agent
+
+        plan_agent(agent, llm)  # an agent whose memory cannot be metered is refused before anything is written
 
     async def go() -> dict[str, Any]:
         try:
@@ -149,4 +156,7 @@ def run_budget(cfg: AppConfig, env: Path, agent: str, out_dir: Path, *, console:
                   f"calls, {total['prompt_tokens']} prompt + {total['completion_tokens']} completion tokens, "
                   f"{results['wall_seconds_last_invocation']:.1f} s; results: {out_dir / 'results.json'}",
                   highlight=False)
+    if "refused_writes" in results:
+        console.print(f"the harness's meter refused {results['refused_writes']} memory write(s) and cut "
+                      f"{results['truncated_writes']} to the note cap", highlight=False)
     return 0
