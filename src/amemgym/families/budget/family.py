@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ...errors import ConfigError, RunError
 from ...storage import atomic_write_text
-from .. import Board, GenerateRequest, RunRequest, ValidateRequest
+from .. import Board, ExportResult, GenerateRequest, RunRequest, ValidateRequest
 from .model import FAMILY as NAME
 
 if TYPE_CHECKING:
@@ -118,6 +118,26 @@ class Budget:
             console.print("note: the two sides ran under different protocols (budgeted vs long-context reference)",
                           highlight=False, markup=False)
         return 0
+
+    def make_env(self, env: Path | None, **options: Any) -> Any:
+        """:class:`~amemgym.families.budget.gym_env.BudgetEnv` on the episode file ``env`` (None: a generated
+        episode from ``tier``, ``domain``, ``seed``, ``salt`` in ``options``)."""
+        from .gym_env import BudgetEnv
+
+        return BudgetEnv(env, **options)
+
+    def export(self, run_dir: Path, out_file: Path, *, fmt: str, unit: str | None,
+               with_evaluation: bool) -> ExportResult:
+        """Each event's conversation (``openai-chat``) or each tool call (``jsonl``) from the trace and results."""
+        from .export import export_budget_run
+
+        return export_budget_run(run_dir, out_file, fmt=fmt, unit=unit, with_evaluation=with_evaluation)
+
+    def env_ids(self) -> dict[str, dict[str, Any]]:
+        """``amemgym/Budget-<tier>-v0`` for every tier: a generated episode (``seed`` picks which)."""
+        from .tiers import TIERS
+
+        return {f"amemgym/Budget-{name}-v0": {"tier": name} for name in TIERS}
 
 
 #: The registered instance.
