@@ -19,10 +19,12 @@ def register(app: typer.Typer) -> None:
         rundir: Annotated[Path, typer.Argument(help="A run directory written by `amemgym run` (any family).")],
         out_file: Annotated[Path, typer.Option("--out", "-o", help="JSONL file to write.")],
         fmt: Annotated[str, typer.Option("--format", "-f", help="openai-chat (one conversation a line) or "
-                                         "jsonl (one message a line, with metadata).")] = "openai-chat",
+                                         "jsonl (one message, or a budget run's tool call, a line, with "
+                                         "metadata).")] = "openai-chat",
         with_evaluation: Annotated[bool, typer.Option("--with-evaluation", help="Add the evaluation turns: in "
                                                       "openai-chat, each correct answer after the conversation "
-                                                      "up to its period; in jsonl, every answer with its reward.")]
+                                                      "up to its period (a budget run: each correctly answered "
+                                                      "question event); in jsonl, every answer with its reward.")]
         = False,
         unit: Annotated[str | None, typer.Option("--unit", help="openai-chat lines of a statetrack run: episode (a "
                                                  "user's whole conversation, default) or session (one session "
