@@ -371,8 +371,16 @@ def test_an_unfinished_or_altered_run_is_refused(ran: tuple, tmp_path: Path) -> 
     (run_dir / "results.json").write_text(json.dumps(results))
     with pytest.raises(RunError, match="disagree on the answer"):
         export_budget_run(run_dir, tmp_path / "o.jsonl")
-    (run_dir / "results.json").unlink()
-    with pytest.raises(RunError, match="no budget results.json"):
+    (run_dir / "results.json").unlink()  # as after a kill: checkpoint and trace, no results
+    with pytest.raises(RunError, match="has not finished"):
         export_budget_run(run_dir, tmp_path / "o.jsonl")
+    for args in (["export", str(run_dir), "--out", str(tmp_path / "o.jsonl")],
+                 ["report", str(run_dir), "--out", str(tmp_path / "r.html")], ["leaderboard", str(run_dir)],
+                 ["compare", str(run_dir), str(ran[0])]):
+        res = CliRunner().invoke(app, args, env={"COLUMNS": "300"})
+        assert res.exit_code == 2 and "has not finished" in res.output, args
+        assert len(res.output.strip().splitlines()) == 1
+    assert not (tmp_path / "o.jsonl").exists() and not (tmp_path / "r.html").exists()
+    (run_dir / "checkpoint.json").unlink()  # nothing of a budget run left: not a run directory at all
     res = CliRunner().invoke(app, ["export", str(run_dir), "--out", str(tmp_path / "o.jsonl")])
     assert res.exit_code == 2 and len(res.output.strip().splitlines()) == 1

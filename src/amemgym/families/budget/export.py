@@ -32,6 +32,7 @@ from ...errors import ConfigError, RunError
 from ...storage import atomic_write_text
 from .. import ExportResult
 from .board import read_results
+from .family import require_finished
 from .harness import env_digest, read_trace, system_prompt
 from .io import load_episode
 from .model import Episode
@@ -60,6 +61,7 @@ def export_budget_run(run_dir: Path, out: Path, *, fmt: str = "openai-chat", uni
         raise ConfigError(f"a budget-family run exports one line per event; --unit {unit!r} does not apply "
                           "(leave it out, or pass --unit event)")
     run_dir = Path(run_dir)
+    require_finished([run_dir])
     results = read_results(run_dir)
     if results is None:
         raise RunError(f"{run_dir}: no budget results.json (the episode has not finished; resume it with "

@@ -21,11 +21,14 @@ class Budget:
     name = NAME
 
     def owns_run(self, run_dir: Path) -> bool:
-        """A budget run has a ``results.json`` naming the family; a folder without a statetrack manifest
-        whose subfolders hold such runs is a collection of budget runs (as ``generate --official`` lays out).
+        """A budget run has a ``results.json`` naming the family, or (unfinished) the harness's checkpoint; a
+        folder without a statetrack manifest whose subfolders hold such runs is a collection of budget runs (as
+        ``generate --official`` lays out).
         """
         if (run_dir / "manifest.json").is_file():
             return False
+        if unfinished(run_dir):
+            return True
         if (run_dir / "results.json").is_file():
             try:
                 data = json.loads((run_dir / "results.json").read_text(encoding="utf-8"))
@@ -81,6 +84,7 @@ class Budget:
 
         if figures is not None:
             raise ConfigError("--figures is not supported for budget-family runs (the report embeds its charts)")
+        require_finished(run_dirs)
         dirs = [d for root in run_dirs for d in run_dirs_under(root)]
         atomic_write_text(out_file, build_budget_report(dirs))
         console.print(f"wrote {out_file}", highlight=False, markup=False)
@@ -90,6 +94,7 @@ class Budget:
         """Composite ranking within groups of the same tier and protocol."""
         from .board import leaderboard
 
+        require_finished(run_dirs)
         return leaderboard(run_dirs)
 
     def compare(self, run_a: Path, run_b: Path, *, bootstrap: int, seed: int, console: Console) -> int:
@@ -99,6 +104,7 @@ class Budget:
         from ...report.stats import paired_comparison, result_rows
         from .board import pair_runs
 
+        require_finished([run_a, run_b])
         p = pair_runs(run_a, run_b)
         res = paired_comparison(p.diffs, resamples=bootstrap, seed=seed)
         n = len(p.diffs)
@@ -138,6 +144,30 @@ class Budget:
         from .tiers import TIERS
 
         return {f"amemgym/Budget-{name}-v0": {"tier": name} for name in TIERS}
+
+
+def unfinished(run_dir: Path) -> bool:
+    """Whether ``run_dir`` holds a budget episode the harness started but has not finished (no results yet)."""
+    path = run_dir / "checkpoint.json"
+    if (run_dir / "results.json").exists() or not path.is_file():
+        return False
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and {"digest", "policy", "next_event"} <= data.keys()
+
+
+def require_finished(run_dirs: list[Path]) -> None:
+    """Refuse, in one line, an unfinished budget run among ``run_dirs`` (its numbers do not exist yet).
+
+    Raises:
+        RunError: naming the first unfinished run.
+    """
+    for d in run_dirs:
+        if unfinished(Path(d)):
+            raise RunError(f"{d}: the budget episode has not finished (no results.json); run `amemgym run` again "
+                           "with the same --out to resume it")
 
 
 #: The registered instance.
