@@ -384,3 +384,14 @@ def test_an_unfinished_or_altered_run_is_refused(ran: tuple, tmp_path: Path) -> 
     (run_dir / "checkpoint.json").unlink()  # nothing of a budget run left: not a run directory at all
     res = CliRunner().invoke(app, ["export", str(run_dir), "--out", str(tmp_path / "o.jsonl")])
     assert res.exit_code == 2 and len(res.output.strip().splitlines()) == 1
+
+
+def test_the_env_passes_the_train_checker() -> None:
+    from amemgym.train import check_env
+
+    def policy(observation: str, info: dict[str, Any]) -> str:
+        return call("submit_answer", answer="none") if info.get("event_kind") == "question" else call("done")
+
+    with BudgetEnv(tier="lite", domain="agent_teams", llm=scripted_client(lambda r: "unused")) as env:
+        check_env(env, policy=policy, seed=1)
+        check_env(env, seed=2)  # the default policy's prose: every call a protocol error, events time out

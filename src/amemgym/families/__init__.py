@@ -2,8 +2,8 @@
 
 A *family* is one kind of benchmark environment: ``statetrack`` (a simulated user whose state changes over
 periods, probed with multiple-choice questions) and ``budget`` (a stream of entity documents stored under a
-write budget). The commands (``generate``, ``validate``, ``run``, ``report``, ``leaderboard``, ``compare``)
-never ask which family they run: they resolve a :class:`Family` from the registry and call it.
+write budget). The commands (``generate``, ``validate``, ``run``, ``report``, ``leaderboard``, ``compare``,
+``export``) never ask which family they run: they resolve a :class:`Family` from the registry and call it.
 
 - An environment file names its family in a top-level ``family`` field; a file without one (including
   the original AMemGym ``data.json``) belongs to :data:`DEFAULT_FAMILY`.

@@ -97,9 +97,10 @@ def export_budget_run(run_dir: Path, out: Path, *, fmt: str = "openai-chat", uni
         notes.append(f"{failed} failed model call(s) have no reply and are not exported")
     atomic_write_text(Path(out), "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines))
     n_events = len({r["event"] for r in kept})
-    scored = list(answers.values()) if with_evaluation else []
     detail = (f"budget {results['tier']} {results['domain']} seed {results['seed']}: {len(kept)} tool calls in "
-              f"{n_events} events, {len(scored)} questions ({sum(bool(a['correct']) for a in scored)} correct)")
+              f"{n_events} events")
+    if with_evaluation:
+        detail += f", {len(answers)} questions ({sum(bool(a['correct']) for a in answers.values())} correct)"
     return ExportResult(Path(out), len(lines), detail, tuple(notes))
 
 
