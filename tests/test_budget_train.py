@@ -123,6 +123,21 @@ def test_the_env_gives_the_same_verdicts_and_composite_as_run(episode: Episode, 
     assert info["writes_used"] == episode.tier.writes
 
 
+@pytest.mark.parametrize("agent", ["vector", "long-context"])
+def test_same_numbers_both_ways_for_the_other_agents_on_a_multi_session_tier(agent: str, tmp_path: Path) -> None:
+    episode = build_episode("multi", "universities", 1)
+    env_file = tmp_path / "data.json"
+    save_episode(episode, env_file)
+    run_policy = Policy(episode)
+    res = asyncio.run(run_episode(env_file, agent, tmp_path / "run",
+                                  scripted_client(lambda req: run_policy(req.messages[-1]["content"]))))
+    policy = Policy(episode)
+    with BudgetEnv(env_file, agent=agent, llm=scripted_client(lambda r: "unused")) as env:
+        rewards, info, _ = play(env, policy)
+    assert policy.seen == run_policy.seen and info["score"] == res["score"]
+    assert sum(rewards) == sum(a["correct"] for a in res["answers"].values())
+
+
 def test_rewards_come_with_the_verdict_of_the_answer_just_given(episode: Episode, tmp_path: Path) -> None:
     save_episode(episode, tmp_path / "data.json")
     policy = Policy(episode)
