@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import AMemGymError, ConfigError, RunError
 from ..storage import atomic_write_json, atomic_write_text
-from . import Board, GenerateRequest, RunRequest, ValidateRequest
+from . import Board, ExportResult, GenerateRequest, RunRequest, ValidateRequest
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -255,6 +255,25 @@ class StateTrack:
             console.print("note: at least one run is incomplete; only cells present in both are compared",
                           highlight=False, markup=False)
         return 0
+
+    def make_env(self, env: Path | None, **options: Any) -> Any:
+        """:class:`~amemgym.train.MemoryEnv` on the file ``env`` (None: the bundled tiny environment)."""
+        from ..train.env import MemoryEnv
+
+        return MemoryEnv(env, **options)
+
+    def export(self, run_dir: Path, out_file: Path, *, fmt: str, unit: str | None,
+               with_evaluation: bool) -> ExportResult:
+        """Conversations (and optionally scored evaluations) per user or session (:mod:`amemgym.train.export`)."""
+        from ..train.export import export_run
+
+        s = export_run(run_dir, out_file, fmt=fmt, with_evaluation=with_evaluation, unit=unit or "episode")
+        notes: tuple[str, ...] = ()
+        if s.left_out:
+            notes = (f"left out {s.left_out} wrongly answered evaluation(s): no trainable target "
+                     "(use --format jsonl to keep every answer with its reward)",)
+        return ExportResult(s.path, s.lines, f"{s.users} users, {s.sessions} sessions, {s.evaluations} evaluation "
+                            "answers", notes)
 
 
 def _mean(metrics: dict[str, Any]) -> str:

@@ -14,9 +14,10 @@ from ...errors import ConfigError, RunError
 from ...llm.client import LLMClient
 from ...run.lock import run_lock
 from ...storage import atomic_write_json
+from .checker import Verdict
 from .harness import Harness, env_digest, wall_clock
 from .io import load_episode
-from .scoring import AXES, score_episode
+from .scoring import AXES, EpisodeScore, score_episode
 from .validity import judge
 
 #: Agent names this family runs -> (harness policy, store): the tool-using LLM agent with the notes store
@@ -39,6 +40,13 @@ def policy_of(agent: str) -> tuple[str, str]:
                           f"{', '.join(AGENTS)}") from None
 
 
+def score_harness(harness: Harness) -> tuple[dict[str, Verdict], EpisodeScore]:
+    """The verdict on every question and the episode's score, from the answers and store a harness holds."""
+    verdicts = judge(harness.episode, harness.state.answers)
+    notes = list(harness.store.notes.values())
+    return verdicts, score_episode(harness.episode, verdicts, harness.store.writes_used, notes)
+
+
 async def run_episode(env: Path, agent: str, out_dir: Path, llm: LLMClient) -> dict[str, Any]:
     """Run (or resume) one episode and return the results record (also written to ``results.json``)."""
     if agent not in AGENTS:  # a MemoryAgent (rag, awe, awi, a plug-in), metered by the harness
@@ -50,9 +58,7 @@ async def run_episode(env: Path, agent: str, out_dir: Path, llm: LLMClient) -> d
     t0 = wall_clock()
     harness = Harness(episode, llm, out_dir, policy=policy, digest=env_digest(raw), store_mode=store_mode)
     state = await harness.run()
-    verdicts = judge(episode, state.answers)
-    notes = list(harness.store.notes.values())
-    score = score_episode(episode, verdicts, harness.store.writes_used, notes)
+    verdicts, score = score_harness(harness)
     per_kind: dict[str, list[int]] = {}
     for q in episode.questions:
         per_kind.setdefault(q.kind, [0, 0])
