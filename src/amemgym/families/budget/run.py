@@ -14,10 +14,20 @@ from ...errors import ConfigError, RunError
 from ...llm.client import LLMClient
 from ...run.lock import run_lock
 from ...storage import atomic_write_json
-from .harness import Harness, env_digest, wall_clock
+from .harness import Harness, ToolAgent, env_digest, wall_clock
 from .io import load_episode
+from .judging import judge_answers, judge_identity, merged
+from .model import Episode
 from .scoring import AXES, score_episode
-from .validity import judge
+from .tool_agents import (
+    ProtocolChoice,
+    ToolAgentContext,
+    builtin_tool_agent,
+    choose_protocol,
+    keep_pin,
+    resolve_tool_agent,
+)
+from .validity import judge as rule_verdicts
 
 #: Agent names this family runs -> (harness policy, store): the tool-using LLM agent with the notes store
 #: (hybrid BM25 + embedder search) or the vector store, and the long-context reference.
@@ -39,16 +49,58 @@ def policy_of(agent: str) -> tuple[str, str]:
                           f"{', '.join(AGENTS)}") from None
 
 
-async def run_episode(env: Path, agent: str, out_dir: Path, llm: LLMClient) -> dict[str, Any]:
-    """Run (or resume) one episode and return the results record (also written to ``results.json``)."""
-    policy, store_mode = policy_of(agent)
+def check_agent_name(agent: str) -> None:
+    """Refuse, before anything starts, an agent name that is neither built in nor a plug-in.
+
+    Raises:
+        ConfigError: for agents this family cannot run.
+    """
+    if ":" not in agent:
+        policy_of(agent)
+
+
+async def tool_agent_for(agent: str, episode: Episode, llm: LLMClient, out_dir: Path,
+                         tools: str) -> tuple[str, str, ToolAgent, ProtocolChoice]:
+    """The harness policy, store mode, tool agent and tool protocol of ``--agent`` (built in or a plug-in).
+
+    Raises:
+        ConfigError: for an agent this family cannot run, or a plug-in that is not a tool agent.
+        RunError: when the run directory was run with another tool protocol.
+    """
+    if agent in AGENTS:
+        policy, store_mode = AGENTS[agent]
+        choice = await choose_protocol(llm, tools, out_dir)
+        return policy, store_mode, builtin_tool_agent(llm, choice.protocol), choice
+    plugin = resolve_tool_agent(agent, llm, ToolAgentContext(episode, "budget", 512))
+    if plugin is None:
+        raise ConfigError(f"agent {agent!r} is a memory agent; memory agents cannot run a budget-family episode "
+                          f"yet; use one of: {', '.join(AGENTS)}, or a module:factory tool agent")
+    choice = keep_pin(out_dir, ProtocolChoice("plugin", f"plug-in tool agent {agent}"))
+    return "budget", "notes", plugin, choice
+
+
+async def run_episode(env: Path, agent: str, out_dir: Path, llm: LLMClient, *, tools: str = "text",
+                      judge: bool = False) -> dict[str, Any]:
+    """Run (or resume) one episode and return the results record (also written to ``results.json``).
+
+    ``tools`` is ``budget.tools`` (how the built-in agent calls tools); ``judge`` sends the answers the rule
+    checker marks wrong to the judge role (refused, before any call, when that is the model under test).
+    """
+    check_agent_name(agent)
     episode, raw = load_episode(env)
+    judge_model = await judge_identity(llm) if judge else None
+    policy, store_mode, tool_agent, choice = await tool_agent_for(agent, episode, llm, out_dir, tools)
     t0 = wall_clock()
-    harness = Harness(episode, llm, out_dir, policy=policy, digest=env_digest(raw), store_mode=store_mode)
+    harness = Harness(episode, llm, out_dir, policy=policy, digest=env_digest(raw), store_mode=store_mode,
+                      agent=tool_agent)
     state = await harness.run()
-    verdicts = judge(episode, state.answers)
+    verdicts = rule_verdicts(episode, state.answers)
+    judged = await judge_answers(llm, episode, state.answers, verdicts) if judge else {}
     notes = list(harness.store.notes.values())
     score = score_episode(episode, verdicts, harness.store.writes_used, notes)
+    judge_errors = sum(v.error is not None for v in judged.values())
+    score_judged = (score_episode(episode, merged(verdicts, judged), harness.store.writes_used, notes)
+                    if judge and not judge_errors else None)
     per_kind: dict[str, list[int]] = {}
     for q in episode.questions:
         per_kind.setdefault(q.kind, [0, 0])
@@ -57,12 +109,18 @@ async def run_episode(env: Path, agent: str, out_dir: Path, llm: LLMClient) -> d
     results = {
         "family": "budget", "format_version": RESULTS_VERSION, "environment_file": str(env),
         "environment_sha256": env_digest(raw), "agent": agent, "policy": policy, "store": store_mode,
+        "tool_protocol": choice.protocol, "tool_protocol_reason": choice.reason,
         "search_embedder_problem": harness.embedder_problem, "tier": episode.tier.name,
         "domain": episode.domain, "seed": episode.seed, "salt": episode.salt,
         "score": score.to_dict(),
+        "score_judged": score_judged.to_dict() if score_judged is not None else None,
+        "judge": None if judge_model is None else {
+            "model": judge_model, "sent": len(judged), "overturned": sum(v.correct for v in judged.values()),
+            "errors": judge_errors},
         "per_kind": {k: {"correct": c, "total": n} for k, (c, n) in sorted(per_kind.items())},
         "answers": {q.id: {"kind": q.kind, "reply": state.answers.get(q.id), "gold": q.gold,
-                           "correct": verdicts[q.id].correct, "reason": verdicts[q.id].reason}
+                           "correct": verdicts[q.id].correct, "reason": verdicts[q.id].reason,
+                           "judge": judged[q.id].to_dict() if q.id in judged else None}
                     for q in episode.questions},
         "writes_over_time": state.writes_over_time,
         "ledger": [e.__dict__ for e in harness.store.ledger],
@@ -70,7 +128,10 @@ async def run_episode(env: Path, agent: str, out_dir: Path, llm: LLMClient) -> d
         "wall_seconds_last_invocation": round(wall_clock() - t0, 3),
         "definitions": {"composite": "0.30 breadth + 0.25 maintenance + 0.25 reasoning + 0.20 efficiency",
                         "maintenance": "update-kind accuracy x storage gate",
-                        "efficiency": "non-abstention accuracy x min(1, reference writes / writes used)"},
+                        "efficiency": "non-abstention accuracy x min(1, reference writes / writes used)",
+                        "score_judged": "the same scores with the answers the judge found right counted right "
+                                        "(rule verdicts elsewhere); null without a judge or when a judge call "
+                                        "failed"},
     }
     atomic_write_json(out_dir / "results.json", results)
     return results
@@ -110,7 +171,7 @@ def check_model(out_dir: Path, served: str, *, allow_change: bool) -> list[dict[
 
 def run_budget(cfg: AppConfig, env: Path, agent: str, out_dir: Path, *, console: Console, serial: bool = False,
                unsupported: list[str] | None = None, no_cache: bool = False,
-               allow_model_change: bool = False) -> int:
+               allow_model_change: bool = False, judge: bool = False) -> int:
     """The ``run`` command for a budget-family file; returns the exit code.
 
     Raises:
@@ -119,7 +180,8 @@ def run_budget(cfg: AppConfig, env: Path, agent: str, out_dir: Path, *, console:
     """
     if unsupported:
         raise ConfigError(f"{', '.join(unsupported)} not supported for budget-family episodes yet")
-    policy_of(agent)
+    check_agent_name(agent)
+    judge = judge or cfg.budget.judge
     llm_cfg = cfg.llm.model_copy(update={"cache": False}) if no_cache else cfg.llm
     llm = LLMClient.from_config(llm_cfg, serial=serial or cfg.run.serial)
 
@@ -127,7 +189,7 @@ def run_budget(cfg: AppConfig, env: Path, agent: str, out_dir: Path, *, console:
         try:
             served = await llm.model_identity("agent")
             changes = check_model(out_dir, served, allow_change=allow_model_change)
-            results = await run_episode(env, agent, out_dir, llm)
+            results = await run_episode(env, agent, out_dir, llm, tools=cfg.budget.tools, judge=judge)
             results.update(agent_model=served, model_changes=changes)
             atomic_write_json(out_dir / "results.json", results)
             return results
@@ -144,6 +206,14 @@ def run_budget(cfg: AppConfig, env: Path, agent: str, out_dir: Path, *, console:
         v = s[name]
         table.add_row(name, "n/a" if v is None else f"{v:.3f}")
     console.print(table)
+    console.print(f"tool protocol: {results['tool_protocol']} ({results['tool_protocol_reason']})",
+                  highlight=False, markup=False)
+    if results["judge"] is not None:
+        j, sj = results["judge"], results["score_judged"]
+        judged = "n/a (a judge call failed)" if sj is None or sj["composite"] is None else f"{sj['composite']:.3f}"
+        console.print(f"judge {j['model']}: {j['sent']} rule failures sent, {j['overturned']} found right, "
+                      f"{j['errors']} failed; composite with the judge {judged} (the rule composite above is the "
+                      "headline)", highlight=False, markup=False)
     total = results["usage"]["total"]
     console.print(f"writes used {s['writes_used']} (reference {s['reference_writes']}); {total['calls']} model "
                   f"calls, {total['prompt_tokens']} prompt + {total['completion_tokens']} completion tokens, "
