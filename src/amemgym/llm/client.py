@@ -53,20 +53,22 @@ def _wire_message(m: ChatMessage) -> ChatMessage:
     return {k: m[k] for k in _WIRE_KEYS if k in m}
 
 
-def _message_key(m: ChatMessage) -> Any:
-    # Plain messages (nearly all) stay a cheap tuple; tool messages nest lists, so they go through JSON.
-    if len(m) == 2 and "content" in m:
-        return (m["role"], m["content"])
-    return json.dumps(m, sort_keys=True, ensure_ascii=False)
+def _flight_key(req: ChatRequest, backend_id: str, model: str, plain: bool = True) -> tuple[Any, ...]:
+    """The fields of ``ChatRequest.cache_key`` as a hashable tuple: exact and cheap, valid in one process.
 
-
-def _flight_key(req: ChatRequest, backend_id: str, model: str) -> tuple[Any, ...]:
-    """The fields of ``ChatRequest.cache_key`` as a hashable tuple: exact and cheap, valid in one process."""
+    ``plain`` says every message is just role and content (nearly always); otherwise tool messages, which
+    nest lists, are keyed by their JSON.
+    """
     schema = json.dumps(req.json_schema, sort_keys=True) if req.json_schema is not None else None
     tools = (json.dumps([req.tools, req.tool_choice], sort_keys=True)
              if req.tools is not None or req.tool_choice is not None else None)
-    return (backend_id, model, tuple(_message_key(m) for m in req.messages), req.temperature,
-            req.max_tokens, schema, req.seed, tools)
+    messages: tuple[Any, ...]
+    if plain:
+        messages = tuple((m["role"], m["content"]) for m in req.messages)
+    else:
+        messages = tuple((m["role"], m["content"]) if len(m) == 2 else json.dumps(m, sort_keys=True)
+                         for m in req.messages)
+    return (backend_id, model, messages, req.temperature, req.max_tokens, schema, req.seed, tools)
 
 
 def _usable(text: Any, accept: Callable[[str], bool] | None, tool_calls: Any = ()) -> bool:
@@ -353,7 +355,8 @@ class LLMClient:
         msgs = tuple(messages)
         # Copying every message costs O(history) per call; only messages with extra keys need it, and
         # the keys of native tool use (docs/design.md §10) survive the copy.
-        if any(len(m) != 2 for m in msgs):
+        plain = not any(len(m) != 2 for m in msgs)
+        if not plain:
             msgs = tuple(_wire_message(m) for m in msgs)
         if self.sample_seed is not None:
             seed = derive_seed(self.sample_seed, seed)
@@ -379,7 +382,7 @@ class LLMClient:
         # so it is only computed when a cache is used. In-flight dedup needs no digest: a tuple of the same
         # fields is an exact dict key, and Python caches each message string's hash on the string itself.
         key = req.cache_key(backend.backend_id, model_name) if caching else None
-        flight = _flight_key(req, backend.backend_id, model_name)
+        flight = _flight_key(req, backend.backend_id, model_name, plain)
         if caching:
             assert self.cache is not None and key is not None
             hit = self.cache.get(key)
