@@ -125,6 +125,8 @@ def _served_episode(episode: Episode, tmp_path: Path) -> tuple[Path, Any]:
     agent = ScriptedAgent(episode)
 
     def respond(body: dict) -> str:
+        if not any(_OPENING.search(str(m.get("content"))) for m in body["messages"]):
+            return "I have no function calls."  # the tool probe of budget.tools=auto: this agent speaks text
         msgs = tuple({"role": m["role"], "content": m["content"]} for m in body["messages"])
         return agent(ChatRequest(role="agent", messages=msgs))
 

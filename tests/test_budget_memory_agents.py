@@ -278,3 +278,14 @@ def test_outside_the_metered_memory_only_counters_may_change() -> None:
     huge = {**fresh, "counters": {"writes": 10**40}}
     assert shape_problem(fresh, huge, "s") == "s.counters.writes is no longer a counter"
     assert shape_problem(fresh, {**fresh, "extra": 1}, "s") == "s has other keys"
+
+
+@pytest.mark.parametrize("agent", ["rag", "budget_plugins:store_agent"])
+def test_the_judge_is_refused_for_memory_agents_before_anything_is_written(env: Path, tmp_path: Path,
+                                                                            agent: str) -> None:
+    # A memory agent's answers never pass through the harness's judge: asking for one must not be ignored.
+    out = tmp_path / "j"
+    result = CliRunner().invoke(app, ["run", "--env", str(env), "--agent", agent, "--out", str(out),
+                                      "--set", "budget.judge=true"])
+    assert result.exit_code == 2 and "judge is available for tool agents only" in result.output, result.output
+    assert not out.exists()

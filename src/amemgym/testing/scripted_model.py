@@ -19,14 +19,15 @@ from ..llm.cache import ResponseCache
 from ..llm.client import LLMClient
 from ..llm.types import ChatRequest, ChatResult
 
-Script = Callable[[ChatRequest], "str | BaseException"]
+Script = Callable[[ChatRequest], "str | ChatResult | BaseException"]
 
 
 class ScriptedBackend:
     """Answers each request with ``responder(request)``; an exception it returns is raised.
 
     Args:
-        responder: maps the request (role, messages, schema, tag) to reply text or an exception.
+        responder: maps the request (role, messages, schema, tag, tools) to reply text, a whole
+            :class:`ChatResult` (to return tool calls), or an exception.
         latency: seconds to sleep per call (simulates a remote endpoint).
         name: identity used in cache keys.
     """
@@ -47,7 +48,9 @@ class ScriptedBackend:
             if isinstance(out, TransientError | PermanentError):
                 raise out
             raise out
-        prompt_tokens = sum(len(m["content"].split()) for m in req.messages)
+        if isinstance(out, ChatResult):
+            return out  # e.g. a reply that calls tools
+        prompt_tokens = sum(len(str(m.get("content") or "").split()) for m in req.messages)
         return ChatResult(text=out, model="scripted", prompt_tokens=prompt_tokens,
                           completion_tokens=len(out.split()), finish_reason="stop")
 

@@ -74,7 +74,7 @@ class Budget:
         ModelFlags(r.model, r.user_model, r.judge_model, r.max_connections).apply(cfg)
         return run_budget(cfg, r.env, r.agent, r.out_dir, console=console, serial=r.serial,
                           unsupported=[name for name, used in flags.items() if used], no_cache=r.no_cache,
-                          allow_model_change=r.allow_model_change)
+                          allow_model_change=r.allow_model_change, judge=r.judge_model is not None)
 
     def report(self, run_dirs: list[Path], out_file: Path, *, env: Path | None, figures: Path | None,
                console: Console) -> int:
