@@ -9,6 +9,7 @@ import os
 import random
 import time
 from collections.abc import Callable
+from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -47,11 +48,14 @@ def read_api_key(endpoint: EndpointConfig) -> str | None:
     return key
 
 
+_ROLE_CONTENT = itemgetter("role", "content")
+
+
 def _flight_key(req: ChatRequest, backend_id: str, model: str) -> tuple[Any, ...]:
     """The fields of ``ChatRequest.cache_key`` as a hashable tuple: exact and cheap, valid in one process."""
     schema = json.dumps(req.json_schema, sort_keys=True) if req.json_schema is not None else None
-    return (backend_id, model, tuple((m["role"], m["content"]) for m in req.messages), req.temperature,
-            req.max_tokens, schema, req.seed)
+    return (backend_id, model, tuple(map(_ROLE_CONTENT, req.messages)), req.temperature, req.max_tokens, schema,
+            req.seed)
 
 
 def _usable(text: Any, accept: Callable[[str], bool] | None) -> bool:
@@ -345,7 +349,7 @@ class LLMClient:
             temperature = ep.temperature if ep.temperature is not None else ROLE_TEMPERATURE.get(role, 0.0)
         msgs = tuple(messages)
         # Copying every message costs O(history) per call; only messages with extra keys need it.
-        if any(len(m) != 2 for m in msgs):
+        if not {*map(len, msgs)} <= {2}:
             msgs = tuple({"role": m["role"], "content": m["content"]} for m in msgs)
         if self.sample_seed is not None:
             seed = derive_seed(self.sample_seed, seed)
