@@ -48,10 +48,11 @@ def test_works_without_gymnasium(original_env_path: Path) -> None:
         from amemgym.llm import LLMClient
         from amemgym.testing.scripted_model import ScriptedBackend
         from amemgym.train import MemoryEnv, check_env
+        from amemgym.train.bridge import BridgedEnv
         env_ = load_environment({str(original_env_path)!r})
         backend = ScriptedBackend(RunScript(env_.users[0]))
         env = MemoryEnv(env_, llm=LLMClient(backends={{"agent": backend, "simulator": backend}}))
-        assert MemoryEnv.__mro__[1] is object
+        assert MemoryEnv.__mro__[1:] == (BridgedEnv, object)
         check_env(env)
         env.close()
         print("standalone ok")

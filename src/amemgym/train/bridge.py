@@ -16,11 +16,15 @@ from __future__ import annotations
 import asyncio
 import queue
 import threading
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
-from ..errors import RunError
+from ..errors import ConfigError, RunError
+
+if TYPE_CHECKING:
+    from ..config import AppConfig
+    from ..llm.client import LLMClient
 
 T = TypeVar("T")
 
@@ -153,3 +157,117 @@ class TurnChannel:
 def _resolve(fut: asyncio.Future[str], action: str) -> None:
     if not fut.done():
         fut.set_result(action)
+
+
+class BridgedEnv:
+    """What every text environment driven through the bridge shares: the loop thread, the running episode
+    task, the hand-off of an action, and the lifecycle (``close``, context manager, the owned client).
+
+    A subclass sets ``_loop``, ``_llm``, ``_owns_llm`` and ``config`` in its ``__init__`` (then calls
+    :meth:`_init_bridge`), starts an episode with :meth:`_begin`, and calls :meth:`_exchange` in ``step``.
+    """
+
+    _loop: LoopThread
+    _llm: LLMClient | None
+    _owns_llm: bool
+    config: AppConfig
+
+    def _init_bridge(self) -> None:
+        self._task: asyncio.Task[None] | None = None
+        self._channel: TurnChannel | None = None
+        self._steps = 0
+        self._max_steps: int | None = None
+        self._done = True
+        self._shown: tuple[str, dict[str, Any], float | None] | None = None  # what render() draws
+
+    def _begin(self, episode: Callable[[TurnChannel], Coroutine[Any, Any, None]]) -> Published:
+        """Start ``episode(channel)`` on the loop and return its first publication (stop the last one first)."""
+        self._steps = 0
+        channel = TurnChannel(self._loop.start())
+        self._channel = channel
+        self._task = self._loop.run(_spawn(episode(channel)))
+        self._done = False
+        pub = channel.wait(self._loop)
+        if pub.kind != "observation":
+            self._done = True
+            self._raise_if_error(pub)
+        return pub
+
+    def _exchange(self, action: str) -> tuple[Published, bool, bool]:
+        """Hand ``action`` to the episode; returns the next publication, ``terminated`` and ``truncated``."""
+        name = type(self).__name__
+        if self._done or self._channel is None:
+            raise RunError(f"{name}: the episode is over (or never started); call reset()")
+        if not isinstance(action, str):
+            raise ConfigError(f"{name}: an action must be a str, got {type(action).__name__}")
+        self._steps += 1
+        self._channel.act(action)
+        pub = self._channel.wait(self._loop)
+        self._raise_if_error(pub)
+        terminated = pub.kind == "done"
+        truncated = not terminated and self._max_steps is not None and self._steps >= self._max_steps
+        if terminated or truncated:
+            self._done = True
+            self._stop_episode()
+        return pub, terminated, truncated
+
+    def close(self) -> None:
+        """Stop the episode, close the client if the environment created it, and stop the loop thread."""
+        self._stop_episode()
+        if self._loop.loop is not None:
+            if self._owns_llm and self._llm is not None:
+                self._loop.run(self._llm.aclose())
+                self._llm = None
+            self._loop.stop()
+        self._done = True
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def run_async(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run a coroutine on the environment's event loop, e.g. a policy's call to the same :class:`LLMClient`.
+
+        The client's concurrency limits belong to this loop, so sharing it from another loop would fail.
+        """
+        return self._loop.run(coro)
+
+    @property
+    def llm(self) -> LLMClient:
+        """The client the environment uses (created on first access when none was given)."""
+        return self._client()
+
+    def _client(self) -> LLMClient:
+        if self._llm is None:
+            from ..llm.client import LLMClient
+
+            self._llm = LLMClient.from_config(self.config.llm)
+        return self._llm
+
+    def _stop_episode(self) -> None:
+        task, self._task, self._channel = self._task, None, None
+        if task is not None and self._loop.loop is not None:
+            self._loop.run(_cancel(task))
+        self._episode_stopped()
+
+    def _episode_stopped(self) -> None:
+        """Hook: release what one episode held (after its task is cancelled)."""
+
+    def _raise_if_error(self, pub: Published) -> None:
+        if pub.kind == "error":
+            self._done = True
+            self._stop_episode()
+            assert pub.error is not None
+            raise pub.error
+
+
+async def _spawn(coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+    return asyncio.create_task(coro)
+
+
+async def _cancel(task: asyncio.Task[None]) -> None:
+    if not task.done():
+        task.cancel()
+    await asyncio.gather(task, return_exceptions=True)

@@ -24,22 +24,18 @@ client on its loop with :meth:`MemoryEnv.run_async`.
 
 from __future__ import annotations
 
-import asyncio
 import random
-from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from ..config import AppConfig
 from ..data.io import load_environment
 from ..data.model import Environment, UserEnv
 from ..errors import ConfigError, DataError, RunError
 from ..llm.client import LLMClient
-from .bridge import LoopThread, Published, TurnChannel
+from .bridge import BridgedEnv, LoopThread
 from .episode import EpisodeOptions, PolicyEpisode
 from .spaces import HAVE_GYMNASIUM, UnicodeText, env_base
-
-T = TypeVar("T")
 
 _OPTION_KEYS = frozenset({"user", "upper_bound", "probes", "max_steps"})
 
@@ -56,7 +52,7 @@ def default_environment() -> Environment:
     return generate_procedural(env_preset("tiny"), seed=42)[0]
 
 
-class MemoryEnv(env_base()):  # type: ignore[misc]
+class MemoryEnv(BridgedEnv, env_base()):  # type: ignore[misc]
     """The assistant-as-policy environment.
 
     Args:
@@ -110,13 +106,8 @@ class MemoryEnv(env_base()):  # type: ignore[misc]
         self._owns_llm = llm is None
         self._loop = LoopThread()
         self._rng = random.Random(self.config.run.seed)
-        self._task: asyncio.Task[None] | None = None
-        self._channel: TurnChannel | None = None
-        self._steps = 0
-        self._max_steps: int | None = None
-        self._done = True
         self.user: UserEnv | None = None
-        self._shown: tuple[str, dict[str, Any], float | None] | None = None  # what render() draws
+        self._init_bridge()
 
     # ---- the two verbs -------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
@@ -134,18 +125,10 @@ class MemoryEnv(env_base()):  # type: ignore[misc]
         self._stop_episode()
         self.user = self._pick_user(opts.get("user"))
         self._max_steps = opts["max_steps"]
-        self._steps = 0
-        loop = self._loop.start()
-        channel = TurnChannel(loop)
-        episode = PolicyEpisode(self.user, self._client(), self.config, channel,
-                                EpisodeOptions(upper_bound=bool(opts["upper_bound"]), probes=bool(opts["probes"])))
-        self._channel = channel
-        self._task = self._loop.run(_spawn(episode.main()))
-        self._done = False
-        pub = channel.wait(self._loop)
+        user, llm = self.user, self._client()
+        chosen = EpisodeOptions(upper_bound=bool(opts["upper_bound"]), probes=bool(opts["probes"]))
+        pub = self._begin(lambda channel: PolicyEpisode(user, llm, self.config, channel, chosen).main())
         if pub.kind != "observation":
-            self._done = True
-            self._raise_if_error(pub)
             raise RunError(f"MemoryEnv: user {self.user.id} has no sessions")
         info = {**pub.info, "seed": seed, "periods": len(self.user.periods), "questions": len(self.user.qas),
                 "step": 0}
@@ -161,25 +144,13 @@ class MemoryEnv(env_base()):  # type: ignore[misc]
             and holds ``outcomes`` (the scored results of this action: ``gold``, ``choice``, ``status``,
             ``score``), ``period_result`` when a period's evaluation completed, and ``metrics`` at the end.
         """
-        if self._done or self._channel is None:
-            raise RunError("MemoryEnv: the episode is over (or never started); call reset()")
-        if not isinstance(action, str):
-            raise ConfigError(f"MemoryEnv: an action must be a str, got {type(action).__name__}")
-        self._steps += 1
-        self._channel.act(action)
-        pub = self._channel.wait(self._loop)
-        self._raise_if_error(pub)
-        terminated = pub.kind == "done"
-        truncated = not terminated and self._max_steps is not None and self._steps >= self._max_steps
+        pub, terminated, truncated = self._exchange(action)
         info = {**pub.info, "step": self._steps, "outcomes": pub.outcomes}
         period = [o for o in pub.outcomes if o["kind"] == "period"]
         if period:
             info["period_result"] = period[-1]
         reward = float(sum(o["reward"] for o in pub.outcomes))
         self._shown = (pub.text, info, reward)
-        if terminated or truncated:
-            self._done = True
-            self._stop_episode()
         return pub.text, reward, terminated, truncated, info
 
     def render(self) -> str | None:
@@ -202,40 +173,7 @@ class MemoryEnv(env_base()):  # type: ignore[misc]
             where.append(f"last reward {reward:g}")
         return " | ".join(w for w in where if w) + "\n" + text + "\n"
 
-    def close(self) -> None:
-        """Stop the episode, close the client if the environment created it, and stop the loop thread."""
-        self._stop_episode()
-        if self._loop.loop is not None:
-            if self._owns_llm and self._llm is not None:
-                self._loop.run(self._llm.aclose())
-                self._llm = None
-            self._loop.stop()
-        self._done = True
-
-    def __enter__(self) -> MemoryEnv:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     # ---- helpers -------------------------------------------------------------------------------
-    def run_async(self, coro: Coroutine[Any, Any, T]) -> T:
-        """Run a coroutine on the environment's event loop, e.g. a policy's call to the same :class:`LLMClient`.
-
-        The client's concurrency limits belong to this loop, so sharing it from another loop would fail.
-        """
-        return self._loop.run(coro)
-
-    @property
-    def llm(self) -> LLMClient:
-        """The client the environment uses (created on first access when none was given)."""
-        return self._client()
-
-    def _client(self) -> LLMClient:
-        if self._llm is None:
-            self._llm = LLMClient.from_config(self.config.llm)
-        return self._llm
-
     def _options(self, options: dict[str, Any] | None) -> dict[str, Any]:
         options = dict(options or {})
         unknown = set(options) - _OPTION_KEYS
@@ -259,25 +197,3 @@ class MemoryEnv(env_base()):  # type: ignore[misc]
             if u.id == which:
                 return u
         raise ConfigError(f"MemoryEnv.reset: no user {which!r} in the environment")
-
-    def _stop_episode(self) -> None:
-        task, self._task, self._channel = self._task, None, None
-        if task is not None and self._loop.loop is not None:
-            self._loop.run(_cancel(task))
-
-    def _raise_if_error(self, pub: Published) -> None:
-        if pub.kind == "error":
-            self._done = True
-            self._stop_episode()
-            assert pub.error is not None
-            raise pub.error
-
-
-async def _spawn(coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
-    return asyncio.create_task(coro)
-
-
-async def _cancel(task: asyncio.Task[None]) -> None:
-    if not task.done():
-        task.cancel()
-    await asyncio.gather(task, return_exceptions=True)

@@ -36,7 +36,7 @@ from typing import Any
 from ...config import AppConfig
 from ...errors import ConfigError, RunError
 from ...llm.client import LLMClient
-from ...train.bridge import LoopThread, Published, TurnChannel
+from ...train.bridge import BridgedEnv, LoopThread, TurnChannel
 from ...train.spaces import HAVE_GYMNASIUM, UnicodeText, env_base
 from .generate import build_episode
 from .harness import Harness, system_prompt
@@ -92,7 +92,7 @@ class PolicySeat:
                                  "correct": v.correct, "reason": v.reason, "reward": 1.0 if v.correct else 0.0})
 
 
-class BudgetEnv(env_base()):  # type: ignore[misc]
+class BudgetEnv(BridgedEnv, env_base()):  # type: ignore[misc]
     """A budget-family episode with the policy in the agent's seat.
 
     Args:
@@ -138,14 +138,9 @@ class BudgetEnv(env_base()):  # type: ignore[misc]
         self.action_space = UnicodeText()
         self._llm, self._owns_llm = llm, llm is None
         self._loop = LoopThread("amemgym-budget-env-loop")
-        self._task: asyncio.Task[None] | None = None
-        self._channel: TurnChannel | None = None
         self._workdir: Path | None = None
         self.harness: Harness | None = None
-        self._steps = 0
-        self._max_steps: int | None = None
-        self._done = True
-        self._shown: tuple[str, dict[str, Any], float | None] | None = None
+        self._init_bridge()
 
     @property
     def system(self) -> str:
@@ -174,18 +169,16 @@ class BudgetEnv(env_base()):  # type: ignore[misc]
             tier, domain, salt = self._spec
             self.episode = build_episode(tier, domain, seed, salt)
         self._workdir = Path(tempfile.mkdtemp(prefix="amemgym-budget-env-"))
-        loop = self._loop.start()
-        channel = TurnChannel(loop)
         harness = Harness(self.episode, self._client(), self._workdir, policy=self.policy,
                           store_mode=self.store_mode, embed_search=self.embed_search)
-        harness.agent = PolicySeat(harness, channel)
-        self.harness, self._channel, self._steps = harness, channel, 0
-        self._task = self._loop.run(_spawn(_play(harness, channel)))
-        self._done = False
-        pub = channel.wait(self._loop)
+        self.harness = harness
+
+        def play(channel: TurnChannel) -> Coroutine[Any, Any, None]:
+            harness.agent = PolicySeat(harness, channel)
+            return _play(harness, channel)
+
+        pub = self._begin(play)
         if pub.kind != "observation":
-            self._done = True
-            self._raise_if_error(pub)
             raise RunError("BudgetEnv: the episode has no events")
         ep = self.episode
         info = {**pub.info, "system": self.system, "tier": ep.tier.name, "domain": ep.domain, "seed": ep.seed,
@@ -202,22 +195,10 @@ class BudgetEnv(env_base()):  # type: ignore[misc]
             ``notes``) and holds ``outcomes`` (the verdict on an answer this action submitted); at the end,
             ``score`` and ``verdicts``.
         """
-        if self._done or self._channel is None:
-            raise RunError("BudgetEnv: the episode is over (or never started); call reset()")
-        if not isinstance(action, str):
-            raise ConfigError(f"BudgetEnv: an action must be a str, got {type(action).__name__}")
-        self._steps += 1
-        self._channel.act(action)
-        pub = self._channel.wait(self._loop)
-        self._raise_if_error(pub)
-        terminated = pub.kind == "done"
-        truncated = not terminated and self._max_steps is not None and self._steps >= self._max_steps
+        pub, terminated, truncated = self._exchange(action)
         reward = float(sum(o["reward"] for o in pub.outcomes))
         info = {**pub.info, "step": self._steps, "outcomes": pub.outcomes}
         self._shown = (pub.text, info, reward)
-        if terminated or truncated:
-            self._done = True
-            self._stop_episode()
         return pub.text, reward, terminated, truncated, info
 
     def render(self) -> str | None:
@@ -238,42 +219,11 @@ class BudgetEnv(env_base()):  # type: ignore[misc]
             head += f" | last reward {reward:g}"
         return head + "\n" + text + "\n"
 
-    def close(self) -> None:
-        """Stop the episode, close the client if the environment made it, and stop the loop thread."""
-        self._stop_episode()
-        if self._loop.loop is not None:
-            if self._owns_llm and self._llm is not None:
-                self._loop.run(self._llm.aclose())
-                self._llm = None
-            self._loop.stop()
-        self._done = True
-
-    def __enter__(self) -> BudgetEnv:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     # ---- helpers -------------------------------------------------------------------------------
-    def _client(self) -> LLMClient:
-        if self._llm is None:
-            self._llm = LLMClient.from_config(self.config.llm)
-        return self._llm
-
-    def _stop_episode(self) -> None:
-        task, self._task, self._channel = self._task, None, None
-        if task is not None and self._loop.loop is not None:
-            self._loop.run(_cancel(task))
+    def _episode_stopped(self) -> None:
         if self._workdir is not None:
             shutil.rmtree(self._workdir, ignore_errors=True)
             self._workdir = None
-
-    def _raise_if_error(self, pub: Published) -> None:
-        if pub.kind == "error":
-            self._done = True
-            self._stop_episode()
-            assert pub.error is not None
-            raise pub.error
 
 
 def _check_max_steps(value: Any) -> int | None:
@@ -297,16 +247,6 @@ async def _play(harness: Harness, channel: TurnChannel) -> None:
         raise
     except Exception as exc:  # handed to the caller's thread, which re-raises it
         channel.fail(exc)
-
-
-async def _spawn(coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
-    return asyncio.create_task(coro)
-
-
-async def _cancel(task: asyncio.Task[None]) -> None:
-    if not task.done():
-        task.cancel()
-    await asyncio.gather(task, return_exceptions=True)
 
 
 def make_budget_env(episode: str | Path | Episode | None = None, **options: Any) -> BudgetEnv:
