@@ -296,24 +296,14 @@ def check_family(family: object) -> list[str]:
     name = getattr(family, "name", None)
     if not isinstance(name, str) or not name or not name.isidentifier() or name != name.lower():
         problems.append(f"name must be a lowercase identifier, got {name!r}")
-    for method, params in _METHODS.items():
+    required = [(method, params, True) for method, params in _METHODS.items()]
+    optional = [(method, params, False) for method, (params, _) in _OPTIONAL.items()]
+    for method, params, needed in required + optional:  # optional ones: when present, callable as declared
         fn = getattr(family, method, None)
-        if not callable(fn):
-            problems.append(f"missing method {method}()")
-            continue
-        try:
-            have = inspect.signature(fn).parameters
-        except (TypeError, ValueError):
-            continue
-        missing = [p for p in params if p not in have]
-        if missing:
-            problems.append(f"{method}() lacks parameter(s) {', '.join(missing)}")
-    for method, (params, _) in _OPTIONAL.items():  # optional, but when present callable as declared
-        fn = getattr(family, method, None)
-        if fn is None:
+        if fn is None and not needed:
             continue
         if not callable(fn):
-            problems.append(f"{method} is not callable")
+            problems.append(f"missing method {method}()" if needed else f"{method} is not callable")
             continue
         try:
             have = inspect.signature(fn).parameters
