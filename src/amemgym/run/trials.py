@@ -23,12 +23,20 @@ def trial_dirs(out_dir: Path, trials: int) -> list[Path]:
 
 
 def trial_spread(dirs: list[Path]) -> dict[str, Any]:
-    """Per-trial headline numbers and their mean and sample standard deviation across trials."""
+    """Per-trial headline numbers and their mean and sample standard deviation across trials.
+
+    Each trial row carries that trial's degeneracy ``flags`` and its ``differences_from_original`` (protocol
+    settings that make it not comparable with published numbers), so a flagged trial is visible in the summary.
+    """
     rows: list[dict[str, Any]] = []
     for d in dirs:
         m = read_record(d / "metrics.json", Metrics)
+        raw = as_dict(m)
+        settings = raw.get("protocol_settings") or {}
         rows.append({"trial": d.name, "complete": m.complete,
-                     **{n: getattr(m.overall, n).mean for n in _NAMES}})
+                     **{n: getattr(m.overall, n).mean for n in _NAMES},
+                     "flags": list((raw.get("overall") or {}).get("flags") or []),
+                     "differences_from_original": list(settings.get("differences_from_original") or [])})
     spread: dict[str, Any] = {}
     for n in _NAMES:
         xs = [r[n] for r in rows if r[n] is not None]
