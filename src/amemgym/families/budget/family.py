@@ -104,6 +104,8 @@ class Budget:
         n = len(p.diffs)
         table = Table("quantity", "value", title=f"{run_b} (B) vs {run_a} (A): budget composite, B - A")
         table.add_row("shared episodes", str(n))
+        if p.trials != (1, 1):
+            table.add_row("trials per episode A / B (averaged per episode)", f"{p.trials[0]} / {p.trials[1]}")
         table.add_row("composite A / B (shared episodes)",
                       f"{sum(p.composite_a.values()) / n:.4f} / {sum(p.composite_b.values()) / n:.4f}")
         for row in result_rows(res, "episode"):
