@@ -211,8 +211,8 @@ def test_an_interrupted_run_resumes_from_its_checkpoint(episode: Episode, tmp_pa
 def test_unsupported_run_flags_exit_2(episode: Episode, tmp_path: Path) -> None:
     env = tmp_path / "data.json"
     save_episode(episode, env)
-    result = CliRunner().invoke(app, ["run", "--env", str(env), "--out", str(tmp_path / "x"), "--trials", "2"])
-    assert result.exit_code == 2 and "--trials" in result.output
+    result = CliRunner().invoke(app, ["run", "--env", str(env), "--out", str(tmp_path / "x"), "--resimulate-leaks"])
+    assert result.exit_code == 2 and "--resimulate-leaks" in result.output
     result = CliRunner().invoke(app, ["run", "--env", str(env), "--out", str(tmp_path / "y"), "--agent", "rag"])
     assert result.exit_code == 2
 

@@ -26,6 +26,13 @@ class Budget:
         """
         if (run_dir / "manifest.json").is_file():
             return False
+        from .pool import read_batch
+
+        try:
+            if read_batch(run_dir) is not None:
+                return True
+        except RunError:
+            return True  # the budget loader reports the unreadable file
         if (run_dir / "results.json").is_file():
             try:
                 data = json.loads((run_dir / "results.json").read_text(encoding="utf-8"))
@@ -54,24 +61,31 @@ class Budget:
         return validate(request.env, seeds=request.seeds, json_out=request.json_out, console=console)
 
     def run(self, request: RunRequest, console: Console) -> int:
-        """Play the episode with the harness-owned store; flags this family cannot honour exit 2."""
+        """Play one episode file or a folder of them (``batch.py``); flags this family cannot honour exit 2."""
         from ...cli_common import app_config
-        from .run import run_budget
+        from ...run.flags import ModelFlags
+        from .batch import RunOptions, run_batch, run_trials
 
         r = request
         if r.env is None:
-            raise ConfigError("a budget-family run needs --env")
-        flags = {"--trials": r.trials != 1, "--executor": r.executor != "local",
-                 "--off-policy": r.off_policy is not None, "--models": r.models is not None,
-                 "--resimulate-leaks": r.resimulate_leaks, "--ray-address": r.ray_address is not None,
-                 "--limit": r.limit is not None}
-        from ...run.flags import ModelFlags
-
+            raise ConfigError("a budget-family run needs --env (an episode file or a folder of them)")
+        flags = {"--off-policy": r.off_policy is not None, "--models": r.models is not None,
+                 "--resimulate-leaks": r.resimulate_leaks}
+        unsupported = [name for name, used in flags.items() if used]
+        if unsupported:
+            raise ConfigError(f"{', '.join(unsupported)} not supported for budget-family episodes yet")
+        if r.executor not in ("local", "ray"):
+            raise ConfigError(f"unknown executor {r.executor!r}; use 'local' or 'ray'")
+        if r.ray_address and r.executor != "ray":
+            raise ConfigError("--ray-address needs --executor ray")
         cfg = app_config(r.config, r.sets)
         ModelFlags(r.model, r.user_model, r.judge_model, r.max_connections).apply(cfg)
-        return run_budget(cfg, r.env, r.agent, r.out_dir, console=console, serial=r.serial,
-                          unsupported=[name for name, used in flags.items() if used], no_cache=r.no_cache,
-                          allow_model_change=r.allow_model_change)
+        opts = RunOptions(agent=r.agent, serial=r.serial, no_cache=r.no_cache,
+                          allow_model_change=r.allow_model_change, limit=r.limit, executor=r.executor,
+                          ray_address=r.ray_address)
+        if r.trials == 1:
+            return run_batch(cfg, r.env, r.out_dir, opts, console=console)
+        return run_trials(cfg, r.env, r.out_dir, opts, r.trials, console=console)
 
     def report(self, run_dirs: list[Path], out_file: Path, *, env: Path | None, figures: Path | None,
                console: Console) -> int:

@@ -1,22 +1,16 @@
-"""``amemgym run`` for a budget-family file: play the episode, check the answers, write ``results.json``."""
+"""One budget episode: play it, check the answers, write ``results.json`` (``batch.py`` runs many)."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-from rich.table import Table
-
-from ...config import AppConfig
 from ...errors import ConfigError, RunError
 from ...llm.client import LLMClient
-from ...run.lock import run_lock
 from ...storage import atomic_write_json
 from .harness import Harness, env_digest, wall_clock
 from .io import load_episode
-from .scoring import AXES, score_episode
+from .scoring import score_episode
 from .validity import judge
 
 #: Agent names this family runs -> (harness policy, store): the tool-using LLM agent with the notes store
@@ -106,47 +100,3 @@ def check_model(out_dir: Path, served: str, *, allow_change: bool) -> list[dict[
     changes.append({"from": old, "to": served})
     atomic_write_json(path, {"format_version": 1, "agent_model": served, "changes": changes})
     return changes
-
-
-def run_budget(cfg: AppConfig, env: Path, agent: str, out_dir: Path, *, console: Console, serial: bool = False,
-               unsupported: list[str] | None = None, no_cache: bool = False,
-               allow_model_change: bool = False) -> int:
-    """The ``run`` command for a budget-family file; returns the exit code.
-
-    Raises:
-        ConfigError: for an agent or a flag this family does not support yet.
-        RunError: when the directory is in use, or was run with another agent model.
-    """
-    if unsupported:
-        raise ConfigError(f"{', '.join(unsupported)} not supported for budget-family episodes yet")
-    policy_of(agent)
-    llm_cfg = cfg.llm.model_copy(update={"cache": False}) if no_cache else cfg.llm
-    llm = LLMClient.from_config(llm_cfg, serial=serial or cfg.run.serial)
-
-    async def go() -> dict[str, Any]:
-        try:
-            served = await llm.model_identity("agent")
-            changes = check_model(out_dir, served, allow_change=allow_model_change)
-            results = await run_episode(env, agent, out_dir, llm)
-            results.update(agent_model=served, model_changes=changes)
-            atomic_write_json(out_dir / "results.json", results)
-            return results
-        finally:
-            await llm.aclose()
-
-    out_dir.mkdir(parents=True, exist_ok=True)
-    with run_lock(out_dir, "amemgym run"):
-        results = asyncio.run(go())
-    s = results["score"]
-    table = Table("axis", "score", title=f"budget/{results['tier']} {results['domain']} seed {results['seed']} - "
-                                         f"{agent} ({results['policy']})")
-    for name in (*AXES, "composite", "abstention", "accuracy"):
-        v = s[name]
-        table.add_row(name, "n/a" if v is None else f"{v:.3f}")
-    console.print(table)
-    total = results["usage"]["total"]
-    console.print(f"writes used {s['writes_used']} (reference {s['reference_writes']}); {total['calls']} model "
-                  f"calls, {total['prompt_tokens']} prompt + {total['completion_tokens']} completion tokens, "
-                  f"{results['wall_seconds_last_invocation']:.1f} s; results: {out_dir / 'results.json'}",
-                  highlight=False)
-    return 0
