@@ -18,7 +18,6 @@ from amemgym.families.budget.generate import build_episode  # noqa: E402
 from amemgym.families.budget.io import save_episode  # noqa: E402
 from amemgym.llm.types import ChatRequest  # noqa: E402
 from amemgym.testing.fake_endpoint import FakeEndpoint  # noqa: E402
-
 from test_budget_batch import Agent  # noqa: E402
 
 

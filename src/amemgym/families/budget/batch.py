@@ -175,8 +175,9 @@ def _ci(stat: dict[str, Any]) -> str:
 def print_summary(console: Console, out_dir: Path, rows: list[tuple[EpisodeFile, dict[str, Any] | None, str]],
                   entries: list[Entry]) -> None:
     """The per-episode table, then per tier the mean composite with its interval over episodes."""
-    if len(rows) == 1 and rows[0][1] is not None:
-        ep, results, _ = rows[0]
+    first = rows[0][1] if len(rows) == 1 else None
+    if first is not None:
+        ep, results = rows[0][0], first
         s = results["score"]
         table = Table("axis", "score", title=f"budget/{ep.label} - {results['agent']} ({results['policy']})")
         for name in (*AXES, "composite", "abstention", "accuracy"):
@@ -186,15 +187,15 @@ def print_summary(console: Console, out_dir: Path, rows: list[tuple[EpisodeFile,
     else:
         table = Table("episode", "tier", "composite", "abstention", "accuracy", "writes / ref", "calls", "status",
                       title=f"budget run: {len(rows)} episode(s) - {out_dir}")
-        for ep, results, status in rows:
-            if results is None:
+        for ep, res, status in rows:
+            if res is None:
                 table.add_row(ep.rel, ep.episode.tier.name, "-", "-", "-", "-", "-", status)
                 continue
-            s = results["score"]
+            s = res["score"]
             table.add_row(ep.rel, ep.episode.tier.name, *(("n/a" if s[n] is None else f"{s[n]:.3f}")
                                                           for n in ("composite", "abstention", "accuracy")),
                           f"{s['writes_used']} / {s['reference_writes']}",
-                          str(results.get("usage", {}).get("total", {}).get("calls", 0)), status)
+                          str(res.get("usage", {}).get("total", {}).get("calls", 0)), status)
         console.print(table)
     for e in entries:
         console.print(f"{e.agent} on tier {e.tier} ({e.protocol}), {len(e.episode_set)} episode(s): composite "
