@@ -251,3 +251,25 @@ def test_each_trial_seed_reaches_every_call(envs: tuple[Path, list[Episode]], tm
         assert run(env, tmp_path / f"s{seed}", agent, limit=1, seed=seed)[0] == 0
         seen.append(_seeds_reach_the_backend(agent))
     assert None not in seen[0] and not (seen[0] & seen[1])
+
+
+def test_the_cli_runs_a_folder_with_a_models_file(envs: tuple[Path, list[Episode]], tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from amemgym.testing.fake_endpoint import FakeEndpoint
+
+    env, episodes = envs
+    agent = Agent(episodes)
+
+    def respond(body: dict) -> str:
+        msgs = tuple({"role": m["role"], "content": m["content"]} for m in body["messages"])
+        return agent(ChatRequest(role="agent", messages=msgs))
+
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    with FakeEndpoint(responder=respond, model="served-x") as ep:
+        models = tmp_path / "models.yaml"
+        models.write_text(f"agent:\n  base_url: {ep.base_url}\n  model: served-x\n", encoding="utf-8")
+        res = CliRunner().invoke(app, ["run", "--env", str(env), "--out", str(tmp_path / "out"), "--models",
+                                       str(models), "--limit", "2", "--set", "llm.cache=false"])
+    assert res.exit_code == 0, res.output
+    assert list(composites(tmp_path / "out")) == ["cities/seed0", "companies/seed0"]
+    assert json.loads((tmp_path / "out" / "model.json").read_text())["agent_model"] == "served-x"

@@ -69,8 +69,7 @@ class Budget:
         r = request
         if r.env is None:
             raise ConfigError("a budget-family run needs --env (an episode file or a folder of them)")
-        flags = {"--off-policy": r.off_policy is not None, "--models": r.models is not None,
-                 "--resimulate-leaks": r.resimulate_leaks}
+        flags = {"--off-policy": r.off_policy is not None, "--resimulate-leaks": r.resimulate_leaks}
         unsupported = [name for name, used in flags.items() if used]
         if unsupported:
             raise ConfigError(f"{', '.join(unsupported)} not supported for budget-family episodes yet")
@@ -79,6 +78,10 @@ class Budget:
         if r.ray_address and r.executor != "ray":
             raise ConfigError("--ray-address needs --executor ray")
         cfg = app_config(r.config, r.sets)
+        if r.models is not None:
+            from ...run.models_file import apply_models_file
+
+            cfg.llm.roles = apply_models_file(cfg.llm.roles, r.models)  # type: ignore[arg-type, assignment]
         ModelFlags(r.model, r.user_model, r.judge_model, r.max_connections).apply(cfg)
         opts = RunOptions(agent=r.agent, serial=r.serial, no_cache=r.no_cache,
                           allow_model_change=r.allow_model_change, limit=r.limit, executor=r.executor,
