@@ -273,3 +273,30 @@ def test_the_cli_runs_a_folder_with_a_models_file(envs: tuple[Path, list[Episode
     assert res.exit_code == 0, res.output
     assert list(composites(tmp_path / "out")) == ["cities/seed0", "companies/seed0"]
     assert json.loads((tmp_path / "out" / "model.json").read_text())["agent_model"] == "served-x"
+
+
+def test_episode_views_share_one_client_but_count_their_own_usage() -> None:
+    import asyncio
+
+    from amemgym.families.budget.batch import _counted_view
+    from amemgym.testing.scripted_model import HashEmbedder
+
+    made = []
+    llm = LLMClient(backends={"agent": ScriptedBackend(lambda req: "ok")})
+
+    async def make() -> Any:
+        made.append(1)
+        return HashEmbedder()
+
+    llm._make_embedder = make  # type: ignore[method-assign]
+
+    async def go() -> None:
+        a, b = _counted_view(llm), _counted_view(llm)
+        await a.embed(["x"])
+        await b.embed(["y"])
+        await a.chat("agent", [{"role": "user", "content": "hi"}])
+        assert len(made) == 1  # one embedding model for every episode
+        assert a.ledger.to_dict()["total"]["calls"] == 2 and b.ledger.to_dict()["total"]["calls"] == 1
+        assert llm.ledger.to_dict()["total"]["calls"] == 0  # merged by the batch when an episode ends
+
+    asyncio.run(go())

@@ -154,6 +154,9 @@ def _counted_view(llm: LLMClient) -> LLMClient:
     """
     view = copy.copy(llm)
     view.ledger = UsageLedger()
+    # The embedder is created on first use and stored on the object that asked: resolve it on ``llm``
+    # so every episode shares one embedding model instead of loading its own.
+    view.embedder = llm.embedder  # type: ignore[method-assign]
     return view
 
 
