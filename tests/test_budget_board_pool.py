@@ -34,10 +34,11 @@ def board_rows(*roots: Path) -> list[dict[str, str]]:
 
 
 def test_one_row_per_agent_is_the_mean_over_its_episodes_with_a_t_interval(tmp_path: Path) -> None:
-    for seed, c in enumerate((0.2, 0.4, 0.9)):
+    for seed, c in enumerate((0.5, 0.6, 0.75)):
         result(tmp_path / "a" / "films" / f"seed{seed}", agent="a", composite=c, seed=seed)
     (row,) = board_rows(tmp_path / "a")
-    ci = mean_ci([0.2, 0.4, 0.9])
+    ci = mean_ci([0.5, 0.6, 0.75])
+    assert 0 < ci["lo"] and ci["hi"] < 1  # type: ignore[operator]
     assert float(row["composite"]) == ci["mean"] and row["episodes"] == "3" and row["trials"] == "1"
     assert row["composite 95% CI"] == f"[{ci['lo']:.3f}, {ci['hi']:.3f}]"
 
@@ -75,7 +76,10 @@ def test_trials_are_averaged_within_an_episode_and_the_interval_is_over_episodes
     (row,) = list(csv.DictReader(io.StringIO(board.csv)))
     ci = mean_ci([0.3, 0.7])  # two episodes, each the mean of its two trials; never four samples
     assert float(row["composite"]) == ci["mean"] and row["episodes"] == "2" and row["trials"] == "2"
-    assert row["composite 95% CI"] == f"[{ci['lo']:.3f}, {ci['hi']:.3f}]"
+    lo, hi = max(0.0, ci["lo"]), min(1.0, ci["hi"])  # type: ignore[type-var]
+    assert row["composite 95% CI"] == f"[{lo:.3f}, {hi:.3f}]"
+    four = mean_ci([0.2, 0.4, 0.6, 0.8])  # what treating trials as episodes would give
+    assert row["composite 95% CI"] != f"[{max(0.0, four['lo']):.3f}, {min(1.0, four['hi']):.3f}]"  # type: ignore
     # q1 is right in both trials of episode 1 only (0.6, 0.8) and in neither of episode 0: pass^2 = 0.5.
     assert any("2 trials averaged per episode" in n and "pass^2 over questions 0.500" in n for n in board.notes)
 
@@ -119,3 +123,24 @@ def test_compare_refuses_a_side_mixing_tiers(tmp_path: Path) -> None:
     result(tmp_path / "b" / "l", agent="b", composite=0.5, tier="lite")
     res = CliRunner().invoke(app, ["compare", str(tmp_path / "a"), str(tmp_path / "b")])
     assert res.exit_code == 2 and "more than one agent, tier or protocol" in " ".join(res.output.split())
+
+
+def test_two_run_folders_of_one_agent_are_two_rows_not_a_pool(tmp_path: Path) -> None:
+    # A trials output (seeds 0, 1) and a separate run (seed 0) of the same agent: merging them would count
+    # the separate run as a third sample of trial 0 and mix episode sets.
+    for k in (1, 2):
+        result(tmp_path / "t" / f"trial_{k}" / "e0", agent="a", composite=0.5, seed=0, run_seed=k - 1)
+    result(tmp_path / "s" / "e0", agent="a", composite=0.9, seed=0)
+    result(tmp_path / "s" / "e1", agent="a", composite=0.1, seed=1)
+    rows = board_rows(tmp_path / "t", tmp_path / "s")
+    assert [(r["run"], r["episodes"], r["trials"], float(r["composite"])) for r in rows] == [
+        ("t", "1", "2", 0.5), ("s", "2", "1", 0.5)]
+    assert rows[0]["group"] != rows[1]["group"]  # different episode sets: not ranked together
+
+
+def test_score_intervals_stay_within_zero_and_one(tmp_path: Path) -> None:
+    for seed, c in enumerate((0.0, 0.0, 1.0)):
+        result(tmp_path / "a" / f"e{seed}", agent="a", composite=c, seed=seed)
+    (row,) = board_rows(tmp_path / "a")
+    lo, hi = (float(x) for x in row["composite 95% CI"].strip("[]").split(","))
+    assert lo == 0.0 and hi == 1.0

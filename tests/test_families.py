@@ -192,7 +192,7 @@ def test_budget_board_groups_by_tier_and_protocol_and_ranks_by_composite(tmp_pat
     board = get_family("budget").leaderboard(runs)
     assert isinstance(board, Board)
     col = {c: i for i, c in enumerate(board.columns)}
-    got = [(r[col["group"]], r[col["rank"]], r[col["runs"]]) for r in board.rows]
+    got = [(r[col["group"]], r[col["rank"]], r[col["run"]]) for r in board.rows]
     # The long-context reference (0.95) and the standard-tier run (0.99) are never ranked against lite runs.
     assert got == [("1", "1", "hi"), ("1", "2", "lo"), ("1", "-", "none"), ("2", "1", "lc"), ("3", "1", "std")]
     assert any("ranked separately" in n for n in board.notes)
@@ -219,7 +219,7 @@ def test_mixed_families_get_separate_boards(st_run: Path, tmp_path: Path) -> Non
     st_rows = list(csv.DictReader(io.StringIO((tmp_path / "b-statetrack.csv").read_text())))
     bu_rows = list(csv.DictReader(io.StringIO((tmp_path / "b-budget.csv").read_text())))
     assert [r["run"] for r in st_rows] == ["st_run"]
-    assert [(r["runs"], r["rank"]) for r in bu_rows] == [("b1", "1"), ("b2", "2")]
+    assert [(r["run"], r["rank"]) for r in bu_rows] == [("b1", "1"), ("b2", "2")]
     md = (tmp_path / "b.md").read_text()
     assert "## statetrack family" in md and "## budget family" in md
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
+from rich.table import Column, Table
 
 from ...config import AppConfig
 from ...errors import AMemGymError, ConfigError, RunError
@@ -188,7 +188,8 @@ def print_summary(console: Console, out_dir: Path, rows: list[tuple[EpisodeFile,
             table.add_row(name, "n/a" if v is None else f"{v:.3f}")
         console.print(table)
     else:
-        table = Table("episode", "tier", "composite", "abstention", "accuracy", "writes / ref", "calls", "status",
+        table = Table(Column("episode", overflow="fold"), "tier", "composite", "abstention", "accuracy",
+                      "writes / ref", "calls", "status",
                       title=f"budget run: {len(rows)} episode(s) - {out_dir}")
         for ep, res, status in rows:
             if res is None:

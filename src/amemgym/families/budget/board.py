@@ -69,12 +69,16 @@ def load_results(run_dirs: list[Path]) -> list[RunResult]:
 
 
 def load_entries(run_dirs: list[Path]) -> list[Entry]:
-    """The runs under the given roots pooled into entries (one per agent, tier and protocol)."""
-    batches = [b for root in run_dirs for b in batches_under(Path(root))]
-    return build_entries(load_results(run_dirs), batches)
+    """The runs under the given roots pooled into entries (one per root, agent, tier and protocol)."""
+    from ...report.load import unique_labels
+
+    roots = [Path(r) for r in run_dirs]
+    batches = [(label, *b) for root, label in zip(roots, unique_labels(roots), strict=True)
+               for b in batches_under(root)]
+    return build_entries(load_results(roots), batches)
 
 
-COLUMNS = ("group", "rank", "agent", "store", "model", "tier", "protocol", "runs", "episodes", "trials", "composite",
+COLUMNS = ("group", "rank", "run", "agent", "store", "model", "tier", "protocol", "episodes", "trials", "composite",
            "composite 95% CI", "breadth", "maintenance", "reasoning", "efficiency", "abstention", "writes used",
            "reference writes", "flags")
 
@@ -105,7 +109,7 @@ def _flags(e: Entry) -> tuple[list[str], bool]:
 
 
 def leaderboard(run_dirs: list[Path]) -> Board:
-    """One row per agent (name, store, served model) per tier and protocol, averaged over its episodes.
+    """One row per run folder given, agent (name, store, served model), tier and protocol, averaged over episodes.
 
     An episode counts once (its trials are averaged first); the interval is a t-interval over episodes.
     Rows are ranked by mean composite only against rows of the same tier and protocol that ran exactly the
@@ -132,8 +136,8 @@ def leaderboard(run_dirs: list[Path]) -> Board:
             comp = e.stat("composite")
             ci = None if comp["lo"] is None else f"[{comp['lo']:.3f}, {comp['hi']:.3f}]"
             trials = e.trials()
-            full.append([g, shown_rank, e.agent, e.store, e.model, tier, proto, ", ".join(e.roots),
-                         len(e.episode_set), 1 if trials is None else trials["k"], comp["mean"], ci,
+            full.append([g, shown_rank, e.root, e.agent, e.store, e.model, tier, proto, len(e.episode_set),
+                         1 if trials is None else trials["k"], comp["mean"], ci,
                          *(e.stat(a)["mean"] for a in (*AXES, "abstention")),
                          e.stat("writes_used")["mean"], e.stat("reference_writes")["mean"],
                          "; ".join(flagged[id(e)][0])])
@@ -141,7 +145,7 @@ def leaderboard(run_dirs: list[Path]) -> Board:
                 spread = trials["spread"]
                 std = "n/a" if spread["std"] is None else f"{spread['std']:.4f}"
                 passk = "n/a" if trials["consistency"] is None else f"{trials['consistency']:.3f}"
-                notes.append(f"note: {e.agent} ({tier}, {proto}): {trials['k']} trials averaged per episode; "
+                notes.append(f"note: {e.root} ({e.agent}, {tier}, {proto}): {trials['k']} trials averaged per episode; "
                              f"composite std between trials {std}; pass^{trials['k']} over questions {passk}"
                              + ("" if trials["same_episodes"] else " (the trials ran different episodes)"))
     by_kind: dict[tuple[str, str], list[int]] = {}
@@ -158,12 +162,12 @@ def leaderboard(run_dirs: list[Path]) -> Board:
     from ...report.leaderboard import markdown_cell
 
     md += ["| " + " | ".join(markdown_cell(c) for c in row) + " |" for row in rows]
-    explain = ("\nOne row per agent, tier and protocol; each number is the mean over the row's episodes (an "
-               "episode's trials are averaged first), with a 95 % t-interval over episodes for the composite "
-               "(0.30 breadth + 0.25 maintenance + 0.25 reasoning + 0.20 efficiency). Rows are ranked only within "
-               "a group of the same tier and protocol that ran the same set of episodes; rows with an episode "
-               "lacking a composite or with unfinished episodes are listed but not ranked. Equal means at 3 "
-               "decimals share a rank (=N).\n")
+    explain = ("\nOne row per run folder given, agent, tier and protocol; each number is the mean over the "
+               "row's episodes (an episode's trials are averaged first), with a 95 % t-interval over episodes "
+               "for the composite (0.30 breadth + 0.25 maintenance + 0.25 reasoning + 0.20 efficiency). "
+               "Rows are ranked only within a group of the same tier and protocol that ran the same set of "
+               "episodes; rows with an episode lacking a composite or with unfinished episodes are listed but "
+               "not ranked. Equal means at 3 decimals share a rank (=N).\n")
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(COLUMNS)
@@ -233,8 +237,8 @@ def pair_runs(run_a: Path, run_b: Path) -> Pairing:
         label = a[k][0]
         ca[label], cb[label] = a[k][1] or 0.0, b[k][1] or 0.0
         diffs[label] = [cb[label] - ca[label]]
-    proto_a = {r.key[4] for r in load_results([run_a])}
-    proto_b = {r.key[4] for r in load_results([run_b])}
+    proto_a = {r.key[5] for r in load_results([run_a])}
+    proto_b = {r.key[5] for r in load_results([run_b])}
     return Pairing(diffs=diffs, composite_a=ca, composite_b=cb,
                    only_a=sorted(a[k][0] for k in a if k not in shared),
                    only_b=sorted(b[k][0] for k in b if k not in shared),

@@ -93,13 +93,13 @@ class Budget:
     def report(self, run_dirs: list[Path], out_file: Path, *, env: Path | None, figures: Path | None,
                console: Console) -> int:
         """Axes, per-kind accuracy, budget over time and the tool-call browser in one HTML file."""
-        from .board import run_dirs_under
+        from .board import load_entries, run_dirs_under
         from .report import build_budget_report
 
         if figures is not None:
             raise ConfigError("--figures is not supported for budget-family runs (the report embeds its charts)")
         dirs = [d for root in run_dirs for d in run_dirs_under(root)]
-        atomic_write_text(out_file, build_budget_report(dirs))
+        atomic_write_text(out_file, build_budget_report(dirs, load_entries(run_dirs)))
         console.print(f"wrote {out_file}", highlight=False, markup=False)
         return 0
 

@@ -1,7 +1,9 @@
 """Budget results pooled into one entry per agent: trials averaged within an episode, episodes averaged.
 
-An *entry* is everything one agent (name, store, served model) did on one tier under one protocol. Each
-episode (the digest of its file) counts once: its runs under several trial seeds are averaged first, so the
+An *entry* is everything one agent (name, store, served model) did on one tier under one protocol within
+one run folder given on the command line (a run, a multi-episode run, a ``--trials`` output, or a folder of
+such runs): two folders are two entries even for the same agent. Each episode (the digest of its file) counts
+once: its runs under several trial seeds are averaged first, so the
 interval is over episodes, never over trials or tiers. The leaderboard, the report, the batch summary and
 ``compare`` all read results through here (docs/design.md §15).
 """
@@ -63,11 +65,11 @@ class RunResult:
         return None if value is None else float(value)
 
     @property
-    def key(self) -> tuple[str, str, str, str, str]:
-        """(agent, store, served model, tier, protocol): what an entry's runs all share."""
+    def key(self) -> tuple[str, str, str, str, str, str]:
+        """(root, agent, store, served model, tier, protocol): what an entry's runs all share."""
         r = self.results
-        return (str(r.get("agent")), str(r.get("store")), str(r.get("agent_model") or "-"), str(r.get("tier")),
-                protocol_of(r))
+        return (self.root, str(r.get("agent")), str(r.get("store")), str(r.get("agent_model") or "-"),
+                str(r.get("tier")), protocol_of(r))
 
 
 def protocol_of(results: dict[str, Any]) -> str:
@@ -77,8 +79,9 @@ def protocol_of(results: dict[str, Any]) -> str:
 
 @dataclass
 class Entry:
-    """One agent's runs on one tier under one protocol, pooled over episodes (and trials within them)."""
+    """One agent's runs on one tier under one protocol in one root, pooled over episodes (and trials in them)."""
 
+    root: str
     agent: str
     store: str
     model: str
@@ -87,11 +90,6 @@ class Entry:
     runs: list[RunResult] = field(default_factory=list)
     #: Planned episodes (labels) of a multi-episode run that have no results yet.
     unfinished: list[str] = field(default_factory=list)
-
-    @property
-    def roots(self) -> list[str]:
-        """The labels of the arguments this entry's runs came from, in first-seen order."""
-        return list(dict.fromkeys(r.root for r in self.runs))
 
     def by_episode(self) -> dict[str, list[RunResult]]:
         """Runs per episode digest, episodes in first-seen order."""
@@ -114,8 +112,14 @@ class Entry:
         return out
 
     def stat(self, name: str) -> dict[str, float | int | None]:
-        """Mean with a 95 % t-interval over episodes (episodes where ``name`` is undefined are left out)."""
-        return mean_ci([v for v in self.episode_value(name).values() if v is not None])
+        """Mean with a 95 % t-interval over episodes (episodes where ``name`` is undefined are left out).
+
+        The interval of a score (:data:`STATS`, all in [0, 1]) is clipped to [0, 1].
+        """
+        out = mean_ci([v for v in self.episode_value(name).values() if v is not None])
+        if name in STATS and out["lo"] is not None and out["hi"] is not None:
+            out["lo"], out["hi"] = max(0.0, float(out["lo"])), min(1.0, float(out["hi"]))
+        return out
 
     @property
     def episodes_without_composite(self) -> list[str]:
@@ -194,19 +198,24 @@ def read_batch(root: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) and data.get("family") == "budget" else None
 
 
-def build_entries(runs: Iterable[RunResult], batches: Sequence[tuple[Path, dict[str, Any]]] = ()) -> list[Entry]:
-    """Pool runs into entries (first-seen order); ``batches`` (root, batch.json) mark unfinished episodes."""
-    entries: dict[tuple[str, str, str, str, str], Entry] = {}
+def build_entries(runs: Iterable[RunResult],
+                  batches: Sequence[tuple[str, Path, dict[str, Any]]] = ()) -> list[Entry]:
+    """Pool runs into entries (first-seen order).
+
+    ``batches`` are (root label, folder, batch.json) of multi-episode runs: their planned episodes without
+    results are marked unfinished on the matching entry.
+    """
+    entries: dict[tuple[str, str, str, str, str, str], Entry] = {}
     for r in runs:
         if r.key not in entries:
             entries[r.key] = Entry(*r.key)
         entries[r.key].runs.append(r)
-    for root, batch in batches:
+    for label, folder, batch in batches:
         proto = f"{batch.get('policy')}/v{batch.get('results_version')}"
         for ep in batch.get("episodes") or []:
-            if (root / str(ep.get("path", ".")) / "results.json").is_file():
+            if (folder / str(ep.get("path", ".")) / "results.json").is_file():
                 continue
-            key = (str(batch.get("agent")), str(batch.get("store")), str(batch.get("agent_model") or "-"),
+            key = (label, str(batch.get("agent")), str(batch.get("store")), str(batch.get("agent_model") or "-"),
                    str(ep.get("tier")), proto)
             if key in entries:
                 entries[key].unfinished.append(f"{ep.get('tier')}/{ep.get('domain')}/seed{ep.get('seed')}")
