@@ -301,3 +301,34 @@ def test_episode_views_share_one_client_but_count_their_own_usage() -> None:
         assert llm.ledger.to_dict()["total"]["calls"] == 0  # merged by the batch when an episode ends
 
     asyncio.run(go())
+
+
+def test_a_failed_episode_exits_1_and_its_run_is_never_ranked_as_complete(
+        envs: tuple[Path, list[Episode]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import csv
+
+    from amemgym.errors import RunError
+    from amemgym.families import get_family
+    from amemgym.families.budget import batch
+
+    env, episodes = envs
+    real = batch.run_episode
+
+    async def failing(path: Path, agent: str, out: Path, llm: LLMClient) -> dict[str, Any]:
+        if "films" in str(path):
+            raise RunError("the films episode broke")
+        return await real(path, agent, out, llm)
+
+    monkeypatch.setattr(batch, "run_episode", failing)
+    code, log = run(env, tmp_path / "out", Agent(episodes))
+    assert code == 1 and "failed: the films episode broke" in " ".join(log.split())
+    failures = json.loads((tmp_path / "out" / "failures.json").read_text())["failures"]
+    assert [f["episode"] for f in failures] == ["films/seed0"]
+    assert run(env, tmp_path / "full", Agent(episodes))[0] == 1
+    monkeypatch.setattr(batch, "run_episode", real)
+    assert run(env, tmp_path / "full", Agent(episodes))[0] == 0  # a re-run retries the failed episode
+    assert not (tmp_path / "full" / "failures.json").exists()
+    rows = list(csv.DictReader(io.StringIO(get_family("budget").leaderboard([tmp_path / "out",
+                                                                             tmp_path / "full"]).csv)))
+    partial = next(r for r in rows if r["run"] == "out")
+    assert partial["rank"] == "-" and "unfinished: 1 planned episode" in partial["flags"]
