@@ -5,11 +5,11 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from amemgym.llm.client import LLMClient
-from amemgym.testing.scripted_model import Script, scripted_client
+from amemgym.testing.scripted_model import Script, ScriptedClient, scripted_client
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -30,14 +30,15 @@ def original_env_path() -> Path:
 
 
 @pytest.fixture
-def scripted_llm(tmp_path: Path) -> Callable[..., LLMClient]:
-    """A factory of clients answered by a script: ``scripted_llm(script, cache=True)``.
+def scripted_llm(tmp_path: Path) -> Callable[..., ScriptedClient]:
+    """A factory of clients answered by a script: ``scripted_llm(script, cache=True, roles=...)``.
 
     With ``cache`` the client keeps a response cache in the test's temp folder (shared by the clients one
-    test makes, so a second run can be served from it).
+    test makes, so a second run can be served from it). The client's ``scripted`` is the backend behind it:
+    ``llm.scripted.requests`` are the calls that reached the model.
     """
 
-    def make(script: Script, *, cache: bool = True) -> LLMClient:
-        return scripted_client(script, cache=tmp_path / "scripted-cache.sqlite" if cache else None)
+    def make(script: Script, *, cache: bool = True, **options: Any) -> ScriptedClient:
+        return scripted_client(script, cache=tmp_path / "scripted-cache.sqlite" if cache else None, **options)
 
     return make

@@ -9,9 +9,8 @@ import pytest
 
 from amemgym.agents import AgentContext, resolve_agent
 from amemgym.agents.checker import check_agent
-from amemgym.llm import LLMClient
 from amemgym.llm.types import ChatRequest
-from amemgym.testing.scripted_model import HashEmbedder, ScriptedBackend
+from amemgym.testing.scripted_model import scripted_client
 
 needs_mem0 = pytest.mark.skipif(importlib.util.find_spec("mem0") is None, reason="mem0ai not installed")
 
@@ -26,8 +25,7 @@ def mem0_script(req: ChatRequest) -> str:
 
 @needs_mem0
 async def test_mem0_writes_with_simulated_time_and_round_trips() -> None:
-    backend = ScriptedBackend(mem0_script)
-    llm = LLMClient(backends={r: backend for r in ("agent", "memory")}, embedder=HashEmbedder(), backoff_base=0.001)
+    llm = scripted_client(mem0_script)
     agent = resolve_agent("mem0-5").build(llm, AgentContext("u1"))
     for i in range(3):
         await agent.reply(f"message {i}", time=f"2021-01-0{i + 1} 19:00")
@@ -38,7 +36,7 @@ async def test_mem0_writes_with_simulated_time_and_round_trips() -> None:
     other.restore(snap)
     await other.answer("what do you know?")  # forces the rebuild of the mem0 store from the snapshot
     assert await other.snapshot() == snap
-    assert "tiny kitchen" in backend.requests[-1].messages[0]["content"]
+    assert "tiny kitchen" in llm.scripted.requests[-1].messages[0]["content"]
 
 
 @needs_mem0
@@ -53,7 +51,7 @@ async def test_missing_mem0_gives_an_install_hint(monkeypatch: pytest.MonkeyPatc
     from amemgym.errors import BackendUnavailable
 
     monkeypatch.setitem(sys.modules, "mem0", None)
-    llm = LLMClient(backends={"agent": ScriptedBackend(mem0_script)}, embedder=HashEmbedder())
+    llm = scripted_client(mem0_script, roles=("agent",))
     from amemgym.agents.mem0_adapter import mem0_factory
 
     agent = mem0_factory(freq=2, ns=0)(llm, AgentContext("u1"))

@@ -11,17 +11,10 @@ from amemgym.agents import AgentContext, resolve_agent
 from amemgym.agents.buffered import MessageBuffer
 from amemgym.agents.vector_store import NumpyVectorStore
 from amemgym.errors import ConfigError
-from amemgym.llm import LLMClient
 from amemgym.llm.types import ChatRequest
-from amemgym.testing.scripted_model import HashEmbedder, ScriptedBackend, last_user
+from amemgym.testing.scripted_model import HashEmbedder, last_user, scripted_client
 
 CTX = AgentContext(user_id="u1", seed=3, state_schema={"kitchen": ["tiny", "full"], "shift": ["days", "nights"]})
-
-
-def client(responder) -> tuple[LLMClient, ScriptedBackend]:
-    backend = ScriptedBackend(responder)
-    return LLMClient(backends={r: backend for r in ("agent", "memory")}, embedder=HashEmbedder(),
-                     backoff_base=0.001), backend
 
 
 def echo(req: ChatRequest) -> str:
@@ -44,7 +37,7 @@ def test_buffer_with_odd_freq_splits_exchanges() -> None:
 
 
 async def test_rag_context_and_written_messages_after_each_exchange() -> None:
-    llm, backend = client(echo)
+    llm = scripted_client(echo)
     agent = resolve_agent("rag-2-2-5").build(llm, CTX)
     for i in range(3):
         await agent.reply(f"message {i}", time=f"2021-01-0{i + 1} 19:00")
@@ -52,19 +45,19 @@ async def test_rag_context_and_written_messages_after_each_exchange() -> None:
     assert [m["content"] for m in snap["buffer"]] == ["message 2", "re: message 2"]
     assert [(r["text"], r["kind"]) for r in snap["memory"]["store"]["records"]] == [
         ("message 0", "user"), ("re: message 0", "assistant"), ("message 1", "user"), ("re: message 1", "assistant")]
-    last = backend.requests[-1]
+    last = llm.scripted.requests[-1]
     assert [m["content"] for m in last.messages[1:]] == ["message 1", "re: message 1", "message 2"]
     assert "message 0" in last.messages[0]["content"]
 
 
 async def test_retrieved_memories_are_shown_in_simulated_time_order() -> None:
-    llm, backend = client(echo)
+    llm = scripted_client(echo)
     agent = resolve_agent("rag-2-0-10").build(llm, CTX)
     # Later simulated times first: insertion order and time order disagree on purpose.
     for t in ("2021-03-01 19:00", "2021-01-01 19:00", "2021-02-01 19:00"):
         await agent.ingest(f"user at {t}", "ok", time=t)
     await agent.answer("anything")
-    system = backend.requests[-1].messages[0]["content"]
+    system = llm.scripted.requests[-1].messages[0]["content"]
     positions = [system.index(f"user at {t}") for t in ("2021-01-01 19:00", "2021-02-01 19:00", "2021-03-01 19:00")]
     assert positions == sorted(positions)
 
@@ -81,12 +74,12 @@ def awe_script(actions: list[dict]) -> object:
 
 
 async def test_awe_reconciliation_applies_update_delete_keep_add() -> None:
-    llm, _ = client(awe_script([]))
+    llm = scripted_client(awe_script([]))
     agent = resolve_agent("awe-2-0-10").build(llm, CTX)
     vec = HashEmbedder().embed_sync(["x"])[0]
     for text in ("lives alone", "works days", "has a tiny kitchen"):
         agent.store.add(text, "2021-01-01 19:00", "fact", vec)
-    agent.llm, _ = client(awe_script([
+    agent.llm = scripted_client(awe_script([
         {"op": "update", "id": 1, "text": "works nights now"}, {"op": "delete", "id": 2, "text": ""},
         {"op": "keep", "id": 0, "text": ""}, {"op": "add", "id": None, "text": "trains for a half marathon"}]))
     await agent.ingest("my news", "noted", time="2021-04-01 20:00")
@@ -98,11 +91,11 @@ async def test_awe_reconciliation_applies_update_delete_keep_add() -> None:
 
 
 async def test_awe_adds_directly_when_memory_is_empty_and_counts_dropped_facts() -> None:
-    llm, backend = client(awe_script([{"op": "update", "id": 99, "text": "bad id"}]))
+    llm = scripted_client(awe_script([{"op": "update", "id": 99, "text": "bad id"}]))
     agent = resolve_agent("awe-2-0-10").build(llm, CTX)
     await agent.ingest("first", "ok", time="2021-01-01 19:00")
     await agent.snapshot()  # waits for the background write
-    assert not any(r.tag == "memory.reconcile" for r in backend.requests)
+    assert not any(r.tag == "memory.reconcile" for r in llm.scripted.requests)
     await agent.ingest("second", "ok", time="2021-01-02 19:00")
     await agent.snapshot()
     stats = agent.stats()
@@ -112,7 +105,7 @@ async def test_awe_adds_directly_when_memory_is_empty_and_counts_dropped_facts()
 async def test_awi_merges_by_dict_union() -> None:
     replies = iter([{"updates": {"home": "small flat", "work": "day shifts"}},
                     {"updates": {"work": "night shifts", "sport": "half marathon", "bad": 3}}])
-    llm, _ = client(lambda req: json.dumps(next(replies)) if req.tag == "memory.awi_write" else "ok")
+    llm = scripted_client(lambda req: json.dumps(next(replies)) if req.tag == "memory.awi_write" else "ok")
     agent = resolve_agent("awi-2-0").build(llm, CTX)
     await agent.ingest("a", "b", time="2021-01-01 19:00")
     await agent.ingest("c", "d", time="2021-02-01 19:00")
@@ -123,7 +116,7 @@ async def test_awi_merges_by_dict_union() -> None:
 
 async def test_awi_policy_section_is_replaceable_and_oracle_names_the_schema() -> None:
     seen: list[str] = []
-    llm, _ = client(lambda req: (seen.append(last_user(req)), '{"updates": {}}')[1])
+    llm = scripted_client(lambda req: (seen.append(last_user(req)), '{"updates": {}}')[1])
     for name in ("awi-2-0", "awi-oracle-2-0"):
         agent = resolve_agent(name).build(llm, CTX)
         await agent.ingest("a", "b", time="t")
@@ -133,7 +126,7 @@ async def test_awi_policy_section_is_replaceable_and_oracle_names_the_schema() -
 
 async def test_snapshot_round_trip_is_exact_for_every_buffered_agent() -> None:
     for name in ("rag-2-2-3", "awe-2-2-3", "awi-2-2"):
-        llm, _ = client(awe_script([{"op": "add", "id": None, "text": "new"}]) if name.startswith("awe") else
+        llm = scripted_client(awe_script([{"op": "add", "id": None, "text": "new"}]) if name.startswith("awe") else
                         (lambda req: '{"updates": {"k": "v"}}' if req.tag == "memory.awi_write" else "ok"))
         agent = resolve_agent(name).build(llm, CTX)
         for i in range(4):

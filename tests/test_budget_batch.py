@@ -49,6 +49,9 @@ class Agent:
         self.kill_at: int | None = None
 
     def __call__(self, req: ChatRequest) -> str:
+        if not any(_OPENING.search(str(m["content"])) for m in req.messages):
+            self.calls["probe"] += 1
+            return "I have no function calls."  # the tool probe of budget.tools=auto: this agent speaks text
         self.calls[req.messages[0]["content"]] += 1
         self.seeds.add(req.seed)
         if self.kill_at is not None and sum(self.calls.values()) >= self.kill_at:
@@ -314,10 +317,10 @@ def test_a_failed_episode_exits_1_and_its_run_is_never_ranked_as_complete(
     env, episodes = envs
     real = batch.run_episode
 
-    async def failing(path: Path, agent: str, out: Path, llm: LLMClient) -> dict[str, Any]:
+    async def failing(path: Path, agent: str, out: Path, llm: LLMClient, **options: Any) -> dict[str, Any]:
         if "films" in str(path):
             raise RunError("the films episode broke")
-        return await real(path, agent, out, llm)
+        return await real(path, agent, out, llm, **options)
 
     monkeypatch.setattr(batch, "run_episode", failing)
     code, log = run(env, tmp_path / "out", Agent(episodes))

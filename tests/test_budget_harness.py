@@ -125,6 +125,8 @@ def _served_episode(episode: Episode, tmp_path: Path) -> tuple[Path, Any]:
     agent = ScriptedAgent(episode)
 
     def respond(body: dict) -> str:
+        if not any(_OPENING.search(str(m.get("content"))) for m in body["messages"]):
+            return "I have no function calls."  # the tool probe of budget.tools=auto: this agent speaks text
         msgs = tuple({"role": m["role"], "content": m["content"]} for m in body["messages"])
         return agent(ChatRequest(role="agent", messages=msgs))
 
@@ -213,8 +215,8 @@ def test_unsupported_run_flags_exit_2(episode: Episode, tmp_path: Path) -> None:
     save_episode(episode, env)
     result = CliRunner().invoke(app, ["run", "--env", str(env), "--out", str(tmp_path / "x"), "--resimulate-leaks"])
     assert result.exit_code == 2 and "--resimulate-leaks" in result.output
-    result = CliRunner().invoke(app, ["run", "--env", str(env), "--out", str(tmp_path / "y"), "--agent", "rag"])
-    assert result.exit_code == 2
+    result = CliRunner().invoke(app, ["run", "--env", str(env), "--out", str(tmp_path / "y"), "--agent", "nosuch"])
+    assert result.exit_code == 2 and "unknown agent" in result.output
 
 
 def test_the_report_shows_axes_kinds_budget_and_trace(episode: Episode, tmp_path: Path) -> None:

@@ -23,3 +23,20 @@ def test_run_help_loads_no_heavy_module() -> None:
     assert res.returncode == 0, res.stderr
     assert "--out" in res.stdout  # the help really was printed
     assert res.stdout.strip().splitlines()[-1] == "LOADED []"
+
+
+START = """
+import sys
+from amemgym.agents.registry import resolve_agent
+import amemgym.families.statetrack, amemgym.run.driver, amemgym.run.results
+resolve_agent("native")
+print("LOADED", [m for m in ("numpy", "amemgym.agents.rag", "amemgym.agents.awe") if m in sys.modules])
+"""
+
+
+def test_native_run_start_loads_no_numpy() -> None:
+    # Everything a native run needs before its first model call; NumPy (about 0.1 s) comes with the report,
+    # imported in the background while the run waits on the network.
+    res = subprocess.run([sys.executable, "-c", START], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip().splitlines()[-1] == "LOADED []"

@@ -121,7 +121,8 @@ def test_html_report_flags_it_and_draws_undefined_cells(runs, tmp_path: Path) ->
 
 
 def summary(label: str, ms: float | None, ub: float = 0.9, rnd: float = 0.25, **kw) -> Summary:
-    return Summary(label, "a", Stat(0.5), Stat(ub), Stat(rnd), Stat(ms), None, None, None, 3, True, None, **kw)
+    stats = {"overall": Stat(0.5), "upper_bound": Stat(ub), "random": Stat(rnd), "memory_score": Stat(ms)}
+    return Summary(label, "a", stats, {}, 3, True, None, **kw)
 
 
 def record(label: str, metrics: dict) -> RunRecord:

@@ -56,7 +56,7 @@ async def test_each_feedback_kind_runs_end_to_end(kind: str, tmp_path: Path) -> 
     m = outcome.metrics
     assert m["complete"] and not outcome.failures
     assert m["agent"] == f"awi+evolve({kind})"
-    tags = [r.tag for r in llm._backends["memory"].requests]
+    tags = [r.tag for r in llm.scripted.requests]
     n_periods = load_environment(ENV).num_periods
     assert tags.count("evolve.policy") == (0 if kind == "none" else 2 * (n_periods - 1))
     assert tags.count("judge.recall") == 2 * n_periods  # one batched judge call per (user, period)

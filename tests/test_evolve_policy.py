@@ -39,7 +39,7 @@ async def test_evolver_sends_a_real_system_message_and_a_strict_schema(tmp_path:
         cache=tmp_path / "cache.sqlite")
     prop = await LLMEvolver(llm, role="agent").propose("old policy", "feedback text", seed=3)
     assert prop == Proposal("Keep notes on work and health.", ["c"])
-    (req,) = llm._backends["agent"].requests
+    (req,) = llm.scripted.requests
     assert req.role == "agent" and req.messages[0]["role"] == "system" and len(req.messages[0]["content"]) > 200
     assert "old policy" in req.messages[1]["content"] and "feedback text" in req.messages[1]["content"]
     assert req.json_schema["additionalProperties"] is False

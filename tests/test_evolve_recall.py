@@ -21,7 +21,7 @@ async def test_recall_counts_supported_facts_in_one_call(tmp_path: Path) -> None
     result = await memory_recall(LLMRecallJudge(llm), FACTS, "work: now at the office every day", seed=1)
     assert (result.supported, result.revealed, result.recall) == (2, 3, pytest.approx(2 / 3))
     assert [f["supported"] for f in result.facts] == [True, False, True]
-    (req,) = llm._backends["judge"].requests
+    (req,) = llm.scripted.requests
     prompt = req.messages[-1]["content"]
     assert "F1. work location: fully on site" in prompt and "F3. pet: old dog" in prompt
     assert "work: now at the office every day" in prompt

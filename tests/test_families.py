@@ -154,16 +154,13 @@ def statetrack_run(tmp: Path) -> Path:
     from amemgym.agents import resolve_agent
     from amemgym.config import load_config
     from amemgym.data import load_environment
-    from amemgym.llm import LLMClient, ResponseCache
     from amemgym.run import Runner
     from amemgym.testing.run_script import RunScript
-    from amemgym.testing.scripted_model import ScriptedBackend
+    from amemgym.testing.scripted_model import scripted_client
 
     env_path = FIXTURES / "original_shape.json"
     env = load_environment(env_path)
-    backend = ScriptedBackend(RunScript(env.users[0]))
-    llm = LLMClient(backends={r: backend for r in ("agent", "simulator", "memory", "judge")},
-                    cache=ResponseCache(tmp / "cache.sqlite"), backoff_base=0.001)
+    llm = scripted_client(RunScript(env.users[0]), cache=tmp / "cache.sqlite", embedder=False)
     out = tmp / "st_run"
     asyncio.run(Runner(env, resolve_agent("native"), out, load_config("tiny"), llm, env_path=env_path).run())
     return out

@@ -16,12 +16,12 @@ from amemgym.data import load_environment
 from amemgym.generate.llm import GenerationError, Limits, StepFailure, generate_llm
 from amemgym.generate.llm.answers import answer_problem, patch_answer
 from amemgym.generate.llm.evolution import check_changes, check_events
-from amemgym.generate.llm.questions import check_questions
+from amemgym.generate.llm.questions import question_problem
 from amemgym.generate.llm.schema import check_groups
 from amemgym.generate.llm.utterances import check_initial
 from amemgym.generate.personas import Persona
-from amemgym.llm import ChatRequest, LLMClient, PermanentError, ResponseCache
-from amemgym.testing.scripted_model import ScriptedBackend
+from amemgym.llm import ChatRequest, PermanentError
+from amemgym.testing.scripted_model import scripted_client
 
 CFG = EnvConfig(
     name="test", num_user_profiles=2, num_questions=2, num_periods=2, num_states_per_question=2,
@@ -158,13 +158,8 @@ class GenScript:
         return {"query": " ".join(f"Honestly it is {val}." for _, val in intended)}
 
 
-def client(script: GenScript, cache: Path | None = None) -> tuple[LLMClient, ScriptedBackend]:
-    backend = ScriptedBackend(script)
-    return LLMClient(backends={"generator": backend}, cache=ResponseCache(cache) if cache else None), backend
-
-
 def generate(script: GenScript, out: Path, cache: Path | None = None, **kw: Any) -> Any:
-    llm, _ = client(script, cache)
+    llm = scripted_client(script, cache=cache)
     return asyncio.run(generate_llm(CFG, llm, out, personas=PERSONAS, seed=7, **kw))
 
 
@@ -201,17 +196,17 @@ def test_full_environment_loads_and_report_is_complete(tmp_path: Path) -> None:
 def test_same_seed_and_cache_give_identical_bytes(tmp_path: Path) -> None:
     cache = tmp_path / "c.sqlite"
     generate(GenScript(), tmp_path / "a", cache)
-    llm, backend = client(GenScript(), cache)
+    llm = scripted_client(GenScript(), cache=cache)
     asyncio.run(generate_llm(CFG, llm, tmp_path / "b", personas=PERSONAS, seed=7))
-    assert backend.requests == []  # every call was answered from the cache
+    assert llm.scripted.requests == []  # every call was answered from the cache
     assert (tmp_path / "a" / "data.json").read_bytes() == (tmp_path / "b" / "data.json").read_bytes()
 
 
 def test_calls_carry_derived_seeds_and_temperatures(tmp_path: Path) -> None:
-    llm, backend = client(GenScript())
+    llm = scripted_client(GenScript())
     asyncio.run(generate_llm(CFG, llm, tmp_path, personas=PERSONAS, seed=7))
-    assert all(r.seed is not None for r in backend.requests)
-    temps = {r.tag: r.temperature for r in backend.requests}
+    assert all(r.seed is not None for r in llm.scripted.requests)
+    temps = {r.tag: r.temperature for r in llm.scripted.requests}
     assert temps["gen.questions"] == 1.0 and temps["gen.evolution.updates"] == 1.0
     assert temps["gen.profile"] == 0.2 and temps["gen.answers.write"] == 0.2
 
@@ -224,7 +219,6 @@ def test_wrong_question_count_is_shown_and_reasked(tmp_path: Path) -> None:
     assert result.ok
     retry = result.report["steps"]["questions"]
     assert retry["after_retry"] == 1 and retry["calls"] == 2
-    assert check_questions({"questions": []}, 2, 2, 3) == "expected 2 questions, got 0"
 
 
 def test_valid_questions_are_kept_and_only_the_rest_asked_again(tmp_path: Path) -> None:
@@ -252,10 +246,10 @@ def test_valid_questions_are_kept_and_only_the_rest_asked_again(tmp_path: Path) 
     assert "lists the same info type twice" in info.value.result.failed[0].reason
 
 
-def test_check_questions_rejects_duplicate_values() -> None:
+def test_a_question_with_duplicate_values_is_refused() -> None:
     q = {"question": "Q?", "required_info": [{"info_type": "a", "choices": ["x", "X", "y"]},
                                              {"info_type": "b", "choices": ["1", "2", "3"]}]}
-    assert "distinct" in check_questions({"questions": [q]}, 1, 2, 3)
+    assert "distinct" in (question_problem(q, 2, 3) or "")
 
 
 def test_grouping_must_map_every_info_type() -> None:
@@ -269,10 +263,10 @@ def test_value_outside_schema_is_reasked_with_the_error_shown(tmp_path: Path) ->
         reply["changes"][0]["new_value"] = "nonsense"
         return reply
 
-    llm, backend = client(GenScript(bad={"gen.evolution.updates": [bad]}))
+    llm = scripted_client(GenScript(bad={"gen.evolution.updates": [bad]}))
     result = asyncio.run(generate_llm(CFG, llm, tmp_path, personas=PERSONAS, seed=7, num_users=1))
     assert result.ok and result.report["steps"]["evolution.updates"]["after_retry"] == 1
-    retry = next(r for r in backend.requests if r.tag == "gen.evolution.updates" and len(r.messages) == 3)
+    retry = next(r for r in llm.scripted.requests if r.tag == "gen.evolution.updates" and len(r.messages) == 3)
     assert "nonsense" in retry.messages[1]["content"]
     assert "new_value is 'nonsense', which is not allowed" in retry.messages[2]["content"]
 
@@ -492,7 +486,7 @@ def test_one_user_failing_is_reported_and_the_others_are_written(tmp_path: Path)
 
 def test_rerun_with_another_seed_in_the_same_folder_is_refused(tmp_path: Path) -> None:
     generate(GenScript(), tmp_path, num_users=1)
-    llm, _ = client(GenScript())
+    llm = scripted_client(GenScript())
     with pytest.raises(Exception, match="different seed"):
         asyncio.run(generate_llm(CFG, llm, tmp_path, personas=PERSONAS, seed=8, num_users=1))
 
@@ -519,7 +513,7 @@ def test_utterance_that_keeps_quoting_value_names_is_put_in_plain_words(tmp_path
     from amemgym.generate.llm.utterances import _write_one
 
     schema = {"sleep": ["night_owl", "early_bird"]}
-    llm, backend = client(GenScript(bad={"gen.utterances.write": [{"query": "I am a night_owl now."}] * 6}))
+    llm = scripted_client(GenScript(bad={"gen.utterances.write": [{"query": "I am a night_owl now."}] * 6}))
 
     def run(limits: Limits) -> tuple[str, GenContext]:
         ctx = GenContext(llm=llm, cfg=CFG, user_seed=1, limits=limits)
@@ -528,7 +522,7 @@ def test_utterance_that_keeps_quoting_value_names_is_put_in_plain_words(tmp_path
                                       **facts)), ctx
 
     text, ctx = run(Limits())
-    assert text == "I am a night owl now." and len(backend.requests) == 3
+    assert text == "I am a night owl now." and len(llm.scripted.requests) == 3
     assert ctx.unverified_list() == ["period 1, session 1: [1/0] it quotes the value name(s) night_owl; imply them "
                                      "through the situation instead (still wrong after 3 tries); the quoted names "
                                      "were put in plain words"]

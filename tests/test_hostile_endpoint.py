@@ -24,7 +24,6 @@ from amemgym.llm.client import LLMClient
 from amemgym.llm.health import endpoint_problems
 from amemgym.llm.redact import redact, register_secret
 from amemgym.llm.timeouts import HOSTED_DEFAULTS, LOCAL_DEFAULTS, resolve_timeouts
-from amemgym.llm.types import ChatRequest, ChatResult
 from amemgym.llm.usage import UsageLedger
 from amemgym.report.leaderboard import leaderboard, to_markdown
 from amemgym.report.load import RunRecord
@@ -32,6 +31,7 @@ from amemgym.run.lock import run_lock
 from amemgym.run.progress import stall_text
 from amemgym.testing.fake_endpoint import FakeEndpoint
 from amemgym.testing.runs import start_run, wait_for_work
+from amemgym.testing.scripted_model import scripted_client
 
 SRC = Path(__file__).resolve().parent.parent / "src"
 #: A key that matches no credential pattern: only the registered-key redaction can hide it.
@@ -167,40 +167,27 @@ def test_empty_replies_are_failures_and_never_served_from_the_cache(tmp_path: Pa
     assert replies and all(r.strip() for r in replies)
 
 
-class _Scripted:
-    """A backend that returns the given texts in order, counting calls."""
-
-    backend_id = "scripted:test"
-
-    def __init__(self, texts: list[str]) -> None:
-        self.texts = list(texts)
-        self.calls = 0
-
-    async def complete(self, req: ChatRequest) -> ChatResult:
-        self.calls += 1
-        return ChatResult(text=self.texts.pop(0), model="m")
-
-
 def test_a_reply_that_fails_its_check_is_not_cached(tmp_path: Path) -> None:
     schema = {"type": "object"}
 
     def check(value: Any) -> str | None:
         return None if value.get("ok") is True else "not ok"
 
-    async def go(backend: _Scripted) -> Any:
-        cache = ResponseCache(tmp_path / "c.sqlite")
-        llm = LLMClient(LLMConfig(), cache=cache, backends={"judge": backend})
+    async def go(texts: list[str]) -> tuple[Any, list[str], int]:
+        # The replies in order; the count is of the calls that reached the model.
+        llm = scripted_client(lambda req: texts.pop(0), cache=tmp_path / "c.sqlite", roles=("judge",),
+                              embedder=False)
         value, _ = await llm.chat_json("judge", [{"role": "user", "content": "q"}], schema, check=check)
-        stored = [json.loads(v)["text"] for (v,) in cache._conn.execute("SELECT value FROM responses")]
-        cache.close()
-        return value, stored
+        assert llm.cache is not None
+        stored = [json.loads(v)["text"] for (v,) in llm.cache._conn.execute("SELECT value FROM responses")]
+        llm.cache.close()
+        return value, stored, len(llm.scripted.requests)
 
-    value, stored = asyncio.run(go(_Scripted(['{"ok": false}', '{"ok": true}'])))
+    value, stored, _ = asyncio.run(go(['{"ok": false}', '{"ok": true}']))
     assert value == {"ok": True} and stored == ['{"ok": true}']
     # A second process asks again: the first seed's failed reply is not replayed, the endpoint is asked.
-    again = _Scripted(['{"ok": true}'])
-    value, _ = asyncio.run(go(again))
-    assert value == {"ok": True} and again.calls == 1
+    value, _, calls = asyncio.run(go(['{"ok": true}']))
+    assert value == {"ok": True} and calls == 1
 
 
 def test_endpoint_problems_need_a_majority_of_unusable_attempts() -> None:

@@ -29,7 +29,7 @@ def _outcomes() -> list[QuestionOutcome]:
 @pytest.fixture
 def lucky() -> Iterator[str]:
     @metric("lucky_guesses", "share of questions answered right although a required variable was probed wrong",
-            title="Lucky guesses")
+            label="lucky guesses")
     def lucky_guesses(cell: Cell) -> float | None:
         hits = [o.score == 1.0 and not all(o.probe.values()) for o in cell.outcomes]
         return sum(hits) / len(hits)
@@ -77,12 +77,29 @@ def test_unregistering_removes_it_everywhere(lucky: str) -> None:
 def test_a_taken_name_is_refused() -> None:
     with pytest.raises(ValueError, match="'memory_score' is already registered"):
         metric("memory_score", "a second memory score")(lambda cell: 0.0)
+    with pytest.raises(ValueError, match="only pooled metrics sit in a group or under a key"):
+        metric("stray", "a cell metric in a group", group="failure_rates")
+    # A key that metrics.json already uses for something else would be overwritten without a word.
+    for name, options in (("users", {}), ("failure_rates", {"level": "pooled"}),
+                          ("x", {"level": "pooled", "key": "flags"}), ("y", {"level": "pooled", "key": "overall"}),
+                          ("z", {"level": "pooled", "group": "degenerate"}),
+                          ("w", {"level": "pooled", "group": "overall"}),
+                          ("v", {"level": "pooled", "group": "failure_rates", "key": "read"})):
+        with pytest.raises(ValueError, match="reserved or already written"):
+            metric(name, "a clash", **options)(lambda cell: 0.0)
+        assert find(name) is None
+    # A new member of an existing group is fine.
+    metric("v", "a fourth failure rate", level="pooled", group="failure_rates", key="v")(lambda rows: None)
+    unregister("v")
     assert find("memory_score") is not None and find("memory_score").bounded is False  # type: ignore[union-attr]
 
 
 def test_the_built_in_keys_keep_the_metrics_json_shape() -> None:
     """metrics.json readers rely on these keys, in this order; the registry must not move them."""
-    assert [m.name for m in registered()][:4] == ["overall", "random", "upper_bound", "memory_score"]
+    assert [m.name for m in registered()] == [
+        "overall", "random", "upper_bound", "memory_score", "questions", "write_failures", "read_failures",
+        "utilization_failures", "probe_items", "memory_score_all_cells", "memory_score_original", "write_rate",
+        "read_rate", "utilization_rate"]
     m = aggregate(_outcomes(), 2)
     assert list(m["per_user"]["u1"]["0"]) == ["overall", "random", "upper_bound", "memory_score", "questions",
                                               "write_failures", "read_failures", "utilization_failures",
@@ -91,5 +108,9 @@ def test_the_built_in_keys_keep_the_metrics_json_shape() -> None:
                                         "failure_rates"]
     assert list(m["definitions"]) == ["memory_score", "memory_score_all_cells", "memory_score_original", "ci",
                                       "write_rate", "read_rate", "utilization_rate", "flags"]
+    assert list(m["overall"]) == ["overall", "random", "upper_bound", "memory_score", "memory_score_all_cells",
+                                  "memory_score_original", "failure_rates", "users", "undefined_memory_cells",
+                                  "memory_cells", "flags", "degenerate"]
+    assert list(m["overall"]["failure_rates"]) == ["write", "read", "utilization"]
     assert curve_panels() == (("overall", "Overall"), ("upper_bound", "Upper bound"), ("random", "Random"),
                               ("memory_score", "Memory score"))

@@ -39,8 +39,8 @@ METRICS = {
 
 def test_summary_reads_headline_numbers_and_usage() -> None:
     s = summarize("run", "native", METRICS)
-    assert s.memory_score.text() == "0.380 [0.200, 0.560]" and s.random.text() == "0.250"
-    assert (s.write, s.read, s.utilization) == (0.25, 0.1, None)
+    assert s.memory_score.text() == "0.380 [0.200, 0.560]" and s.stat("random").text() == "0.250"
+    assert s.rates == {"write_rate": 0.25, "read_rate": 0.1, "utilization_rate": None}
     assert [u.role for u in s.usage] == ["agent", "simulator"]
     assert s.total_tokens == 135 and s.total_cost == 0.5 and not s.complete and s.wall_seconds == 12.5
 

@@ -16,11 +16,10 @@ from amemgym.agents import resolve_agent
 from amemgym.commands.report import register
 from amemgym.config import load_config
 from amemgym.data import load_environment, save_environment
-from amemgym.llm import LLMClient, ResponseCache
 from amemgym.llm.types import ChatRequest
 from amemgym.run import Runner
 from amemgym.testing.run_script import RunScript
-from amemgym.testing.scripted_model import ScriptedBackend
+from amemgym.testing.scripted_model import scripted_client
 
 FIXTURE = Path(__file__).parent / "fixtures" / "original_shape.json"
 # Hostile markup whose effects, were it ever parsed, would be visible in the DOM.
@@ -56,9 +55,7 @@ class EvilScript(RunScript):
 
 def make_run(env_path: Path, out: Path, script: RunScript, work: Path) -> dict:
     """Run the native agent with a scripted fake into ``out``; returns the metrics."""
-    backend = ScriptedBackend(script)
-    llm = LLMClient(backends={r: backend for r in ("agent", "simulator", "memory", "judge")},
-                    cache=ResponseCache(work / f"{out.name}.sqlite"), backoff_base=0.001)
+    llm = scripted_client(script, cache=work / f"{out.name}.sqlite", embedder=False)
     env = load_environment(env_path)
     runner = Runner(env, resolve_agent("native"), out, load_config("tiny"), llm, env_path=env_path)
     return asyncio.run(runner.run()).metrics

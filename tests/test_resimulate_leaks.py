@@ -10,7 +10,6 @@ import pytest
 from amemgym.agents import resolve_agent
 from amemgym.config import load_config
 from amemgym.data import load_environment
-from amemgym.llm import LLMClient
 from amemgym.llm.types import ChatRequest
 from amemgym.report.extras import leak_guard
 from amemgym.report.load import load_run, session_records
@@ -19,7 +18,7 @@ from amemgym.run.layout import RunDir
 from amemgym.simulate import LeakTally, UserSimulator, leaked_values
 from amemgym.simulate.simulator import NEUTRAL_FOLLOW_UP
 from amemgym.testing.run_script import RunScript
-from amemgym.testing.scripted_model import ScriptedBackend
+from amemgym.testing.scripted_model import scripted_client
 from amemgym.validity.sim_audit import audit_run
 
 SCHEMA = {"running_goal": ["casual_5k", "half_marathon", "trail_ultra"], "mood": ["low", "high", "ok"]}
@@ -48,7 +47,7 @@ class Drafts:
 
 
 def simulator(drafts: Drafts, attempts: int) -> UserSimulator:
-    llm = LLMClient(backends={"simulator": ScriptedBackend(drafts)}, backoff_base=0.001)
+    llm = scripted_client(drafts, roles=("simulator",), embedder=False)
     return UserSimulator(llm, resimulate_attempts=attempts)
 
 
@@ -111,8 +110,7 @@ class LeakyRun(RunScript):
 async def test_run_with_resimulate_leaks(original_env_path: Path, tmp_path: Path, enabled: bool) -> None:
     env = load_environment(original_env_path)
     script = LeakyRun(env.users[0])
-    backend = ScriptedBackend(script)
-    llm = LLMClient(backends={r: backend for r in ("agent", "simulator", "memory", "judge")}, backoff_base=0.001)
+    llm = scripted_client(script, embedder=False)
     cfg = load_config("tiny")
     cfg.run.resimulate_leaks = enabled
     outcome = await Runner(env, resolve_agent("native"), tmp_path / "run", cfg, llm).run()
@@ -144,17 +142,16 @@ def test_echo_of_the_assistant_is_redrawn_once() -> None:
 
 async def test_simulator_redraws_an_echo_and_counts_it(original_env_path) -> None:
     from amemgym.data import load_environment
-    from amemgym.llm import LLMClient
     from amemgym.simulate import UserSimulator
-    from amemgym.testing.scripted_model import ScriptedBackend
+    from amemgym.testing.scripted_model import scripted_client
 
     user = load_environment(original_env_path).users[0]
     reply = "To make your trip more enjoyable, plan in advance and pack light for every flight."
     drafts = iter([reply, "Which snacks keep well on a long flight?"])
-    backend = ScriptedBackend(lambda req: next(drafts))
-    sim = UserSimulator(LLMClient(backends={"simulator": backend}))
+    llm = scripted_client(lambda req: next(drafts), roles=("simulator",), embedder=False)
+    sim = UserSimulator(llm)
     exchange = [{"role": "user", "content": "I fly a lot."}, {"role": "assistant", "content": reply}]
     text = await sim.next_turn(user, "2021-01-01", "I fly a lot.", exchange, seed=1)
     assert text == "Which snacks keep well on a long flight?"
-    assert sim.tally.echoes == 1 and len(backend.requests) == 2
-    assert "not the assistant" in backend.requests[0].messages[-1]["content"]
+    assert sim.tally.echoes == 1 and len(llm.scripted.requests) == 2
+    assert "not the assistant" in llm.scripted.requests[0].messages[-1]["content"]

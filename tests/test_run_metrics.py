@@ -73,7 +73,7 @@ async def test_upper_bound_calls_are_shared_across_periods(original_env_path: Pa
     user = load_environment(original_env_path).users[0]
     _, llm = await run_once(original_env_path, tmp_path / "run", RunScript(user), tmp_path)
     distinct = {(q, tuple(p.state[v] for v in qa.required_info)) for q, qa in enumerate(user.qas) for p in user.periods}
-    backend = llm._backends["agent"]
+    backend = llm.scripted
     ub_calls = [r for r in backend.requests if r.tag == "eval.upper_bound"]
     assert len(ub_calls) == len(distinct) == 6
 
@@ -120,7 +120,7 @@ async def test_off_policy_replays_recorded_conversations(original_env_path: Path
     off, llm = await run_once(original_env_path, tmp_path / "off", RunScript(user), tmp_path / "b",
                               off_policy=tmp_path / "on")
     assert off.metrics["complete"]
-    tags = {r.tag for r in llm._backends["agent"].requests}
+    tags = {r.tag for r in llm.scripted.requests}
     assert "agent.reply" not in tags and "simulator.turn" not in tags
     on_sessions = (tmp_path / "on/users/u-0001/sessions.jsonl").read_text()
     off_sessions = (tmp_path / "off/users/u-0001/sessions.jsonl").read_text()

@@ -14,6 +14,7 @@ from amemgym.data import load_environment  # noqa: E402
 from amemgym.errors import ConfigError  # noqa: E402
 from amemgym.testing.scripted_model import scripted_client  # noqa: E402
 from amemgym.train import ENV_IDS, MemoryEnv, register_envs  # noqa: E402
+from amemgym.train.registration import family_env_ids  # noqa: E402
 from test_train_env import TrainScript, policy  # noqa: E402
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
@@ -25,7 +26,9 @@ def test_importing_amemgym_registers_nothing_and_train_registers_the_ids() -> No
             "print(before, after)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={"PYTHONPATH": SRC})
-    assert out.stdout.strip() == f"[] {sorted(ENV_IDS)}"
+    budget = [f"amemgym/Budget-{t}-v0" for t in ("lite", "standard", "hard", "multi")]
+    assert out.stdout.strip() == f"[] {sorted([*ENV_IDS, *budget])}"
+    assert sorted(family_env_ids()) == sorted(budget)
 
 
 def test_make_by_module_prefix_without_importing_first() -> None:

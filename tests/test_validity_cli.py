@@ -14,12 +14,12 @@ from amemgym.agents import resolve_agent
 from amemgym.commands.validate import register
 from amemgym.config import load_config
 from amemgym.data import load_environment, save_environment
-from amemgym.llm import LLMClient, ResponseCache
+from amemgym.llm import LLMClient
 from amemgym.llm.types import ChatRequest
 from amemgym.run import Runner
 from amemgym.run.layout import RunDir
 from amemgym.testing.run_script import RunScript
-from amemgym.testing.scripted_model import ScriptedBackend
+from amemgym.testing.scripted_model import scripted_client
 from amemgym.validity.sim_audit import audit_run, lexical_flags
 from test_validity_suite import plant_longest, synthetic_env
 
@@ -75,9 +75,7 @@ class LeakySimulator(RunScript):
 
 async def make_run(env_path: Path, out: Path, tmp_path: Path) -> LLMClient:
     env = load_environment(env_path)
-    backend = ScriptedBackend(LeakySimulator(env.users[0]))
-    llm = LLMClient(backends={r: backend for r in ("agent", "simulator", "memory", "judge")},
-                    cache=ResponseCache(tmp_path / "c.sqlite"), backoff_base=0.001)
+    llm = scripted_client(LeakySimulator(env.users[0]), cache=tmp_path / "c.sqlite", embedder=False)
     await Runner(env, resolve_agent("native"), out, load_config("tiny"), llm, env_path=env_path).run()
     return llm
 
@@ -106,8 +104,8 @@ async def test_audit_sim_with_judge(original_env_path: Path, tmp_path: Path) -> 
 
 async def test_audit_sim_records_a_broken_judge_per_turn(original_env_path: Path, tmp_path: Path) -> None:
     await make_run(original_env_path, tmp_path / "run", tmp_path)
-    backend = ScriptedBackend(lambda req: '{"stated": [{"topic": "nope", "value": "x"}]}')
-    llm = LLMClient(backends={"judge": backend}, backoff_base=0.001)
+    llm = scripted_client(lambda req: '{"stated": [{"topic": "nope", "value": "x"}]}', roles=("judge",),
+                          embedder=False)
     audit = await audit_run(RunDir(tmp_path / "run"), load_environment(original_env_path), llm=llm)
     assert audit["judge_failures"] == 3 and audit["judged"] == 0
     assert audit["rates"]["judge_reveals_value"] is None

@@ -9,7 +9,10 @@ import importlib
 
 import typer
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+# Plain help (no rich_markup_mode): rich-formatted help imports markdown-it and typer.rich_utils, about half
+# of what `amemgym run --help` costs. Typer 0.29 builds a pydantic adapter for every parameter of every
+# command at start-up, so pyproject.toml keeps typer below it.
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None,
                   help="amemgym: measure and improve the memory of LLM assistants in long conversations.")
 
 #: Command modules under amemgym.commands, registered in this order (the order of ``--help``).

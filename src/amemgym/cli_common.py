@@ -80,7 +80,8 @@ ModelOpt = Annotated[str | None, typer.Option("--model", help="Model of the assi
 UserModelOpt = Annotated[str | None, typer.Option("--user-model", help="Model of the simulated user "
                                                   "(role simulator).")]
 JudgeModelOpt = Annotated[str | None, typer.Option("--judge-model", help="Model of the judge role (evolve's "
-                                                   "recall judge, audit-sim).")]
+                                                   "recall judge; on a budget-family run, the second verdict "
+                                                   "on rule failures; refused where no judge is called).")]
 MaxConnectionsOpt = Annotated[int | None, typer.Option("--max-connections", min=1, help="Calls in flight at once "
                                                        "per endpoint, for every role.")]
 LimitOpt = Annotated[int | None, typer.Option("--limit", min=1, help="Run only the first N users of the "

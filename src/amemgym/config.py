@@ -219,12 +219,26 @@ class RunSettings(_Strict):
     )
 
 
+class BudgetSettings(_Strict):
+    """Settings of budget-family runs (docs/budget.md)."""
+
+    tools: Literal["auto", "native", "text"] = Field(
+        "auto", description="How the built-in tool agent calls tools: 'native' function calls, the strict 'text' "
+        "JSON protocol, or 'auto': probe the agent's endpoint once (the embedded model always uses text).",
+    )
+    judge: bool = Field(
+        False, description="Send answers the rule checker marks wrong to the judge role's model for a second "
+        "verdict (also turned on by --judge-model); never the model under test.",
+    )
+
+
 class AppConfig(_Strict):
     """Everything a command needs."""
 
     env: EnvConfig = EnvConfig()
     llm: LLMConfig = LLMConfig()
     run: RunSettings = RunSettings()
+    budget: BudgetSettings = BudgetSettings()
 
 
 def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
@@ -309,7 +323,7 @@ def load_config(preset_or_file: str | None = None, sets: list[str] | None = None
                 raise ConfigError(f"{preset_or_file}: neither a preset ({known}) nor an existing file")
             raw = _read_file(path)
             name = path.name
-            if not ({"env", "llm", "run"} & raw.keys()):
+            if not ({"env", "llm", "run", "budget"} & raw.keys()):
                 env_fields = set(EnvConfig.model_fields)
                 base = dict(PRESETS.get(str(raw.get("name")), {}))
                 base.update({k: v for k, v in raw.items() if k in env_fields})

@@ -1,16 +1,28 @@
-"""Memory agents: the contract, the registry, the built-in agents and the conformance checker."""
+"""Memory agents: the contract, the registry, the built-in agents and the conformance checker.
 
-from .awe import AweAgent
-from .awi import AwiAgent
-from .base import AgentContext, AgentFactory, MemoryAgent
-from .buffered import BufferedAgent, MessageBuffer
-from .checker import CheckReport, CheckResult, check_agent
-from .rag import RagAgent
-from .registry import AgentSpec, known_agents, register, resolve_agent
-from .vector_store import MemoryRecord, NumpyVectorStore, VectorStore
+Names are imported on first access, so resolving the native agent does not load the retrieval agents (and
+NumPy with them).
+"""
 
-__all__ = [
-    "AgentContext", "AgentFactory", "AgentSpec", "AweAgent", "AwiAgent", "BufferedAgent", "CheckReport", "CheckResult",
-    "MemoryAgent", "MemoryRecord", "MessageBuffer", "NumpyVectorStore", "RagAgent", "VectorStore", "check_agent",
-    "known_agents", "register", "resolve_agent",
-]
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_WHERE = {
+    "AweAgent": "awe", "AwiAgent": "awi", "AgentContext": "base", "AgentFactory": "base", "MemoryAgent": "base",
+    "BufferedAgent": "buffered", "MessageBuffer": "buffered", "CheckReport": "checker", "CheckResult": "checker",
+    "check_agent": "checker", "RagAgent": "rag", "AgentSpec": "registry", "known_agents": "registry",
+    "register": "registry", "resolve_agent": "registry", "MemoryRecord": "vector_store",
+    "NumpyVectorStore": "vector_store", "VectorStore": "vector_store",
+}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
+    globals()[name] = value
+    return value

@@ -7,10 +7,14 @@ talking; ``answer`` must not change state either (the conformance checker verifi
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ..llm.client import LLMClient
+
+if TYPE_CHECKING:
+    from .vector_store import VectorStore
 
 
 @dataclass(frozen=True)
@@ -26,6 +30,8 @@ class AgentContext:
         state_schema: the user's state variables; only oracle ablations may look at it.
         system_prompt: whether the native agent opens its requests with amemgym's system prompt (the
             original protocol sends none).
+        store_factory: when set, the vector store the agent must keep its long-term memory in (the
+            budget family's harness passes its metered store here; docs/budget.md, "Memory agents").
     """
 
     user_id: str
@@ -35,6 +41,7 @@ class AgentContext:
     context_window: int = 16384
     state_schema: dict[str, list[str]] = field(default_factory=dict)
     system_prompt: bool = True
+    store_factory: Callable[[], VectorStore] | None = None
 
 
 @runtime_checkable

@@ -173,6 +173,15 @@ class BufferedAgent:
         await self._settle()
         await self._after_exchange(user, assistant, time)
 
+    async def flush(self) -> None:
+        """End the conversation: write the whole window to long-term memory (``freq`` messages at a time, the
+        last batch possibly shorter) and empty it. Optional in the contract; the budget family calls it after
+        every event (docs/budget.md, "Memory agents")."""
+        await self._settle()
+        pending, self.buffer.messages = self.buffer.messages, []
+        step = self.buffer.freq
+        await self._write_batches([pending[i : i + step] for i in range(0, len(pending), step)])
+
     async def answer(self, prompt: str) -> str:
         """Answer from memory and the window; nothing is written."""
         await self._settle()

@@ -8,18 +8,21 @@ defaults (2, 4, 30). An agent config file may instead (not additionally) set the
 from __future__ import annotations
 
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import ConfigError
 from ..llm.client import LLMClient
-from .awe import AweAgent
-from .awi import AwiAgent, oracle_policy
 from .base import AgentContext, AgentFactory
 from .native import native
-from .rag import RagAgent
 from .registry import register
+
+if TYPE_CHECKING:
+    # The retrieval agents pull in NumPy; a run of the native agent never needs them (docs/design.md §6).
+    from .awe import AweAgent
+    from .awi import AwiAgent
+    from .rag import RagAgent
 
 
 class BufferOptions(BaseModel):
@@ -61,14 +64,20 @@ def _options(model: type[BaseModel], name: str, raw: dict[str, Any]) -> Any:
 
 
 def _build_rag(opts: RetrievalOptions, llm: LLMClient, ctx: AgentContext) -> RagAgent:
+    from .rag import RagAgent
+
     return RagAgent(llm, ctx, **opts.model_dump())
 
 
 def _build_awe(opts: AweOptions, llm: LLMClient, ctx: AgentContext) -> AweAgent:
+    from .awe import AweAgent
+
     return AweAgent(llm, ctx, **opts.model_dump())
 
 
 def _build_awi(opts: AwiOptions, oracle: bool, llm: LLMClient, ctx: AgentContext) -> AwiAgent:
+    from .awi import AwiAgent, oracle_policy
+
     kwargs = opts.model_dump()
     if oracle and kwargs["policy"] is None:
         kwargs["policy"] = oracle_policy(ctx.state_schema)

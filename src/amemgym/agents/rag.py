@@ -26,7 +26,8 @@ class RetrievingAgent(BufferedAgent):
     Args:
         topk: memories shown per reply.
         max_memories: when set, the oldest memories are evicted past this many (counted).
-        store_factory: builds the vector store (an in-process exact store by default).
+        store_factory: builds the vector store; by default the context's ``store_factory`` when it has one,
+            else an in-process exact store.
     """
 
     kind = "retrieving"
@@ -41,12 +42,12 @@ class RetrievingAgent(BufferedAgent):
         topk: int,
         max_memories: int | None = None,
         overlap: bool = True,
-        store_factory: Callable[[], VectorStore] = NumpyVectorStore,
+        store_factory: Callable[[], VectorStore] | None = None,
     ) -> None:
         super().__init__(llm, ctx, freq=freq, ns=ns, overlap=overlap)
         self.topk = topk
         self.max_memories = max_memories
-        self.store = store_factory()
+        self.store = (store_factory or ctx.store_factory or NumpyVectorStore)()
         self.evicted = 0
 
     async def _memory_text(self, query: str) -> str:

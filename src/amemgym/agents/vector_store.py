@@ -19,7 +19,8 @@ store never sees more than a few thousand memories in the paper's protocol.
 Plugging in a server store (Qdrant, pgvector, ...) for very large runs: implement :class:`VectorStore`
 (``add``, ``update``, ``delete``, ``search``, ``snapshot``, ``restore``, ``__len__``, ``records``) with one
 collection (or table) per user and run, keyed by the integer ids this module hands out, and pass a
-factory returning it as the ``store_factory`` argument of the RAG/AWE agent classes. ``snapshot`` must
+factory returning it as the ``store_factory`` argument of the RAG/AWE agent classes (or as
+``AgentContext.store_factory``, which is how the budget family hands them its metered store). ``snapshot`` must
 return JSON-ready data that ``restore`` turns back into the same contents (for a server store this can be
 the collection name plus an export, or the export alone); the runner persists it with every checkpoint.
 """
@@ -151,7 +152,11 @@ class NumpyVectorStore:
         return rec.id
 
     def add_many(self, items: list[tuple[str, str, str]], vectors: np.ndarray) -> list[int]:
-        """Append several ``(text, time, kind)`` memories with one matrix copy."""
+        """Append several ``(text, time, kind)`` memories with one matrix copy.
+
+        Public API for bulk loading (a plug-in importing memories; ``bench/bench_vector_store.py`` measures
+        it); the built-in agents write one memory at a time with :meth:`add`.
+        """
         if not items:
             return []
         vecs = np.asarray(vectors, dtype=np.float32).reshape(len(items), -1)

@@ -35,23 +35,24 @@ def _num(stat: Any) -> str:
 
 def print_cycles(console: Console, metrics: dict[str, Any], evolution: dict[str, Any]) -> None:
     """One row per cycle (period): memory score, failure rates, recall, and what happened to the policy."""
+    from ..scoring.registry import FAILURE_GROUP, registered
+
+    rates = [m for m in registered("pooled") if m.group == FAILURE_GROUP]
     status: dict[int, list[str]] = {}
     for cycles in evolution.get("users", {}).values():
         for c in cycles:
             status.setdefault(int(c["period"]), []).append(c["status"])
-    table = Table("cycle", "memory score", "write", "read", "utilization", "recall", "policy updates",
+    table = Table("cycle", "memory score", *(m.label for m in rates), "recall", "policy updates",
                   title=f"{metrics.get('agent')}: per cycle (mean over users)")
     for row in metrics.get("per_period", []):
         p = int(row["period"])
-        rates = row.get("failure_rates") or {}
         done = status.get(p, [])
         updates = ", ".join(f"{done.count(s)} {s}" for s in ("accepted", "rejected", "unchanged") if s in done)
-        table.add_row(str(p), _num(row.get("memory_score")), _num(rates.get("write")), _num(rates.get("read")),
-                      _num(rates.get("utilization")), _num(row.get("memory_recall")), updates or "-")
+        table.add_row(str(p), _num(row.get("memory_score")), *(_num(m.read(row)) for m in rates),
+                      _num(row.get("memory_recall")), updates or "-")
     o = metrics["overall"]
-    rates = o.get("failure_rates") or {}
-    table.add_row("all", _num(o.get("memory_score")), _num(rates.get("write")), _num(rates.get("read")),
-                  _num(rates.get("utilization")), _num(o.get("memory_recall")), "", style="bold")
+    table.add_row("all", _num(o.get("memory_score")), *(_num(m.read(o)) for m in rates), _num(o.get("memory_recall")),
+                  "", style="bold")
     console.print(table)
 
 
@@ -86,10 +87,13 @@ def evolve_command(cfg: Any, env_path: Path | None, agent: str, feedback: str, o
         roles = dict(cfg.llm.roles)
         roles["agent"] = {**roles.get("agent", {}), **spec.llm_overrides}
         cfg.llm.roles = roles
-    if flags is not None:
-        flags.apply(cfg)
     extra = ([evolver_role] if feedback != "none" else []) + (["judge"] if recall else [])
-    preflight(cfg.llm, run_roles(spec.roles, extra=extra))
+    called = run_roles(spec.roles, extra=extra)
+    if flags is not None:
+        flags.refuse_unused_judge(called, "amemgym evolve", "--no-recall, and the policy is not rewritten by the "
+                                  "judge role")
+        flags.apply(cfg)
+    preflight(cfg.llm, called)
     llm = LLMClient.from_config(cfg.llm, serial=cfg.run.serial)
     limits = PolicyLimits(max_chars=max_policy_chars)
     evolver = None if feedback == "none" else LLMEvolver(llm, role=evolver_role, max_chars=max_policy_chars)

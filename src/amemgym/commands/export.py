@@ -16,23 +16,26 @@ def register(app: typer.Typer) -> None:
     @app.command("export")
     @handled
     def export(
-        rundir: Annotated[Path, typer.Argument(help="A run directory written by `amemgym run`.")],
+        rundir: Annotated[Path, typer.Argument(help="A run directory written by `amemgym run` (any family).")],
         out_file: Annotated[Path, typer.Option("--out", "-o", help="JSONL file to write.")],
         fmt: Annotated[str, typer.Option("--format", "-f", help="openai-chat (one conversation a line) or "
-                                         "jsonl (one message a line, with metadata).")] = "openai-chat",
+                                         "jsonl (one message, or a budget run's tool call, a line, with "
+                                         "metadata).")] = "openai-chat",
         with_evaluation: Annotated[bool, typer.Option("--with-evaluation", help="Add the evaluation turns: in "
                                                       "openai-chat, each correct answer after the conversation "
-                                                      "up to its period; in jsonl, every answer with its reward.")]
+                                                      "up to its period (a budget run: each correctly answered "
+                                                      "question event); in jsonl, every answer with its reward.")]
         = False,
-        unit: Annotated[str, typer.Option("--unit", help="openai-chat lines: episode (a user's whole "
-                                          "conversation, default) or session (one session each).")] = "episode",
+        unit: Annotated[str | None, typer.Option("--unit", help="openai-chat lines of a statetrack run: episode (a "
+                                                 "user's whole conversation, default) or session (one session "
+                                                 "each); a budget run has one line per event.")] = None,
     ) -> None:
         """Export the conversations of a run (and optionally its scored evaluations) for training."""
-        from ..train.export import export_run
+        from ..families import family_for_run, training_method
 
-        summary = export_run(rundir, out_file, fmt=fmt, with_evaluation=with_evaluation, unit=unit)
-        out.print(f"wrote {summary.lines} lines to {summary.path} ({summary.users} users, {summary.sessions} "
-                  f"sessions, {summary.evaluations} evaluation answers)", highlight=False)
-        if summary.left_out:
-            out.print(f"left out {summary.left_out} wrongly answered evaluation(s): no trainable target "
-                      "(use --format jsonl to keep every answer with its reward)", highlight=False)
+        family = family_for_run(rundir)
+        result = training_method(family, "export")(rundir, out_file, fmt=fmt, unit=unit,
+                                                   with_evaluation=with_evaluation)
+        out.print(f"wrote {result.lines} lines to {result.path} ({result.detail})", highlight=False)
+        for note in result.notes:
+            out.print(note, highlight=False)

@@ -2,13 +2,15 @@
 
 A *family* is one kind of benchmark environment: ``statetrack`` (a simulated user whose state changes over
 periods, probed with multiple-choice questions) and ``budget`` (a stream of entity documents stored under a
-write budget). The commands (``generate``, ``validate``, ``run``, ``report``, ``leaderboard``, ``compare``)
-never ask which family they run: they resolve a :class:`Family` from the registry and call it.
+write budget). The commands (``generate``, ``validate``, ``run``, ``report``, ``leaderboard``, ``compare``,
+``export``) never ask which family they run: they resolve a :class:`Family` from the registry and call it.
 
 - An environment file names its family in a top-level ``family`` field; a file without one (including
   the original AMemGym ``data.json``) belongs to :data:`DEFAULT_FAMILY`.
 - A run directory belongs to the first registered family whose :meth:`Family.owns_run` accepts it, else
   to the default family.
+- The training surface (a Gym environment, ``amemgym export``) is optional: :class:`TrainingFamily` adds it,
+  and :func:`training_method` refuses a family without it in one line.
 
 Built-in families are imported on first use, so importing this package (and ``amemgym run --help``)
 loads nothing heavy.
@@ -19,10 +21,10 @@ from __future__ import annotations
 import importlib
 import inspect
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ..errors import ConfigError, DataError
 
@@ -294,7 +296,8 @@ def check_family(family: object) -> list[str]:
     """Why ``family`` does not satisfy :class:`Family` (empty when it does).
 
     Checks the name (a non-empty lowercase identifier), that every method exists and is callable with the
-    protocol's parameter names, and that ``owns_run`` answers False for a directory that holds nothing.
+    protocol's parameter names (the optional training methods of :class:`TrainingFamily` only when present),
+    and that ``owns_run`` answers False for a directory that holds nothing.
     """
     problems: list[str] = []
     name = getattr(family, "name", None)
@@ -304,6 +307,20 @@ def check_family(family: object) -> list[str]:
         fn = getattr(family, method, None)
         if not callable(fn):
             problems.append(f"missing method {method}()")
+            continue
+        try:
+            have = inspect.signature(fn).parameters
+        except (TypeError, ValueError):
+            continue
+        missing = [p for p in params if p not in have]
+        if missing:
+            problems.append(f"{method}() lacks parameter(s) {', '.join(missing)}")
+    for method, (params, _) in _OPTIONAL.items():  # optional, but when present callable as declared
+        fn = getattr(family, method, None)
+        if fn is None:
+            continue
+        if not callable(fn):
+            problems.append(f"{method} is not callable")
             continue
         try:
             have = inspect.signature(fn).parameters
@@ -324,6 +341,81 @@ def check_family(family: object) -> list[str]:
     return problems
 
 
-__all__ = ["BUILTIN", "DEFAULT_FAMILY", "Board", "Family", "GenerateRequest", "RunRequest", "ValidateRequest",
-           "check_family", "declared_family", "family_for_env", "family_for_run", "family_names", "get_family",
-           "group_runs", "register_family", "unregister_family"]
+# ---- training (optional capabilities; docs/design.md §13) ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    """What ``amemgym export`` wrote, as the family describes it.
+
+    Attributes:
+        path: the file written.
+        lines: lines in it.
+        detail: what the lines cover, shown in parentheses after the count.
+        notes: lines to print after it (what was left out and why).
+    """
+
+    path: Path
+    lines: int
+    detail: str
+    notes: tuple[str, ...] = ()
+
+
+@runtime_checkable
+class TrainingFamily(Family, Protocol):
+    """A family that also offers the training surface. These methods are optional: a command that needs one
+    refuses, with exit 2, a family that lacks it (:func:`training_method`).
+    """
+
+    def make_env(self, env: Path | None, **options: Any) -> Any:
+        """A Gymnasium-style environment (``reset``/``step``/``render``/``close``) on the environment file ``env``
+        (None: the family's default, shaped by ``options``)."""
+        ...
+
+    def export(self, run_dir: Path, out_file: Path, *, fmt: str, unit: str | None,
+               with_evaluation: bool) -> ExportResult:
+        """Write a finished run of this family as training data (``fmt`` ``openai-chat`` or ``jsonl``)."""
+        ...
+
+    def env_ids(self) -> dict[str, dict[str, Any]]:
+        """Gymnasium ids this family offers, each with the ``make_env`` options it stands for."""
+        ...
+
+
+#: Optional method name -> (its parameter names after ``self``, what a user would call it in a refusal).
+_OPTIONAL: dict[str, tuple[tuple[str, ...], str]] = {
+    name: (tuple(p for p in inspect.signature(getattr(TrainingFamily, name)).parameters
+                 if p not in ("self", "options")), what)
+    for name, what in (("make_env", "the Gym environment"), ("export", "amemgym export"),
+                       ("env_ids", "Gymnasium ids"))
+}
+
+
+def training_method(family: Family, method: str) -> Callable[..., Any]:
+    """``family``'s optional training method ``method`` (``make_env``, ``export``, ``env_ids``).
+
+    Raises:
+        ConfigError: when the family does not provide it.
+    """
+    fn = getattr(family, method, None)
+    if not callable(fn):
+        raise ConfigError(f"{_OPTIONAL[method][1]} is not supported for family {family.name!r}")
+    return fn  # type: ignore[no-any-return]
+
+
+def make_env(env: Path | str | None = None, *, family: str | None = None, **options: Any) -> Any:
+    """A Gym environment of the family of the environment file ``env`` (or of ``family`` when named).
+
+    Raises:
+        ConfigError: when the family offers no environment.
+        DataError: when the file names an unknown family.
+    """
+    path = None if env is None else Path(env)
+    fam = get_family(family) if family is not None else family_for_env(path)
+    return training_method(fam, "make_env")(path, **options)
+
+
+__all__ = ["BUILTIN", "DEFAULT_FAMILY", "Board", "ExportResult", "Family", "GenerateRequest", "RunRequest",
+           "TrainingFamily", "ValidateRequest", "check_family", "declared_family", "family_for_env",
+           "family_for_run", "family_names", "get_family", "group_runs", "make_env", "register_family",
+           "training_method", "unregister_family"]

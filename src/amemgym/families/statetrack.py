@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import AMemGymError, ConfigError, RunError
 from ..storage import atomic_write_json, atomic_write_text
-from . import Board, GenerateRequest, RunRequest, ValidateRequest
+from . import Board, ExportResult, GenerateRequest, RunRequest, ValidateRequest
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -143,6 +143,13 @@ class StateTrack:
 
         r = request
         flags = ModelFlags(r.model, r.user_model, r.judge_model, r.max_connections)
+        if r.judge_model is not None:
+            from ..agents.registry import resolve_agent
+            from ..llm.preflight import run_roles
+
+            # Refused before the first trial starts; an agent plug-in that declares the judge role keeps it.
+            called = run_roles(resolve_agent(r.agent).roles, off_policy=r.off_policy is not None)
+            flags.refuse_unused_judge(called, "amemgym run", "multiple-choice answers are scored exactly")
         # With neither an environment nor a config, run the bundled tiny demo with its sized-down settings.
         cfg = app_config(r.config if r.config or r.env else "tiny", r.sets)
         if r.serial:
@@ -194,7 +201,7 @@ class StateTrack:
 
     def leaderboard(self, run_dirs: list[Path]) -> Board:
         """Memory-score ranking within groups of the same environment and protocol."""
-        from ..report.leaderboard import DISPLAY_COLUMNS, display_rows, leaderboard, to_csv, to_markdown
+        from ..report.leaderboard import display_columns, display_rows, leaderboard, to_csv, to_markdown
         from ..report.load import load_runs
 
         entries = leaderboard(load_runs(list(run_dirs)))
@@ -203,7 +210,7 @@ class StateTrack:
         if len({e.group for e in entries}) > 1:
             notes.append("note: runs differ in environment or protocol; each group is ranked separately")
         return Board(family=self.name, title="amemgym leaderboard (ranked within each group)",
-                     columns=DISPLAY_COLUMNS, rows=display_rows(entries), notes=notes,
+                     columns=display_columns(), rows=display_rows(entries), notes=notes,
                      markdown=to_markdown(entries), csv=to_csv(entries))
 
     def compare(self, run_a: Path, run_b: Path, *, bootstrap: int, seed: int, console: Console) -> int:
@@ -248,6 +255,25 @@ class StateTrack:
             console.print("note: at least one run is incomplete; only cells present in both are compared",
                           highlight=False, markup=False)
         return 0
+
+    def make_env(self, env: Path | None, **options: Any) -> Any:
+        """:class:`~amemgym.train.MemoryEnv` on the file ``env`` (None: the bundled tiny environment)."""
+        from ..train.env import MemoryEnv
+
+        return MemoryEnv(env, **options)
+
+    def export(self, run_dir: Path, out_file: Path, *, fmt: str, unit: str | None,
+               with_evaluation: bool) -> ExportResult:
+        """Conversations (and optionally scored evaluations) per user or session (:mod:`amemgym.train.export`)."""
+        from ..train.export import export_run
+
+        s = export_run(run_dir, out_file, fmt=fmt, with_evaluation=with_evaluation, unit=unit or "episode")
+        notes: tuple[str, ...] = ()
+        if s.left_out:
+            notes = (f"left out {s.left_out} wrongly answered evaluation(s): no trainable target "
+                     "(use --format jsonl to keep every answer with its reward)",)
+        return ExportResult(s.path, s.lines, f"{s.users} users, {s.sessions} sessions, {s.evaluations} evaluation "
+                            "answers", notes)
 
 
 def _mean(metrics: dict[str, Any]) -> str:

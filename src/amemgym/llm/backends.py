@@ -6,11 +6,12 @@ A backend performs exactly one attempt; retries, caching, limits and accounting 
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
-
-import numpy as np
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from .types import ChatRequest, ChatResult
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 class TransientError(Exception):

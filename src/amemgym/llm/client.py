@@ -10,9 +10,8 @@ import random
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type
 
 from ..config import ROLE_TEMPERATURE, EndpointConfig, LLMConfig
@@ -22,9 +21,12 @@ from .backends import ChatBackend, EmbedBackend, PermanentError, TransientError
 from .cache import ResponseCache
 from .limiter import AdaptiveLimiter
 from .redact import redact, register_secret
-from .types import ChatMessage, ChatRequest, ChatResult
+from .types import ChatMessage, ChatRequest, ChatResult, ToolCallOut
 from .urls import check_base_url
 from .usage import UsageLedger
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 def default_cache_dir() -> Path:
@@ -45,15 +47,39 @@ def read_api_key(endpoint: EndpointConfig) -> str | None:
     return key
 
 
-def _flight_key(req: ChatRequest, backend_id: str, model: str) -> tuple[Any, ...]:
-    """The fields of ``ChatRequest.cache_key`` as a hashable tuple: exact and cheap, valid in one process."""
+#: The message keys a chat request carries to the backend; anything else a caller attached is dropped.
+_WIRE_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name")
+
+
+def _wire_message(m: ChatMessage) -> ChatMessage:
+    return {k: m[k] for k in _WIRE_KEYS if k in m}
+
+
+def _flight_key(req: ChatRequest, backend_id: str, model: str, plain: bool = True) -> tuple[Any, ...]:
+    """The fields of ``ChatRequest.cache_key`` as a hashable tuple: exact and cheap, valid in one process.
+
+    ``plain`` says every message is just role and content (nearly always); otherwise tool messages, which
+    nest lists, are keyed by their JSON.
+    """
     schema = json.dumps(req.json_schema, sort_keys=True) if req.json_schema is not None else None
-    return (backend_id, model, tuple((m["role"], m["content"]) for m in req.messages), req.temperature,
-            req.max_tokens, schema, req.seed)
+    tools = (json.dumps([req.tools, req.tool_choice], sort_keys=True)
+             if req.tools is not None or req.tool_choice is not None else None)
+    messages: tuple[Any, ...]
+    if plain:
+        messages = tuple((m["role"], m["content"]) for m in req.messages)
+    else:
+        messages = tuple((m["role"], m["content"]) if len(m) == 2 else json.dumps(m, sort_keys=True)
+                         for m in req.messages)
+    return (backend_id, model, messages, req.temperature, req.max_tokens, schema, req.seed, tools)
 
 
-def _usable(text: Any, accept: Callable[[str], bool] | None) -> bool:
-    """Whether a reply may be returned from, or stored in, the cache."""
+def _usable(text: Any, accept: Callable[[str], bool] | None, tool_calls: Any = ()) -> bool:
+    """Whether a reply may be returned from, or stored in, the cache.
+
+    A reply that calls tools is usable with empty text; ``accept`` judges text only.
+    """
+    if tool_calls:
+        return True
     if not isinstance(text, str) or not text.strip():
         return False
     return accept is None or accept(text)
@@ -312,12 +338,15 @@ class LLMClient:
         tag: str = "",
         use_cache: bool = True,
         accept: Callable[[str], bool] | None = None,
+        tools: list[dict[str, Any]] | tuple[dict[str, Any], ...] | None = None,
+        tool_choice: str | dict[str, Any] | None = None,
     ) -> ChatResult:
         """One chat completion for ``role``.
 
         ``accept`` tells whether a reply is usable (e.g. parses as the structure asked for). Only a usable
         reply is cached, and a cached reply that is not usable is ignored, so a bad answer is never replayed
-        from the cache. An empty reply is never usable.
+        from the cache. An empty reply is never usable, unless it calls ``tools`` (function tools in the
+        chat-completions form; the calls come back in ``ChatResult.tool_calls`` and replay from the cache).
 
         Raises:
             LLMError: when the call fails permanently or exhausts its retries (the failure is counted).
@@ -326,9 +355,11 @@ class LLMClient:
         if temperature is None:
             temperature = ep.temperature if ep.temperature is not None else ROLE_TEMPERATURE.get(role, 0.0)
         msgs = tuple(messages)
-        # Copying every message costs O(history) per call; only messages with extra keys need it.
-        if any(len(m) != 2 for m in msgs):
-            msgs = tuple({"role": m["role"], "content": m["content"]} for m in msgs)
+        # Copying every message costs O(history) per call; only messages with extra keys need it, and
+        # the keys of native tool use (docs/design.md §10) survive the copy.
+        plain = not any(len(m) != 2 for m in msgs)
+        if not plain:
+            msgs = tuple(_wire_message(m) for m in msgs)
         if self.sample_seed is not None:
             seed = derive_seed(self.sample_seed, seed)
         req = ChatRequest(
@@ -340,6 +371,8 @@ class LLMClient:
             schema_name=schema_name,
             seed=seed,
             tag=tag,
+            tools=tuple(tools) if tools is not None else None,
+            tool_choice=tool_choice,
         )
         backend = await self.backend(role)
         # The served model, not just the configured name: a model swapped behind the same URL and name
@@ -351,16 +384,17 @@ class LLMClient:
         # so it is only computed when a cache is used. In-flight dedup needs no digest: a tuple of the same
         # fields is an exact dict key, and Python caches each message string's hash on the string itself.
         key = req.cache_key(backend.backend_id, model_name) if caching else None
-        flight = _flight_key(req, backend.backend_id, model_name)
+        flight = _flight_key(req, backend.backend_id, model_name, plain)
         if caching:
             assert self.cache is not None and key is not None
             hit = self.cache.get(key)
-            if hit is not None and _usable(hit.get("text"), accept):
+            if hit is not None and _usable(hit.get("text"), accept, hit.get("tool_calls")):
                 usage.cache_hits += 1
                 return ChatResult(
                     text=hit["text"], model=hit.get("model", model_name), prompt_tokens=hit.get("prompt_tokens", 0),
                     completion_tokens=hit.get("completion_tokens", 0), cached=True,
                     finish_reason=hit.get("finish_reason"),
+                    tool_calls=tuple(ToolCallOut.from_wire(c) for c in hit.get("tool_calls") or ()),
                 )
         if flight in self._inflight:
             # An identical request is already on the wire (e.g. a shared upper-bound question): wait for it.
@@ -387,14 +421,17 @@ class LLMClient:
         usage.seconds += res.seconds
         usage.cost_usd += (res.prompt_tokens * ep.price_per_mtok_in
                            + res.completion_tokens * ep.price_per_mtok_out) / 1e6
-        if not _usable(res.text, accept):
+        if not _usable(res.text, accept, res.tool_calls):
             usage.unusable += 1
         elif caching:
             assert self.cache is not None and key is not None
-            self.cache.put(key, role, model_name, {
+            record: dict[str, Any] = {
                 "text": res.text, "model": res.model, "prompt_tokens": res.prompt_tokens,
                 "completion_tokens": res.completion_tokens, "finish_reason": res.finish_reason,
-            })
+            }
+            if res.tool_calls:
+                record["tool_calls"] = [c.to_wire() for c in res.tool_calls]
+            self.cache.put(key, role, model_name, record)
         return res
 
     async def _call_with_retries(self, backend: ChatBackend, req: ChatRequest, ep: EndpointConfig) -> ChatResult:

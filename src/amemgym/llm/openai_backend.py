@@ -12,17 +12,19 @@ from __future__ import annotations
 import asyncio
 import json
 from time import perf_counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 from urllib.request import getproxies_environment, proxy_bypass_environment  # type: ignore[attr-defined]
 
 import aiohttp
-import numpy as np
 
 from .backends import PermanentError, TransientError
 from .redact import redact, register_secret
 from .timeouts import resolve_timeouts
-from .types import ChatRequest, ChatResult
+from .types import ChatRequest, ChatResult, ToolCallOut
+
+if TYPE_CHECKING:
+    import numpy as np
 
 _RETRYABLE_STATUS = {408, 409, 425, 429}
 #: Far above any chat reply (a few KB) or embedding batch (about 2 MB for 64 texts at 1536 dimensions).
@@ -215,6 +217,10 @@ class OpenAIBackend:
                 "type": "json_schema",
                 "json_schema": {"name": req.schema_name, "schema": req.json_schema, "strict": True},
             }
+        if req.tools is not None:
+            body["tools"] = list(req.tools)
+        if req.tool_choice is not None:
+            body["tool_choice"] = req.tool_choice
         start = perf_counter()
         resp = await self._request("POST", "/chat/completions", body)
         seconds = perf_counter() - start
@@ -246,6 +252,8 @@ class OpenAIBackend:
 
     async def embed(self, texts: list[str]) -> np.ndarray:
         """Embeddings from the server's ``/embeddings`` route, L2-normalised."""
+        import numpy as np
+
         model = await self.model()
         resp = await self._request("POST", "/embeddings", {"model": model, "input": texts})
         try:
@@ -288,11 +296,14 @@ def _chat_result(resp: Any, model: str, seconds: float) -> ChatResult:
     choice = choices[0]
     message = choice.get("message") or {}
     text = message.get("content")
+    calls = _tool_calls(message.get("tool_calls"))
+    if text is None and calls:
+        text = ""  # a reply that only calls tools has no content, and needs none
     if text is None:
         raise TransientError("empty_choices", "the server returned a choice without content")
     if not isinstance(text, str):
         raise TransientError("malformed_body", "message content is not text")
-    if not text.strip():
+    if not text.strip() and not calls:
         # An empty answer is never what was asked for: retried like a malformed body, never returned or cached.
         raise TransientError("empty_reply", "the server returned an empty reply")
     usage = resp.get("usage") or {}
@@ -306,7 +317,28 @@ def _chat_result(resp: Any, model: str, seconds: float) -> ChatResult:
         seconds=seconds,
         finish_reason=choice.get("finish_reason"),
         prompt_tokens_processed=int(processed) if isinstance(processed, int | float) else None,
+        tool_calls=calls,
     )
+
+
+def _tool_calls(raw: Any) -> tuple[ToolCallOut, ...]:
+    """The function calls of a reply message; arguments sent as an object (some servers do) become JSON text."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise TransientError("malformed_body", "tool_calls is not a list")
+    out = []
+    for i, call in enumerate(raw):
+        fn = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
+            raise TransientError("malformed_body", "a tool call without a function name")
+        args = fn.get("arguments")
+        if args is None:
+            args = "{}"
+        elif not isinstance(args, str):
+            args = json.dumps(args, ensure_ascii=False)
+        out.append(ToolCallOut(str(call.get("id") or f"call_{i}"), fn["name"], args))
+    return tuple(out)
 
 
 class OpenAIEmbedBackend:

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..scoring.registry import find, in_display_order
+from ..scoring.registry import FAILURE_GROUP, HEADLINE, Metric, find, in_display_order, registered
 
 #: The extra curve of self-evolution runs (memory factual recall per period), drawn after the registered ones.
 RECALL_CURVE: tuple[str, str] = ("memory_recall", "Memory recall")
-#: The three failure kinds of the diagnosis.
-FAILURES: tuple[str, ...] = ("write", "read", "utilization")
+
+
+def failure_kinds() -> tuple[str, ...]:
+    """The failure kinds of the diagnosis (write, read, utilization): the registered failure rates' keys."""
+    return tuple(m.key for m in registered("pooled") if m.group == FAILURE_GROUP)
 
 
 def curve_panels() -> tuple[tuple[str, str], ...]:
@@ -75,17 +79,17 @@ class RoleUsage:
 
 @dataclass(frozen=True)
 class Summary:
-    """The headline numbers of one run."""
+    """The headline numbers of one run.
+
+    Attributes:
+        stats: every registered cell metric's overall mean and interval, by name.
+        rates: every registered pooled metric's overall value, by name.
+    """
 
     label: str
     agent: str
-    overall: Stat
-    upper_bound: Stat
-    random: Stat
-    memory_score: Stat
-    write: float | None
-    read: float | None
-    utilization: float | None
+    stats: Mapping[str, Stat]
+    rates: Mapping[str, float | None]
     users: int
     complete: bool
     wall_seconds: float | None
@@ -96,6 +100,28 @@ class Summary:
     total_cells: int | None = None
     simulator_turns: int | None = None
     simulator_degenerate: int | None = None
+
+    def stat(self, name: str) -> Stat:
+        """A cell metric's overall stat (empty when the run's metrics do not carry it)."""
+        return self.stats.get(name) or Stat(None)
+
+    @property
+    def memory_score(self) -> Stat:
+        """The headline metric's stat (the memory score)."""
+        return self.stat(HEADLINE)
+
+    def cell_text(self, m: Metric, digits: int = 3) -> str:
+        """One metric as a table shows it: a cell metric with its interval, a pooled one as a number or %."""
+        if m.level == "cell":
+            return self.stat(m.name).text(digits)
+        value = self.rates.get(m.name)
+        if value is None:
+            return "-"
+        return f"{100 * value:.1f} %" if m.percent else f"{value:.{digits}f}"
+
+    def value(self, m: Metric) -> float | None:
+        """One metric's overall value: a cell metric's mean or a pooled metric's value."""
+        return self.stat(m.name).mean if m.level == "cell" else self.rates.get(m.name)
 
     @property
     def degenerate(self) -> bool:
@@ -163,12 +189,10 @@ def degeneracy_flags(metrics: dict[str, Any]) -> tuple[str, ...]:
 def summarize(label: str, agent: str, metrics: dict[str, Any]) -> Summary:
     """The summary of one run's ``metrics.json``."""
     ov = metrics.get("overall") or {}
-    rates = ov.get("failure_rates") or {}
     excluded, total = cell_counts(metrics)
     return Summary(
-        label=label, agent=agent, overall=Stat.of(ov.get("overall")), upper_bound=Stat.of(ov.get("upper_bound")),
-        random=Stat.of(ov.get("random")), memory_score=Stat.of(ov.get("memory_score")),
-        write=_num(rates.get("write")), read=_num(rates.get("read")), utilization=_num(rates.get("utilization")),
+        label=label, agent=agent, stats={m.name: Stat.of(ov.get(m.name)) for m in registered("cell")},
+        rates={m.name: _num(m.read(ov)) for m in registered("pooled")},
         users=int(ov.get("users") or 0), complete=bool(metrics.get("complete")),
         wall_seconds=_num(metrics.get("wall_seconds_last_invocation")), usage=usage_rows(metrics),
         memory_recall=Stat.of(ov.get("memory_recall")), flags=degeneracy_flags(metrics),
@@ -191,7 +215,7 @@ def period_series(metrics: dict[str, Any], name: str) -> list[Stat]:
 def failure_series(metrics: dict[str, Any]) -> dict[str, list[float | None]]:
     """Write, read and utilization rates over periods."""
     rows = sorted(metrics.get("per_period") or [], key=lambda r: int(r.get("period", 0)))
-    return {k: [_num((r.get("failure_rates") or {}).get(k)) for r in rows] for k in FAILURES}
+    return {m.key: [_num(m.read(r)) for r in rows] for m in registered("pooled") if m.group == FAILURE_GROUP}
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .aggregate import FAILURES, Grid, Stat, curve_panels, signed
+from .aggregate import Grid, Stat, curve_panels, failure_kinds, signed
 
 # Colour-blind-safe palette (Okabe-Ito), the same order as the matplotlib figures.
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000")
@@ -45,12 +45,13 @@ def curves_chart(series: Mapping[str, Mapping[str, Sequence[Stat]]],
 
 
 def diagnosis_chart(rates: Mapping[str, Mapping[str, Sequence[float | None]]]) -> dict[str, Any]:
-    """Failure-rate bars per period: a panel per kind (write, read, utilization), a bar per run."""
+    """Failure-rate bars per period: a panel per registered failure rate (write, read, utilization), a bar per run."""
+    kinds = failure_kinds()
     return {
         "kind": "bars",
-        "panels": [{"name": k, "title": f"{k} failures"} for k in FAILURES],
+        "panels": [{"name": k, "title": f"{k} failures"} for k in kinds],
         "series": [{"label": label, "colour": PALETTE[i % len(PALETTE)],
-                    "values": {k: [_r(v) for v in by_kind.get(k, [])] for k in FAILURES}}
+                    "values": {k: [_r(v) for v in by_kind.get(k, [])] for k in kinds}}
                    for i, (label, by_kind) in enumerate(rates.items())],
     }
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import BackendUnavailable
 from ..storage import atomic_write_bytes
-from .aggregate import FAILURES, Grid, Stat, curve_panels, signed
+from .aggregate import Grid, Stat, curve_panels, failure_kinds, signed
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -73,16 +73,18 @@ def curves_figure(series: Mapping[str, Mapping[str, Sequence[Stat]]],
 
 
 def diagnosis_figure(rates: Mapping[str, Mapping[str, Sequence[float | None]]]) -> Figure:
-    """Failure-rate bars per period: one panel per kind (write, read, utilization), one bar per run.
+    """Failure-rate bars per period: one panel per kind (write, read, utilization: the
+    registered failure rates), one bar per run.
 
     Args:
         rates: ``rates[run_label][kind]`` is the list of per-period rates (None = undefined, not drawn).
     """
+    kinds = failure_kinds()
     fig = _figure_class()(figsize=(11, 3.0), layout="constrained")
-    axes = fig.subplots(1, len(FAILURES), sharey=True)
+    axes = fig.subplots(1, len(kinds), sharey=True, squeeze=False)[0]
     n_runs = max(1, len(rates))
     width = 0.8 / n_runs
-    for ax, kind in zip(axes, FAILURES, strict=True):
+    for ax, kind in zip(axes, kinds, strict=True):
         for i, (label, by_kind) in enumerate(rates.items()):
             vals = list(by_kind.get(kind, []))
             xs = [p + (i - (n_runs - 1) / 2) * width for p, v in enumerate(vals) if v is not None]

@@ -17,6 +17,7 @@ from html import escape
 from importlib import resources
 from typing import Any
 
+from ..scoring.registry import headline, table_metrics
 from .aggregate import Summary, fmt
 from .browser import embed_json
 from .extras import AUDIT_ORDER, AuditSummary, LeakGuard
@@ -48,16 +49,16 @@ def _pct(x: float | None) -> str:
 
 
 def summary_table(summaries: Sequence[Summary]) -> str:
-    """The per-run headline table; a memory-recall column appears when some run carries recall."""
+    """The per-run headline table, a column per registered table metric; a memory-recall column appears
+    when some run carries recall."""
     recall = any(s.memory_recall.mean is not None for s in summaries)
-    head = ("run", "agent", "memory score [95 % CI]", *(("memory recall",) if recall else ()), "overall",
-            "upper bound", "random", "write", "read", "utilization", "users", "tokens", "cost (USD)",
-            "wall s (last)", "complete", "flags")
+    metrics = table_metrics()
+    head = ("run", "agent", f"{headline().label} [95 % CI]", *(("memory recall",) if recall else ()),
+            *(m.label for m in metrics), "users", "tokens", "cost (USD)", "wall s (last)", "complete", "flags")
     rows = []
     for s in summaries:
         cells = (s.label, s.agent, s.memory_text(), *((s.memory_recall.text(),) if recall else ()),
-                 s.overall.text(), s.upper_bound.text(), s.random.text(),
-                 _pct(s.write), _pct(s.read), _pct(s.utilization), str(s.users), f"{s.total_tokens:,}",
+                 *(s.cell_text(m) for m in metrics), str(s.users), f"{s.total_tokens:,}",
                  f"{s.total_cost:.4f}", fmt(s.wall_seconds, 1), "yes" if s.complete else "NO",
                  "; ".join(f"DEGENERATE: {f}" for f in s.flags))
         css = ' class="degenerate"' if s.degenerate else ""

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..scoring.registry import HEADLINE, Metric, headline, table_metrics
 from .aggregate import Summary, summarize
 from .load import RunRecord
 
@@ -91,7 +92,7 @@ def leaderboard(runs: Sequence[RunRecord]) -> list[Entry]:
                 ranked.append((s, env, flags))
             else:
                 unranked.append(Entry(g, None, s, env, flags))
-        ranked.sort(key=lambda x: (-_shown(x[0]), x[0].label))
+        ranked.sort(key=lambda x: (_shown(x[0]), x[0].label))
         shown = [_shown(s) for s, _, _ in ranked]
         for i, (s, env, flags) in enumerate(ranked):
             rank = shown.index(shown[i]) + 1
@@ -110,12 +111,16 @@ def trials_flag(trials: dict[str, Any]) -> str:
 
 
 def _shown(s: Summary) -> float:
-    # Ties are judged at the precision the board shows, so two runs printed as 0.412 share a rank.
-    return round(s.memory_score.mean or 0.0, 3)
+    # Ties are judged at the precision the board shows, so two runs printed as 0.412 share a rank; the sign
+    # puts the better value first in the ascending sort.
+    sign = 1.0 if headline().higher_is_better is False else -1.0
+    return sign * round(s.stat(HEADLINE).mean or 0.0, 3)
 
 
-COLUMNS = ("group", "rank", "run", "agent", "memory score", "ci low", "ci high", "excluded cells", "overall",
-           "upper bound", "random", "write", "read", "utilization", "users", "environment", "flags")
+def columns() -> tuple[str, ...]:
+    """The board's columns: the headline metric with its interval, then every registered table metric."""
+    return ("group", "rank", "run", "agent", headline().label, "ci low", "ci high", "excluded cells",
+            *(m.label for m in table_metrics()), "users", "environment", "flags")
 
 
 def _excluded(s: Summary) -> str | None:
@@ -124,9 +129,9 @@ def _excluded(s: Summary) -> str | None:
 
 def _row(e: Entry) -> list[Any]:
     s = e.summary
-    return [e.group, e.rank_text, s.label, s.agent, s.memory_score.mean,
-            s.memory_score.lo, s.memory_score.hi, _excluded(s), s.overall.mean, s.upper_bound.mean, s.random.mean,
-            s.write, s.read, s.utilization, s.users, e.environment, "; ".join(e.flags)]
+    top = s.stat(HEADLINE)
+    return [e.group, e.rank_text, s.label, s.agent, top.mean, top.lo, top.hi, _excluded(s),
+            *(s.value(m) for m in table_metrics()), s.users, e.environment, "; ".join(e.flags)]
 
 
 def _cell(x: Any) -> str:
@@ -136,23 +141,41 @@ def _cell(x: Any) -> str:
 
 
 def table_rows(entries: Sequence[Entry]) -> list[list[str]]:
-    """The board as display strings, in :data:`COLUMNS` order."""
+    """The board as display strings, in :func:`columns` order."""
     return [[_cell(x) for x in _row(e)] for e in entries]
 
 
-DISPLAY_COLUMNS = ("grp", "rank", "run", "agent", "memory score [95 % CI]", "overall", "UB", "random",
-                   "write/read/util", "env", "flags")
+def _compact() -> list[tuple[str, tuple[Metric, ...]]]:
+    # Narrow columns: one per table metric, except that a group's members share one (write/read/util).
+    cols: list[tuple[str, tuple[Metric, ...]]] = []
+    groups: dict[str, int] = {}
+    for m in table_metrics():
+        if m.group is None:
+            cols.append((m.short, (m,)))
+        elif m.group in groups:
+            head, members = cols[groups[m.group]]
+            cols[groups[m.group]] = (f"{head}/{m.short}", (*members, m))
+        else:
+            groups[m.group] = len(cols)
+            cols.append((m.short, (m,)))
+    return cols
+
+
+def display_columns() -> tuple[str, ...]:
+    """The columns of :func:`display_rows`."""
+    return ("grp", "rank", "run", "agent", f"{headline().label} [95 % CI]", *(h for h, _ in _compact()), "env",
+            "flags")
 
 
 def display_rows(entries: Sequence[Entry]) -> list[list[str]]:
-    """A compact form of the board for terminals, in :data:`DISPLAY_COLUMNS` order."""
+    """A compact form of the board for terminals, in :func:`display_columns` order."""
+    compact = _compact()
     rows = []
     for e in entries:
         s = e.summary
         rows.append([str(e.group), e.rank_text, s.label, s.agent, s.memory_text(),
-                     _cell(s.overall.mean), _cell(s.upper_bound.mean), _cell(s.random.mean),
-                     "/".join(_cell(x) for x in (s.write, s.read, s.utilization)), e.environment[:8],
-                     ", ".join(e.flags)])
+                     *("/".join(_cell(s.value(m)) for m in members) for _, members in compact),
+                     e.environment[:8], ", ".join(e.flags)])
     return rows
 
 
@@ -171,7 +194,8 @@ def markdown_cell(text: str) -> str:
 def to_markdown(entries: Sequence[Entry]) -> str:
     """A Markdown table; every cell is escaped, so a name from a config file stays plain text."""
     esc = markdown_cell
-    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    cols = columns()
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(esc(c) for c in row) + " |" for row in table_rows(entries)]
     note = ("\nRuns are ranked only within a group (same environment and protocol); incomplete and degenerate "
             "runs (flagged DEGENERATE: upper bound near random, memory score undefined in most cells, or a "
@@ -184,7 +208,7 @@ def to_csv(entries: Sequence[Entry]) -> str:
     """CSV with full-precision numbers."""
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(COLUMNS)
+    writer.writerow(columns())
     for e in entries:
         writer.writerow(["" if x is None else x for x in _row(e)])
     return buf.getvalue()

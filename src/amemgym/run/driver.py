@@ -19,7 +19,7 @@ from ..errors import ConfigError, RunError
 from ..llm.client import LLMClient
 from ..llm.health import describe as describe_problem
 from ..llm.preflight import preflight, run_roles
-from ..scoring.registry import in_display_order
+from ..scoring.registry import in_display_order, registered
 from .engine import Runner, existing_manifest, protocol_of
 from .flags import ModelFlags, first_users
 from .lock import run_lock
@@ -55,10 +55,11 @@ def print_summary(console: Console, metrics: dict[str, Any], rundir: Path) -> No
         if name == "memory_score" and cells.get("total"):
             text += f" ({cells['undefined']}/{cells['total']} cells excluded: UB <= R)"
         table.add_row(name, text)
-    rates = o["failure_rates"]
-    for name in ("write", "read", "utilization"):
-        v = rates.get(name)
-        table.add_row(f"{name} failure rate", "n/a" if v is None else f"{v:.3f}")
+    for m in registered("pooled"):
+        v = m.read(o)
+        # A grouped rate is named with its group's singular: "write failure rate".
+        name = f"{m.label} {m.group.removesuffix('s').replace('_', ' ')}" if m.group else m.label
+        table.add_row(name, "n/a" if v is None else f"{v:.3f}")
     console.print(table)
     from ..scoring.metrics import RESULT_FLAGS
     from ..validity.sim_audit import degenerate_warning
@@ -155,11 +156,14 @@ def run_command(
                         allow_model_change=allow_model_change, protocol=protocol)
 
         async def go() -> Any:
+            # What the metrics and the report need afterwards is imported while the run waits on the network.
+            preload = asyncio.get_running_loop().run_in_executor(None, _preload_report)
             try:
                 return await runner.run(executor=distributed)
             finally:
                 progress.close()
                 await llm.aclose()
+                await preload
 
         with _calm_gc():
             outcome = asyncio.run(go())
@@ -171,6 +175,12 @@ def run_command(
         sha = runner.environment_sha256
         write_run_report(out_dir, console, environment=(env, sha) if sha else None)
         return 1 if outcome.failures or not outcome.metrics["complete"] else 0
+
+
+def _preload_report() -> None:
+    """Import the report builder (and NumPy with it); a missing extra is reported later, where it is used."""
+    with contextlib.suppress(ImportError):
+        import amemgym.report.build  # noqa: F401
 
 
 @contextlib.contextmanager

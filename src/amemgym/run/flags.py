@@ -2,13 +2,15 @@
 
 ``--model`` is the assistant under test (the ``agent`` role; its memory writes follow it unless the
 ``memory`` role is configured apart), ``--user-model`` the simulated user (``simulator``),
-``--judge-model`` the ``judge`` role, and ``--max-connections`` caps calls in flight per endpoint for every
-role. The embedder is not touched: it stays the local MiniLM unless the ``embedder`` role has an endpoint.
-Flags override config files, presets, ``--set`` and an agent file's own ``llm`` section.
+``--judge-model`` the ``judge`` role (refused by a command that will call no judge), and
+``--max-connections`` caps calls in flight per endpoint for every role. The embedder is not touched: it
+stays the local MiniLM unless the ``embedder`` role has an endpoint. Flags override config files,
+presets, ``--set`` and an agent file's own ``llm`` section.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +46,18 @@ class ModelFlags:
                 if "max_concurrency" in over:
                     over["max_concurrency"] = self.max_connections
         cfg.llm.roles = roles  # type: ignore[assignment]
+
+    def refuse_unused_judge(self, roles: Iterable[str], command: str, why: str) -> None:
+        """Refuse ``--judge-model`` when ``roles`` (what ``command`` will call) has no judge.
+
+        Such a flag would be recorded in the manifest while changing nothing, which reads as if a judge had
+        been used. ``why`` says, in a few words, why this invocation calls no judge.
+
+        Raises:
+            ConfigError: ``--judge-model`` was given and ``judge`` is not among ``roles``.
+        """
+        if self.judge_model is not None and "judge" not in roles:
+            raise ConfigError(f"--judge-model: {command} calls no judge ({why}); leave the flag out")
 
 
 def first_users(env: Environment, limit: int | None) -> Environment:

@@ -30,7 +30,6 @@ from typing import Any
 
 from ..errors import RunError
 from ..records import SessionRecord, as_dict, parse_record
-from ..records.base import load_json_file
 from ..storage import read_jsonl
 
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]")
@@ -176,11 +175,3 @@ class RunDir:
             raise RunError(f"{path}: unreadable ({exc})") from None
         return out
 
-
-def read_run_json(path: Path) -> Any:
-    """A JSON file of a run directory, parsed but not validated (prefer :func:`amemgym.records.read_record`).
-
-    Raises:
-        RunError: missing, unreadable, truncated or not JSON, naming the file.
-    """
-    return load_json_file(path)

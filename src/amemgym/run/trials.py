@@ -10,11 +10,15 @@ from typing import Any
 from ..data.model import Environment
 from ..records import Manifest, Metrics, as_dict, read_record
 from ..scoring.metrics import QuestionOutcome, aggregate
+from ..scoring.registry import in_display_order
 from ..storage import atomic_write_json
 from .layout import RunDir
 from .results import outcomes_of
 
-_NAMES = ("overall", "upper_bound", "memory_score")
+
+def spread_names() -> tuple[str, ...]:
+    """The metrics whose spread across trials is reported: the registered cell metrics that can vary."""
+    return tuple(m.name for m in in_display_order("cell") if m.trials)
 
 
 def trial_dirs(out_dir: Path, trials: int) -> list[Path]:
@@ -28,17 +32,17 @@ def trial_spread(dirs: list[Path]) -> dict[str, Any]:
     Each trial row carries that trial's degeneracy ``flags`` and its ``differences_from_original`` (protocol
     settings that make it not comparable with published numbers), so a flagged trial is visible in the summary.
     """
+    names = spread_names()
     rows: list[dict[str, Any]] = []
     for d in dirs:
-        m = read_record(d / "metrics.json", Metrics)
-        raw = as_dict(m)
-        settings = raw.get("protocol_settings") or {}
-        rows.append({"trial": d.name, "complete": m.complete,
-                     **{n: getattr(m.overall, n).mean for n in _NAMES},
-                     "flags": list((raw.get("overall") or {}).get("flags") or []),
+        m = as_dict(read_record(d / "metrics.json", Metrics))
+        settings = m.get("protocol_settings") or {}
+        rows.append({"trial": d.name, "complete": m["complete"],
+                     **{n: (m["overall"].get(n) or {}).get("mean") for n in names},
+                     "flags": list((m.get("overall") or {}).get("flags") or []),
                      "differences_from_original": list(settings.get("differences_from_original") or [])})
     spread: dict[str, Any] = {}
-    for n in _NAMES:
+    for n in names:
         xs = [r[n] for r in rows if r[n] is not None]
         spread[n] = {"mean": statistics.fmean(xs) if xs else None,
                      "std": statistics.stdev(xs) if len(xs) > 1 else None, "n": len(xs)}

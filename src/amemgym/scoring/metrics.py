@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ._t95_table import T95_TABLE
-from .registry import Cell, Metric, metric, registered
+from .registry import FAILURE_GROUP, Cell, Metric, Row, metric, ratio, registered
 
 
 def t95(dof: int) -> float:
@@ -149,14 +149,14 @@ def overall_score(cell: Cell) -> float | None:
     return mean([r.score for r in cell.outcomes]) or 0.0
 
 
-@metric("random", "expected share right when choosing uniformly at random", define=False)
+@metric("random", "expected share right when choosing uniformly at random", define=False, higher_is_better=None,
+        trials=False)
 def random_score(cell: Cell) -> float | None:
     """R: the mean of 1 / (options offered) over the cell's questions."""
     return mean([1.0 / r.n_choices for r in cell.outcomes]) or 0.0
 
 
-@metric("upper_bound", "share right when the bare model is told the current state", title="Upper bound",
-        define=False)
+@metric("upper_bound", "share right when the bare model is told the current state", short="UB", define=False)
 def upper_bound_score(cell: Cell) -> float | None:
     """UB: the bare model's share right with the state given; None if any of its answers is missing."""
     ubs = [r.ub_score for r in cell.outcomes if r.ub_score is not None]
@@ -171,6 +171,72 @@ def memory_score_cell(cell: Cell) -> float | None:
     """(O - R) / (UB - R) of the cell; None without an upper bound or when UB <= R."""
     ub = upper_bound_score(cell)
     return memory_score(overall_score(cell) or 0.0, random_score(cell) or 0.0, ub) if ub is not None else None
+
+
+def _diagnoses(cell: Cell) -> list[Mapping[str, Any]]:
+    # One entry per scored question, in the cell's order.
+    return [cell.diagnosis[o.question] for o in cell.outcomes]
+
+
+def _labels(cell: Cell, kind: str) -> int:
+    return sum(1 for d in _diagnoses(cell) for lab in d["variables"].values() if lab == kind)
+
+
+@metric("questions", "questions scored in the cell", level="count", define=False)
+def question_count(cell: Cell) -> int:
+    """The cell's scored questions."""
+    return len(cell.outcomes)
+
+
+@metric("write_failures", "probe items wrong because the fact was never stored", level="count", define=False)
+def write_failures(cell: Cell) -> int:
+    """(question, required variable) items diagnosed as write failures."""
+    return _labels(cell, "write")
+
+
+@metric("read_failures", "probe items wrong although an earlier probe had the fact", level="count", define=False)
+def read_failures(cell: Cell) -> int:
+    """(question, required variable) items diagnosed as read failures."""
+    return _labels(cell, "read")
+
+
+@metric("utilization_failures", "questions answered wrongly with every required variable probed right",
+        level="count", define=False)
+def utilization_failures(cell: Cell) -> int:
+    """Questions diagnosed as utilization failures."""
+    return sum(1 for d in _diagnoses(cell) if d["utilization"])
+
+
+@metric("probe_items", "(question, required variable) items the probe was asked about", level="count",
+        define=False)
+def probe_items(cell: Cell) -> int:
+    """The cell's (question, required variable) probe items."""
+    return sum(len(d["variables"]) for d in _diagnoses(cell))
+
+
+@metric("memory_score_all_cells", "amemgym's guarded cells pooled: mean over every defined (user, period) cell",
+        level="run", bounded=False)
+def memory_score_all_cells(rows: Sequence[Row]) -> float | None:
+    """The plain mean of every defined memory-score cell (users with more defined cells weigh more)."""
+    return mean([r["memory_score"] for r in rows if r["memory_score"] is not None])
+
+
+@metric("memory_score_original", "the original release's aggregation: mean of (O - R) / (UB - R) over all "
+        "(user, period) cells with no guard; a UB == R cell makes it 'inf', '-inf' or 'nan' (written as a string), "
+        "and UB < R cells count with their ratio", level="run", bounded=False)
+def memory_score_original(rows: Sequence[Row]) -> float | str | None:
+    """:func:`original_memory_aggregation` over the cells that have an upper bound."""
+    return original_memory_aggregation([(r["overall"], r["random"], r["upper_bound"]) for r in rows
+                                        if r["upper_bound"] is not None])
+
+
+ratio("write_rate", "write failures / (question, required variable) probe items", "write_failures", "probe_items",
+      label="write", higher_is_better=False, percent=True, group=FAILURE_GROUP, key="write")
+ratio("read_rate", "read failures / (question, required variable) probe items", "read_failures", "probe_items",
+      label="read", higher_is_better=False, percent=True, group=FAILURE_GROUP, key="read")
+ratio("utilization_rate", "questions answered wrongly with every required variable probed right / questions",
+      "utilization_failures", "questions", label="utilization", short="util", higher_is_better=False,
+      percent=True, group=FAILURE_GROUP, key="utilization")
 
 
 def diagnose(outcomes: Iterable[QuestionOutcome]) -> dict[tuple[str, int, int], dict[str, Any]]:
@@ -201,9 +267,26 @@ def diagnose(outcomes: Iterable[QuestionOutcome]) -> dict[tuple[str, int, int], 
     return out
 
 
+def pooled_block(rows: Sequence[Row]) -> dict[str, Any]:
+    """Every pooled metric over ``rows`` (per-cell rows), a grouped one under its group's key."""
+    block: dict[str, Any] = {}
+    for m in registered("pooled"):
+        value = m.fn(rows)
+        if m.group is None:
+            block[m.key] = value
+        else:
+            block.setdefault(m.group, {})[m.key] = value
+    return block
+
+
 def aggregate(outcomes: list[QuestionOutcome], num_periods: int) -> dict[str, Any]:
-    """All headline numbers: per (user, period), per period, and overall, with 95 % CIs over users."""
-    metrics = registered()
+    """Every registered metric per (user, period), per period and overall, with 95 % CIs over users.
+
+    The levels of :mod:`amemgym.scoring.registry` decide where each goes; ``users``, the memory-score cell
+    counts and the degeneracy flags are bookkeeping written beside them.
+    """
+    per_cell_metrics = [m for m in registered() if m.level in ("cell", "count")]
+    means = registered("cell")
     diag = diagnose(outcomes)
     cells: dict[tuple[str, int], list[QuestionOutcome]] = defaultdict(list)
     for o in outcomes:
@@ -213,15 +296,7 @@ def aggregate(outcomes: list[QuestionOutcome], num_periods: int) -> dict[str, An
     per_cell: dict[str, dict[int, dict[str, Any]]] = defaultdict(dict)
     for (user, period), rows in sorted(cells.items()):
         cell = Cell(user, period, tuple(rows), {r.question: diag[(user, period, r.question)] for r in rows})
-        probe_items = [(v, lab) for r in rows for v, lab in diag[(user, period, r.question)]["variables"].items()]
-        per_cell[user][period] = {
-            **{m.name: m.fn(cell) for m in metrics},
-            "questions": len(rows),
-            "write_failures": sum(1 for _, lab in probe_items if lab == "write"),
-            "read_failures": sum(1 for _, lab in probe_items if lab == "read"),
-            "utilization_failures": sum(1 for r in rows if diag[(user, period, r.question)]["utilization"]),
-            "probe_items": len(probe_items),
-        }
+        per_cell[user][period] = {m.name: m.fn(cell) for m in per_cell_metrics}
 
     def stat(m: Metric, period: int | None = None) -> dict[str, Any]:
         # Each user contributes one value (its mean over the selected periods): users are the sampling unit.
@@ -237,27 +312,18 @@ def aggregate(outcomes: list[QuestionOutcome], num_periods: int) -> dict[str, An
             ci["lo"], ci["hi"] = max(0.0, float(ci["lo"])), min(1.0, float(ci["hi"]))  # type: ignore[arg-type]
         return ci
 
-    def rates(period: int | None = None) -> dict[str, float | None]:
-        sel = [c for u in users for p, c in per_cell[u].items() if period is None or p == period]
-        items = sum(c["probe_items"] for c in sel)
-        qs = sum(c["questions"] for c in sel)
-        return {
-            "write": sum(c["write_failures"] for c in sel) / items if items else None,
-            "read": sum(c["read_failures"] for c in sel) / items if items else None,
-            "utilization": sum(c["utilization_failures"] for c in sel) / qs if qs else None,
-        }
+    def rows_of(period: int | None = None) -> list[dict[str, Any]]:
+        return [c for u in users for p, c in per_cell[u].items() if period is None or p == period]
 
     per_period = []
     for p in range(num_periods):
-        per_period.append({"period": p, **{m.name: stat(m, p) for m in metrics}, "failure_rates": rates(p)})
-    all_cells = [c["memory_score"] for u in users for c in per_cell[u].values() if c["memory_score"] is not None]
-    undefined = sum(1 for u in users for c in per_cell[u].values() if c["memory_score"] is None)
-    raw_cells = [(c["overall"], c["random"], c["upper_bound"]) for u in users for c in per_cell[u].values()
-                 if c["upper_bound"] is not None]
-    overall: dict[str, Any] = {m.name: stat(m) for m in metrics} | {
-        "memory_score_all_cells": mean(all_cells), "memory_score_original": original_memory_aggregation(raw_cells),
-        "failure_rates": rates(), "users": len(users), "undefined_memory_cells": undefined,
-        "memory_cells": {"defined": len(all_cells), "undefined": undefined, "total": len(all_cells) + undefined},
+        per_period.append({"period": p, **{m.name: stat(m, p) for m in means}, **pooled_block(rows_of(p))})
+    all_rows = rows_of()
+    undefined = sum(1 for c in all_rows if c["memory_score"] is None)
+    overall: dict[str, Any] = {m.name: stat(m) for m in means} | {
+        m.name: m.fn(all_rows) for m in registered("run")} | pooled_block(all_rows) | {
+        "users": len(users), "undefined_memory_cells": undefined,
+        "memory_cells": {"defined": len(all_rows) - undefined, "undefined": undefined, "total": len(all_rows)},
     }
     overall["flags"] = result_flags(overall)
     overall["degenerate"] = bool(overall["flags"])
@@ -266,15 +332,9 @@ def aggregate(outcomes: list[QuestionOutcome], num_periods: int) -> dict[str, An
         "per_period": per_period,
         "per_user": {u: {str(p): c for p, c in sorted(per_cell[u].items())} for u in users},
         "definitions": {
-            **{m.name: m.description for m in metrics if m.define},
-            "memory_score_all_cells": "amemgym's guarded cells pooled: mean over every defined (user, period) cell",
-            "memory_score_original": "the original release's aggregation: mean of (O - R) / (UB - R) over all "
-                                     "(user, period) cells with no guard; a UB == R cell makes it 'inf', '-inf' "
-                                     "or 'nan' (written as a string), and UB < R cells count with their ratio",
+            **{m.name: m.description for m in registered() if m.define and m.level != "pooled"},
             "ci": "95 % t-interval over users (each user's mean over the selected periods)",
-            "write_rate": "write failures / (question, required variable) probe items",
-            "read_rate": "read failures / (question, required variable) probe items",
-            "utilization_rate": "questions answered wrongly with every required variable probed right / questions",
+            **{m.name: m.description for m in registered("pooled") if m.define},
             "flags": "why the result is degenerate (reported, never ranked): " + "; ".join(
                 f"{k}: {v}" for k, v in RESULT_FLAGS.items()),
         },

@@ -75,6 +75,8 @@ class CallRecord:
         fault: the fault injected, None when served.
         model, temperature, max_tokens: the sampling settings the request carried (None when absent).
         system: whether the request opened with a system message.
+        tools: the names of the function tools the request offered (None when it sent no ``tools``).
+        tool_choice: the request's ``tool_choice`` (None when absent).
     """
 
     kind: str
@@ -84,11 +86,14 @@ class CallRecord:
     temperature: float | None = None
     max_tokens: int | None = None
     system: bool = False
+    tools: tuple[str, ...] | None = None
+    tool_choice: Any = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (the request log's line format)."""
         return {"kind": self.kind, "model": self.model, "temperature": self.temperature,
-                "max_tokens": self.max_tokens, "system": self.system, "fault": self.fault, "key": self.key}
+                "max_tokens": self.max_tokens, "system": self.system, "fault": self.fault, "key": self.key,
+                "tools": None if self.tools is None else list(self.tools), "tool_choice": self.tool_choice}
 
 
 def _record(kind: str, body: dict[str, Any], fault: str | None) -> CallRecord:
@@ -96,8 +101,12 @@ def _record(kind: str, body: dict[str, Any], fault: str | None) -> CallRecord:
     first = msgs[0] if msgs and isinstance(msgs[0], dict) else {}
     # Clients send the budget under either name depending on the API generation.
     budget = body.get("max_tokens", body.get("max_completion_tokens"))
+    tools = body.get("tools")
+    names = (tuple(str((t.get("function") or {}).get("name")) for t in tools if isinstance(t, dict))
+             if isinstance(tools, list) else None)
     return CallRecord(kind, request_key(body), fault, model=body.get("model"), temperature=body.get("temperature"),
-                      max_tokens=budget, system=first.get("role") == "system")
+                      max_tokens=budget, system=first.get("role") == "system", tools=names,
+                      tool_choice=body.get("tool_choice"))
 
 
 class FakeEndpoint:
@@ -115,6 +124,8 @@ class FakeEndpoint:
         force_budget: how many forced faults to inject before serving normally (None = no limit), e.g. 2
             to make the first two attempts fail and the third succeed.
         bad_request: answer every chat request with HTTP 400 (deterministic client error).
+        reject_tools: answer every chat request that offers ``tools`` with HTTP 400 saying tools are not
+            supported (as servers without function calling do).
         retry_after: seconds sent in ``Retry-After`` for ``http_429_retry_after``.
         timeout_sleep: how long a ``timeout`` fault holds the request before dropping it; set it above the
             client's timeout.
@@ -144,6 +155,7 @@ class FakeEndpoint:
         force_faults: dict[str, str] | None = None,
         force_budget: int | None = None,
         bad_request: bool = False,
+        reject_tools: bool = False,
         retry_after: float = 0.01,
         timeout_sleep: float = 1.0,
         model: str = "fake-model",
@@ -164,6 +176,7 @@ class FakeEndpoint:
         self.force_faults = dict(force_faults or {})
         self.force_budget = force_budget
         self.bad_request = bad_request
+        self.reject_tools = reject_tools
         self.retry_after = retry_after
         self.timeout_sleep = timeout_sleep
         self.model = model
@@ -269,6 +282,8 @@ class FakeEndpoint:
                     self.force_budget -= 1
             if fault is None and self.bad_request:
                 fault = "http_400"
+            if fault is None and self.reject_tools and body.get("tools") is not None:
+                fault = "tools_400"
             if fault is None and self.fault_rate > 0 and self._rng.random() < self.fault_rate:
                 options = [k for k in self.fault_kinds if structured or k != "schema_break"]
                 fault = self._rng.choice(options) if options else None
@@ -286,12 +301,19 @@ class FakeEndpoint:
         return kind, fault
 
     # ---- replies ----------------------------------------------------------------------------------------
-    def completion(self, body: dict[str, Any], text: str | None, *, empty: bool = False) -> dict[str, Any]:
-        """A chat completion response object for ``body`` with content ``text``."""
+    def completion(self, body: dict[str, Any], text: str | dict[str, Any] | None, *,
+                   empty: bool = False) -> dict[str, Any]:
+        """A chat completion response object for ``body`` with content ``text`` (or a reply message that calls
+        tools, as a responder may return)."""
         prompt = sum(tokens(str(m.get("content") or "")) for m in body.get("messages", []))
+        message: dict[str, Any] = {"role": "assistant", "content": text}
+        finish = "stop"
+        if isinstance(text, dict):
+            message = {"role": "assistant", "content": text.get("content"), "tool_calls": text.get("tool_calls")}
+            finish = "tool_calls" if text.get("tool_calls") else "stop"
+            text = json.dumps(text.get("tool_calls")) + str(text.get("content") or "")
         completion = tokens(text or "")
-        choices = [] if empty else [{"index": 0, "finish_reason": "stop",
-                                     "message": {"role": "assistant", "content": text}}]
+        choices = [] if empty else [{"index": 0, "finish_reason": finish, "message": message}]
         return {"id": "chatcmpl-fake", "object": "chat.completion", "created": 0,
                 "model": self.model, "choices": choices,
                 "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
@@ -406,6 +428,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(200, ep.completion(body, pad))
         elif fault is None:
             self._json(200, ep.completion(body, ep.responder(body)))
+        elif fault == "tools_400":
+            self.close_connection = True
+            self._json(400, {"error": {"message": "this server does not support tools (function calling)",
+                                       "type": "invalid_request_error"}})
         elif fault in _STATUS:
             headers = {"Retry-After": f"{ep.retry_after:g}"} if fault == "http_429_retry_after" else None
             self.close_connection = fault == "http_400"

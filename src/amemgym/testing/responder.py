@@ -13,8 +13,9 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-#: A responder maps a parsed ``/chat/completions`` request body to the reply text.
-RequestResponder = Callable[[dict[str, Any]], str]
+#: A responder maps a parsed ``/chat/completions`` request body to the reply text, or to a reply message
+#: ``{"content": str | None, "tool_calls": [...]}`` that calls tools (chat-completions wire form).
+RequestResponder = Callable[[dict[str, Any]], "str | dict[str, Any]"]
 
 ANSWER_MARKER = "Reply with the number of the best option"
 PROBE_MARKER = "Based only on what you know about me"

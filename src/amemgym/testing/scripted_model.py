@@ -8,26 +8,26 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from ..llm.backends import PermanentError, TransientError
+from ..llm.cache import ResponseCache
+from ..llm.client import LLMClient
 from ..llm.types import ChatRequest, ChatResult
 
-if TYPE_CHECKING:
-    from ..llm.client import LLMClient
-
-Script = Callable[[ChatRequest], "str | BaseException"]
+Script = Callable[[ChatRequest], "str | ChatResult | BaseException"]
 
 
 class ScriptedBackend:
     """Answers each request with ``responder(request)``; an exception it returns is raised.
 
     Args:
-        responder: maps the request (role, messages, schema, tag) to reply text or an exception.
+        responder: maps the request (role, messages, schema, tag, tools) to reply text, a whole
+            :class:`ChatResult` (to return tool calls), or an exception.
         latency: seconds to sleep per call (simulates a remote endpoint).
         name: identity used in cache keys.
     """
@@ -48,7 +48,9 @@ class ScriptedBackend:
             if isinstance(out, TransientError | PermanentError):
                 raise out
             raise out
-        prompt_tokens = sum(len(m["content"].split()) for m in req.messages)
+        if isinstance(out, ChatResult):
+            return out  # e.g. a reply that calls tools
+        prompt_tokens = sum(len(str(m.get("content") or "").split()) for m in req.messages)
         return ChatResult(text=out, model="scripted", prompt_tokens=prompt_tokens,
                           completion_tokens=len(out.split()), finish_reason="stop")
 
@@ -59,19 +61,6 @@ def last_user(req: ChatRequest) -> str:
         if m["role"] == "user":
             return m["content"]
     return ""
-
-
-def rules(table: list[tuple[str | None, str, str | Callable[[ChatRequest], str]]], default: str = "OK") -> Script:
-    """A responder from ``(role or None, substring of the last user message, reply)`` rules, first match wins."""
-
-    def respond(req: ChatRequest) -> str:
-        text = last_user(req)
-        for role, needle, reply in table:
-            if (role is None or role == req.role) and needle in text:
-                return reply(req) if callable(reply) else reply
-        return default
-
-    return respond
 
 
 class HashEmbedder:
@@ -109,18 +98,27 @@ class HashEmbedder:
 SCRIPTED_ROLES = ("agent", "simulator", "memory", "judge", "generator")
 
 
-def scripted_client(script: Script, *, cache: Path | None = None, embedder: bool = True) -> LLMClient:
-    """An :class:`~amemgym.llm.client.LLMClient` whose every chat role is answered by ``script``.
+class ScriptedClient(LLMClient):
+    """A real :class:`~amemgym.llm.client.LLMClient` whose chat roles are answered by one
+    :class:`ScriptedBackend`, kept as ``scripted`` so a test can count and read the requests that reached
+    the model (cache hits never do)."""
+
+    def __init__(self, backend: ScriptedBackend, roles: Sequence[str], *, cache: ResponseCache | None,
+                 embedder: HashEmbedder | None) -> None:
+        super().__init__(backends={role: backend for role in roles}, embedder=embedder, cache=cache,
+                         backoff_base=0.001)
+        self.scripted = backend
+
+
+def scripted_client(script: Script, *, cache: Path | None = None, embedder: bool = True,
+                    roles: Sequence[str] = SCRIPTED_ROLES) -> ScriptedClient:
+    """A :class:`ScriptedClient` answering ``roles`` with ``script``.
 
     Args:
         script: maps each request to its reply (see :class:`ScriptedBackend`).
         cache: a response-cache file, to exercise caching and resume; None for no cache.
         embedder: use :class:`HashEmbedder` for embeddings (no model needed).
+        roles: the roles the script answers; any other role resolves from the (default) configuration.
     """
-    from ..llm.cache import ResponseCache
-    from ..llm.client import LLMClient
-
-    backend = ScriptedBackend(script)
-    return LLMClient(backends={role: backend for role in SCRIPTED_ROLES},
-                     embedder=HashEmbedder() if embedder else None,
-                     cache=ResponseCache(cache) if cache is not None else None, backoff_base=0.001)
+    return ScriptedClient(ScriptedBackend(script), roles, cache=ResponseCache(cache) if cache is not None else None,
+                          embedder=HashEmbedder() if embedder else None)

@@ -8,6 +8,11 @@ Episode length limits go through Gymnasium's own ``TimeLimit`` wrapper:
 ``gymnasium.make(id, max_episode_steps=N)``. Keyword arguments reach :class:`MemoryEnv` (``llm``,
 ``upper_bound``, ``probes``, ``render_mode="ansi"``, ...).
 
+Other families offer ids through their optional ``env_ids`` (docs/design.md §15): the budget family's
+``amemgym/Budget-lite-v0`` (likewise ``-standard``, ``-hard``, ``-multi``) is a generated episode of that
+tier (``seed=``, ``domain=`` choose it; ``env="data.json"`` plays an episode file instead), made through
+:func:`amemgym.families.make_env`.
+
 Importing the top-level ``amemgym`` package registers nothing.
 """
 
@@ -18,7 +23,7 @@ from typing import Any
 from ..config import load_config
 from .env import MemoryEnv
 
-__all__ = ["ENV_IDS", "make_preset_env", "register_envs"]
+__all__ = ["ENV_IDS", "family_env_ids", "make_preset_env", "register_envs"]
 
 #: Gymnasium id -> config preset.
 ENV_IDS: dict[str, str] = {
@@ -50,8 +55,21 @@ def make_preset_env(preset: str, seed: int = 42, **kwargs: Any) -> MemoryEnv:
     return MemoryEnv(environment, config=config, **kwargs)
 
 
+def family_env_ids() -> dict[str, dict[str, Any]]:
+    """Gymnasium id -> keyword arguments of :func:`amemgym.families.make_env`, for every family offering ids."""
+    from ..families import family_names, get_family, training_method
+
+    ids: dict[str, dict[str, Any]] = {}
+    for name in family_names():
+        family = get_family(name)
+        if callable(getattr(family, "env_ids", None)):
+            for env_id, kwargs in training_method(family, "env_ids")().items():
+                ids[env_id] = {"family": name, **kwargs}
+    return ids
+
+
 def register_envs() -> list[str]:
-    """Register :data:`ENV_IDS` with Gymnasium (a no-op without it, and on a second call).
+    """Register :data:`ENV_IDS` and the families' ids with Gymnasium (a no-op without it, and on a second call).
 
     Returns:
         The ids registered by this call.
@@ -65,5 +83,10 @@ def register_envs() -> list[str]:
         if env_id in gymnasium.registry:
             continue
         gymnasium.register(id=env_id, entry_point=f"{__name__}:make_preset_env", kwargs={"preset": preset})
+        done.append(env_id)
+    for env_id, kwargs in family_env_ids().items():
+        if env_id in gymnasium.registry or env_id in ENV_IDS:
+            continue
+        gymnasium.register(id=env_id, entry_point="amemgym.families:make_env", kwargs=kwargs)
         done.append(env_id)
     return done

@@ -33,7 +33,7 @@ from .harness import env_digest, wall_clock
 from .io import load_episode
 from .model import Episode
 from .pool import BATCH_FILE, STATS, Entry, RunResult, build_entries, read_batch, read_results
-from .run import RESULTS_VERSION, check_model, policy_of, run_episode
+from .run import AGENTS, RESULTS_VERSION, check_model, interface_of, refuse_judge, run_episode
 from .scoring import AXES
 
 BATCH_VERSION = 1
@@ -57,12 +57,15 @@ class EpisodeFile:
 
 @dataclass(frozen=True)
 class Settings:
-    """What every episode of one run shares and a resume must match."""
+    """What every episode of one run shares and a resume must match (the policy only for built-in agents)."""
 
     agent: str
-    policy: str
-    store: str
     run_seed: int
+
+    @property
+    def policy(self) -> str | None:
+        """The harness policy of a built-in tool agent; None for plug-ins and memory agents (their own check)."""
+        return AGENTS[self.agent][0] if self.agent in AGENTS else None
 
 
 def find_episodes(env: Path, limit: int | None) -> list[EpisodeFile]:
@@ -100,8 +103,10 @@ def _finished(out: Path, ep: EpisodeFile, s: Settings) -> bool:
             data = json.loads(ckpt.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             raise RunError(f"{ckpt}: unreadable checkpoint; remove the folder to run the episode again") from None
-        if data.get("digest") != ep.digest or data.get("policy") != s.policy:
-            raise RunError(f"{out} holds a run of another episode or policy than {ep.path}; use a new --out")
+        other_policy = s.policy is not None and data.get("policy") != s.policy
+        other_agent = data.get("agent") is not None and data.get("agent") != s.agent
+        if data.get("digest") != ep.digest or other_policy or other_agent:
+            raise RunError(f"{out} holds a run of another episode, policy or agent than {ep.path}; use a new --out")
     results = read_results(out)
     if results is None:
         return False
@@ -109,16 +114,18 @@ def _finished(out: Path, ep: EpisodeFile, s: Settings) -> bool:
         raise RunError(f"{out} holds the results of another episode than {ep.path}; use a new --out")
     if "run_seed" not in results:
         return False  # written before the run's own fields were added: finishing costs no call
-    have = (results.get("agent"), results.get("policy"), results.get("store"), results.get("run_seed"))
-    if have != (s.agent, s.policy, s.store, s.run_seed):
-        raise RunError(f"{out} was run with agent {have[0]!r} ({have[1]}, {have[2]} store) and run seed {have[3]}, "
-                       f"now {s.agent!r} ({s.policy}, {s.store} store) and seed {s.run_seed}; use a new --out")
+    have = (results.get("agent"), results.get("run_seed"))
+    if have != (s.agent, s.run_seed):
+        raise RunError(f"{out} was run with agent {have[0]!r} and run seed {have[1]}, now {s.agent!r} and seed "
+                       f"{s.run_seed}; use a new --out")
     return True
 
 
 def _write_batch(out_dir: Path, s: Settings, served: str, env: Path, episodes: list[EpisodeFile],
-                 summary: dict[str, Any] | None = None) -> None:
+                 summary: dict[str, Any] | None = None, kind: tuple[str | None, str | None] = (None, None)) -> None:
     """Write ``batch.json``; planned episodes accumulate over invocations (a smaller ``--limit`` keeps them).
+
+    ``kind`` is the (policy, store) the episodes' results record, once one has finished.
 
     Raises:
         RunError: when the folder holds a run with other settings.
@@ -126,10 +133,10 @@ def _write_batch(out_dir: Path, s: Settings, served: str, env: Path, episodes: l
     old = read_batch(out_dir)
     planned: dict[str, dict[str, Any]] = {}
     if old is not None:
-        have = (old.get("agent"), old.get("policy"), old.get("store"), old.get("run_seed"))
-        if have != (s.agent, s.policy, s.store, s.run_seed):
-            raise RunError(f"{out_dir} holds a run of agent {have[0]!r} ({have[1]}, {have[2]} store, run seed "
-                           f"{have[3]}); use a new --out")
+        have = (old.get("agent"), old.get("run_seed"))
+        if have != (s.agent, s.run_seed):
+            raise RunError(f"{out_dir} holds a run of agent {have[0]!r} with run seed {have[1]}; use a new --out")
+        kind = (kind[0] or old.get("policy"), kind[1] or old.get("store"))
         planned = {str(e["path"]): e for e in old.get("episodes") or []}
     for ep in episodes:
         e = ep.episode
@@ -139,7 +146,7 @@ def _write_batch(out_dir: Path, s: Settings, served: str, env: Path, episodes: l
 
     atomic_write_json(out_dir / BATCH_FILE, {
         "family": "budget", "kind": "batch", "format_version": BATCH_VERSION, "environment": str(env),
-        "agent": s.agent, "policy": s.policy, "store": s.store, "results_version": RESULTS_VERSION,
+        "agent": s.agent, "policy": kind[0] or s.policy, "store": kind[1], "results_version": RESULTS_VERSION,
         "run_seed": s.run_seed, "agent_model": served,
         "episodes": [planned[k] for k in sorted(planned, key=natural_key)],
         "summary": summary if summary is not None else (old or {}).get("summary"),
@@ -201,6 +208,24 @@ def print_summary(console: Console, out_dir: Path, rows: list[tuple[EpisodeFile,
                           f"{s['writes_used']} / {s['reference_writes']}",
                           str(res.get("usage", {}).get("total", {}).get("calls", 0)), status)
         console.print(table)
+    done = [r for _, r, _ in rows if r is not None]
+    protocols = sorted({f"{r['tool_protocol']} ({r.get('tool_protocol_reason')})" for r in done
+                        if "tool_protocol" in r})
+    if protocols:  # memory agents answer through the MemoryAgent contract, without tools
+        console.print(f"tool protocol: {'; '.join(protocols)}", highlight=False, markup=False)
+    judged = [r for r in done if r.get("judge") is not None]
+    if judged:
+        sent, turned, errors = (sum(r["judge"][k] for r in judged) for k in ("sent", "overturned", "errors"))
+        comps = [r["score_judged"]["composite"] for r in judged
+                 if r.get("score_judged") and r["score_judged"].get("composite") is not None]
+        mean = f"{sum(comps) / len(comps):.3f} over {len(comps)} episode(s)" if comps else "n/a (a judge call failed)"
+        console.print(f"judge {judged[0]['judge']['model']}: {sent} rule failures sent, {turned} found right, "
+                      f"{errors} failed; composite with the judge {mean} (the rule composite is the headline)",
+                      highlight=False, markup=False)
+    metered = [r for r in done if "refused_writes" in r]
+    if metered:
+        console.print(f"the harness's meter refused {sum(r['refused_writes'] for r in metered)} memory write(s) "
+                      f"and cut {sum(r['truncated_writes'] for r in metered)} to the note cap", highlight=False)
     for e in entries:
         console.print(f"{e.agent} on tier {e.tier} ({e.protocol}), {len(e.episode_set)} episode(s): composite "
                       f"{_ci(e.stat('composite'))} (95 % t-interval over episodes); abstention, reported apart: "
@@ -221,6 +246,7 @@ class RunOptions:
     limit: int | None = None
     executor: str = "local"
     ray_address: str | None = None
+    judge: bool = False
 
 
 def run_batch(cfg: AppConfig, env: Path, out_dir: Path, opts: RunOptions, *, console: Console,
@@ -235,19 +261,26 @@ def run_batch(cfg: AppConfig, env: Path, out_dir: Path, opts: RunOptions, *, con
         DataError: for an episode file that does not load, or a folder without episodes.
         RunError: when ``out_dir`` is in use, or holds a run of other episodes, settings or model.
     """
-    policy, store = policy_of(opts.agent)
     eps = episodes if episodes is not None else find_episodes(env, opts.limit)
-    settings = Settings(opts.agent, policy, store, cfg.run.seed)
+    settings = Settings(opts.agent, cfg.run.seed)
+    judge = opts.judge or cfg.budget.judge
     llm_cfg = cfg.llm.model_copy(update={"cache": False}) if opts.no_cache else cfg.llm
-    if opts.executor == "ray":
-        from ...run.ray_executor import check_endpoints, import_ray
-
-        import_ray()
-        check_endpoints(cfg.model_copy(update={"llm": llm_cfg}), ("agent",))
     serial = opts.serial or cfg.run.serial
     llm = make_client(cfg.model_copy(update={"llm": llm_cfg})) if make_client is not None else \
         LLMClient.from_config(llm_cfg, serial=serial)
     llm.sample_seed = settings.run_seed
+    interface = interface_of(opts.agent, eps[0].path, llm)
+    if interface == "memory":
+        from .memory_agents import plan_agent
+
+        refuse_judge(judge)
+        plan_agent(opts.agent, llm)  # an agent whose memory cannot be metered is refused before anything is written
+    roles = ("agent", *(("memory",) if interface == "memory" else ()), *(("judge",) if judge else ()))
+    if opts.executor == "ray":
+        from ...run.ray_executor import check_endpoints, import_ray
+
+        import_ray()
+        check_endpoints(cfg.model_copy(update={"llm": llm_cfg}), roles)
     failures: list[dict[str, Any]] = []
     skipped: set[str] = set()
     t0 = wall_clock()
@@ -265,7 +298,7 @@ def run_batch(cfg: AppConfig, env: Path, out_dir: Path, opts: RunOptions, *, con
                 failures.extend(await run_on_ray(
                     cfg.model_copy(update={"llm": llm_cfg}), out_dir, [(ep.path, ep.rel, ep.label) for ep in todo],
                     opts.agent, served, extra, address=opts.ray_address, ledger=llm.ledger,
-                    make_client=make_client))
+                    make_client=make_client, roles=roles, judge=judge))
                 return
             gate = asyncio.Semaphore(1 if serial else max(1, cfg.run.user_concurrency))
 
@@ -273,7 +306,8 @@ def run_batch(cfg: AppConfig, env: Path, out_dir: Path, opts: RunOptions, *, con
                 async with gate:
                     view = _counted_view(llm)
                     try:
-                        results = await run_episode(ep.path, opts.agent, out_dir / ep.rel, view)
+                        results = await run_episode(ep.path, opts.agent, out_dir / ep.rel, view,
+                                                    tools=cfg.budget.tools, judge=judge)
                     except AMemGymError as exc:
                         failures.append({"episode": ep.rel, "label": ep.label, "error": str(exc)})
                         return
@@ -302,7 +336,8 @@ def run_batch(cfg: AppConfig, env: Path, out_dir: Path, opts: RunOptions, *, con
             found.append(RunResult(out_dir / ep.rel, str(out_dir), results))
         entries = build_entries(found)
         batch = read_batch(out_dir) or {}
-        _write_batch(out_dir, settings, str(batch.get("agent_model")), env, eps, entry_summary(entries))
+        kind = (found[0].results.get("policy"), found[0].results.get("store")) if found else (None, None)
+        _write_batch(out_dir, settings, str(batch.get("agent_model")), env, eps, entry_summary(entries), kind)
         if failures:
             atomic_write_json(out_dir / "failures.json", {"family": "budget", "failures": failures})
         else:

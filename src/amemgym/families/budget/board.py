@@ -2,11 +2,12 @@
 
 A budget run directory holds one episode's ``results.json``; a multi-episode run holds one per episode below
 its root, and a ``--trials`` output one such run per ``trial_k``. The board pools them (``pool.py``) into one
-row per agent, tier and protocol (the harness policy: budgeted tool use, or the long-context reference
-without budget and cut), averaged over episodes, and ranks rows only against rows that ran the same episodes;
-runs of another family never join these groups. ``compare`` pairs two collections of runs episode by episode
-(same episode file digest, trials averaged) and reports the mean composite difference with a bootstrap
-interval and a sign-flip p-value over episodes.
+row per run folder given, agent, tier and protocol (the harness policy: budgeted tool use or a metered memory
+agent, or the long-context reference without budget and cut; a run recorded as unmetered forms its own
+group), averaged over episodes, and ranks rows only against rows that ran the same episodes; runs of another
+family never join these groups. ``compare`` pairs two collections of runs episode by episode (same episode
+file digest, trials averaged) and reports the mean composite difference with a bootstrap interval and a
+sign-flip p-value over episodes.
 """
 
 from __future__ import annotations
@@ -19,8 +20,11 @@ from typing import Any
 
 from ...errors import RunError
 from .. import Board
-from .pool import BATCH_FILE, Entry, RunResult, build_entries, read_batch, read_results
+from .pool import BATCH_FILE, Entry, RunResult, build_entries, protocol_of, read_batch, read_results
 from .scoring import AXES
+
+__all__ = ["leaderboard", "load_entries", "load_results", "pair_runs", "protocol_of", "read_results",
+           "run_dirs_under"]
 
 #: How deep below a given directory ``results.json`` files of a run collection are looked for.
 MAX_DEPTH = 4

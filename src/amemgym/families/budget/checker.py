@@ -36,6 +36,8 @@ class Verdict:
     correct: bool
     reason: str
     abstained: bool = False
+    #: The reply named several candidate answers (never right, and never sent to a judge).
+    listed: bool = False
 
 
 def normalise(text: str) -> str:
@@ -109,7 +111,7 @@ def check(question: Question, reply: str | None, names: list[str]) -> Verdict:
         if not found:
             return Verdict(False, "no number")
         if len(distinct) > 1:
-                return Verdict(False, f"{len(distinct)} different numbers (one answer expected)")
+            return Verdict(False, f"{len(distinct)} different numbers (one answer expected)", listed=True)
         x = found[0]
         integer = question.answer_type == "int"
         if _close(x, float(gold), integer):
@@ -120,7 +122,7 @@ def check(question: Question, reply: str | None, names: list[str]) -> Verdict:
     if question.answer_type == "date":
         found_dates = dates(reply)
         if len(found_dates) != 1:
-            return Verdict(False, f"{len(found_dates)} dates (one expected)")
+            return Verdict(False, f"{len(found_dates)} dates (one expected)", listed=len(found_dates) > 1)
         ok = found_dates == {gold}
         return Verdict(ok, "date matches" if ok else "date differs")
     text = normalise(reply)
@@ -130,8 +132,8 @@ def check(question: Question, reply: str | None, names: list[str]) -> Verdict:
     # A longer candidate that contains the gold (e.g. "Blue Works" in "Apex Blue Works") is a different answer.
     mentioned = {m for m in mentioned if not any(m != o and _contains(o, m) for o in mentioned)}
     if target not in mentioned and not _contains(text, target):
-        return Verdict(False, "expected answer not named")
+        return Verdict(False, "expected answer not named", listed=len(mentioned) > 1)
     others = mentioned - {target}
     if others:
-        return Verdict(False, f"names {len(others) + 1} candidates (one answer expected)")
+        return Verdict(False, f"names {len(others) + 1} candidates (one answer expected)", listed=True)
     return Verdict(True, "matches")

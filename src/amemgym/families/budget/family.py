@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ...errors import ConfigError, RunError
 from ...storage import atomic_write_text
-from .. import Board, GenerateRequest, RunRequest, ValidateRequest
+from .. import Board, ExportResult, GenerateRequest, RunRequest, ValidateRequest
 from .model import FAMILY as NAME
 
 if TYPE_CHECKING:
@@ -21,11 +21,14 @@ class Budget:
     name = NAME
 
     def owns_run(self, run_dir: Path) -> bool:
-        """A budget run has a ``results.json`` naming the family; a folder without a statetrack manifest
-        whose subfolders hold such runs is a collection of budget runs (as ``generate --official`` lays out).
+        """A budget run has a ``results.json`` naming the family, or (unfinished) the harness's checkpoint; a
+        folder without a statetrack manifest whose subfolders hold such runs is a collection of budget runs (as
+        ``generate --official`` lays out).
         """
         if (run_dir / "manifest.json").is_file():
             return False
+        if unfinished(run_dir):
+            return True
         from .pool import read_batch
 
         try:
@@ -85,7 +88,7 @@ class Budget:
         ModelFlags(r.model, r.user_model, r.judge_model, r.max_connections).apply(cfg)
         opts = RunOptions(agent=r.agent, serial=r.serial, no_cache=r.no_cache,
                           allow_model_change=r.allow_model_change, limit=r.limit, executor=r.executor,
-                          ray_address=r.ray_address)
+                          ray_address=r.ray_address, judge=r.judge_model is not None)
         if r.trials == 1:
             return run_batch(cfg, r.env, r.out_dir, opts, console=console)
         return run_trials(cfg, r.env, r.out_dir, opts, r.trials, console=console)
@@ -98,6 +101,7 @@ class Budget:
 
         if figures is not None:
             raise ConfigError("--figures is not supported for budget-family runs (the report embeds its charts)")
+        require_finished(run_dirs)
         dirs = [d for root in run_dirs for d in run_dirs_under(root)]
         atomic_write_text(out_file, build_budget_report(dirs, load_entries(run_dirs)))
         console.print(f"wrote {out_file}", highlight=False, markup=False)
@@ -107,6 +111,7 @@ class Budget:
         """Composite ranking within groups of the same tier and protocol."""
         from .board import leaderboard
 
+        require_finished(run_dirs)
         return leaderboard(run_dirs)
 
     def compare(self, run_a: Path, run_b: Path, *, bootstrap: int, seed: int, console: Console) -> int:
@@ -116,6 +121,7 @@ class Budget:
         from ...report.stats import paired_comparison, result_rows
         from .board import pair_runs
 
+        require_finished([run_a, run_b])
         p = pair_runs(run_a, run_b)
         res = paired_comparison(p.diffs, resamples=bootstrap, seed=seed)
         n = len(p.diffs)
@@ -137,6 +143,50 @@ class Budget:
             console.print("note: the two sides ran under different protocols (budgeted vs long-context reference)",
                           highlight=False, markup=False)
         return 0
+
+    def make_env(self, env: Path | None, **options: Any) -> Any:
+        """:class:`~amemgym.families.budget.gym_env.BudgetEnv` on the episode file ``env`` (None: a generated
+        episode from ``tier``, ``domain``, ``seed``, ``salt`` in ``options``)."""
+        from .gym_env import BudgetEnv
+
+        return BudgetEnv(env, **options)
+
+    def export(self, run_dir: Path, out_file: Path, *, fmt: str, unit: str | None,
+               with_evaluation: bool) -> ExportResult:
+        """Each event's conversation (``openai-chat``) or each tool call (``jsonl``) from the trace and results."""
+        from .export import export_budget_run
+
+        return export_budget_run(run_dir, out_file, fmt=fmt, unit=unit, with_evaluation=with_evaluation)
+
+    def env_ids(self) -> dict[str, dict[str, Any]]:
+        """``amemgym/Budget-<tier>-v0`` for every tier: a generated episode (``seed`` picks which)."""
+        from .tiers import TIERS
+
+        return {f"amemgym/Budget-{name}-v0": {"tier": name} for name in TIERS}
+
+
+def unfinished(run_dir: Path) -> bool:
+    """Whether ``run_dir`` holds a budget episode the harness started but has not finished (no results yet)."""
+    path = run_dir / "checkpoint.json"
+    if (run_dir / "results.json").exists() or not path.is_file():
+        return False
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and {"digest", "policy", "next_event"} <= data.keys()
+
+
+def require_finished(run_dirs: list[Path]) -> None:
+    """Refuse, in one line, an unfinished budget run among ``run_dirs`` (its numbers do not exist yet).
+
+    Raises:
+        RunError: naming the first unfinished run.
+    """
+    for d in run_dirs:
+        if unfinished(Path(d)):
+            raise RunError(f"{d}: the budget episode has not finished (no results.json); run `amemgym run` again "
+                           "with the same --out to resume it")
 
 
 #: The registered instance.

@@ -89,6 +89,14 @@ class LLMToolAgent:
         return res.text
 
 
+def system_prompt(episode: Episode, *, policy: str = "budget", max_steps: int = MAX_STEPS_PER_EVENT) -> str:
+    """The system prompt the harness gives the agent of ``episode`` under ``policy``."""
+    domain = load_domain(episode.domain)
+    budget = "unlimited" if policy == "long-context" else episode.tier.writes
+    return render("budget_agent_system", plural=domain.plural, noun=domain.noun, budget=budget,
+                  note_chars=episode.note_chars, max_steps=max_steps)
+
+
 def env_digest(raw: bytes) -> str:
     """sha256 of the episode file, recorded so a resume never mixes two episodes."""
     return hashlib.sha256(raw).hexdigest()
@@ -110,10 +118,7 @@ class Harness:
         self.embed_search = embed_search or store_mode == "vector"
         #: Why search fell back to BM25 alone, if it did (recorded in the results, never silent).
         self.embedder_problem: str | None = None
-        domain = load_domain(episode.domain)
-        self.system = render("budget_agent_system", plural=domain.plural, noun=domain.noun,
-                             budget="unlimited" if budget is None else budget, note_chars=episode.note_chars,
-                             max_steps=max_steps)
+        self.system = system_prompt(episode, policy=policy, max_steps=max_steps)
         self.state = EpisodeState(0, {}, [], 1, {}, [], [])
 
     # ---- checkpoints --------------------------------------------------------------------------------
@@ -181,10 +186,11 @@ class Harness:
                 # A failed call is recorded, never turned into an answer; the question stays unanswered.
                 self._trace({"event": ev.index, "step": step, "error": str(exc)})
                 break
+            prompt = messages[-1]["content"]
             messages.append({"role": "assistant", "content": reply})
             finished, feedback, record = await self._apply(ev, reply)
-            self._trace({"event": ev.index, "kind": ev.kind, "step": step, "reply": reply, **record,
-                         "writes_used": self.store.writes_used})
+            self._trace({"event": ev.index, "kind": ev.kind, "step": step, "prompt": prompt, "reply": reply,
+                         **record, "writes_used": self.store.writes_used})
             if finished:
                 break
             messages.append({"role": "user", "content": feedback})

@@ -73,8 +73,11 @@ class RunResult:
 
 
 def protocol_of(results: dict[str, Any]) -> str:
-    """What must match, besides the tier, for two runs to be ranked together: the harness policy and format."""
-    return f"{results.get('policy')}/v{results.get('format_version')}"
+    """What must match, besides the tier, for two runs to be ranked together: the harness policy, the format,
+    and whether the harness metered the agent's memory (a run recorded as unmetered never joins metered ones;
+    runs that do not say were all metered by the harness's own store)."""
+    metered = results.get("metered", True) is True
+    return f"{results.get('policy')}/v{results.get('format_version')}" + ("" if metered else "/unmetered")
 
 
 @dataclass
@@ -211,12 +214,11 @@ def build_entries(runs: Iterable[RunResult],
             entries[r.key] = Entry(*r.key)
         entries[r.key].runs.append(r)
     for label, folder, batch in batches:
-        proto = f"{batch.get('policy')}/v{batch.get('results_version')}"
         for ep in batch.get("episodes") or []:
             if (folder / str(ep.get("path", ".")) / "results.json").is_file():
                 continue
-            key = (label, str(batch.get("agent")), str(batch.get("store")), str(batch.get("agent_model") or "-"),
-                   str(ep.get("tier")), proto)
-            if key in entries:
-                entries[key].unfinished.append(f"{ep.get('tier')}/{ep.get('domain')}/seed{ep.get('seed')}")
+            for e in entries.values():  # the run's agent, model and the episode's tier name the entry
+                if (e.root, e.agent, e.model, e.tier) == (label, str(batch.get("agent")),
+                                                          str(batch.get("agent_model") or "-"), str(ep.get("tier"))):
+                    e.unfinished.append(f"{ep.get('tier')}/{ep.get('domain')}/seed{ep.get('seed')}")
     return list(entries.values())

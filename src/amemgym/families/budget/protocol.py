@@ -17,6 +17,20 @@ TOOLS: dict[str, dict[str, type]] = {
     "done": {},
     "submit_answer": {"answer": str},
 }
+#: Optional arguments (offered in the native tool schema; the harness checks them itself).
+OPTIONAL_ARGS: dict[str, dict[str, type]] = {"search": {"k": int}}
+#: One line per tool for the native tool schema (the system prompt explains them to text-protocol agents).
+TOOL_DESCRIPTIONS: dict[str, str] = {
+    "write": "Save a new note (costs one write).",
+    "edit": "Replace exact text inside a note (one write; free while a correction notice is on screen).",
+    "read": "Show the full text of a note.",
+    "search": "Find the notes that best match a query (k: how many, default 5).",
+    "list": "Show the start of every note.",
+    "forget": "Delete a note (the write it cost is not returned).",
+    "done": "Finish the current event when it is not a question.",
+    "submit_answer": "Answer the current question with one value or one name.",
+}
+_JSON_TYPES = {int: "integer", str: "string"}
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.S)
 
 
@@ -39,10 +53,7 @@ def parse_call(reply: str) -> ToolCall:
         ProtocolError: for anything else: prose around the object, several objects, unknown tools, or
             missing or mistyped arguments.
     """
-    text = reply.strip()
-    m = _FENCE.match(text)
-    if m:
-        text = m.group(1)
+    text = strip_fence(reply)
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -65,3 +76,22 @@ def parse_call(reply: str) -> ToolCall:
         if not isinstance(value, kind) or isinstance(value, bool):
             raise ProtocolError(f"{tool}.{name} must be a {kind.__name__}")
     return ToolCall(tool, args)
+
+
+def function_tools() -> list[dict[str, Any]]:
+    """The tools as chat-completions function tools (JSON schema), built from :data:`TOOLS`."""
+    out = []
+    for name, args in TOOLS.items():
+        every = {**args, **OPTIONAL_ARGS.get(name, {})}
+        props: dict[str, Any] = {a: {"type": _JSON_TYPES[t]} for a, t in every.items()}
+        out.append({"type": "function", "function": {
+            "name": name, "description": TOOL_DESCRIPTIONS[name],
+            "parameters": {"type": "object", "properties": props, "required": list(args)}}})
+    return out
+
+
+def strip_fence(reply: str) -> str:
+    """``reply`` without surrounding whitespace and one enclosing code fence."""
+    text = reply.strip()
+    m = _FENCE.match(text)
+    return m.group(1) if m else text

@@ -22,7 +22,7 @@ from ...llm.usage import UsageLedger
 from ...run.ray_executor import ClientFactory, default_client, start_ray, task_config, task_slots
 from ...storage import atomic_write_json
 
-#: The chat roles a budget episode calls.
+#: The chat roles a budget episode of a tool agent calls (a memory agent adds ``memory``, a judge ``judge``).
 ROLES: tuple[str, ...] = ("agent",)
 
 
@@ -37,6 +37,7 @@ class BudgetJob:
     served: str
     extra: dict[str, Any]
     make_client: ClientFactory
+    judge: bool = False
 
 
 def run_budget_job(job: BudgetJob) -> dict[str, Any]:
@@ -50,7 +51,8 @@ def run_budget_job(job: BudgetJob) -> dict[str, Any]:
             served = await llm.model_identity("agent")
             if served != job.served:
                 raise RunError(f"the agent endpoint serves {served!r} on this worker, the run pinned {job.served!r}")
-            results = await run_episode(job.env, job.agent, job.out, llm)
+            results = await run_episode(job.env, job.agent, job.out, llm, tools=job.cfg.budget.tools,
+                                        judge=job.judge)
             results.update(job.extra)
             atomic_write_json(job.out / "results.json", results)
         finally:
@@ -64,15 +66,18 @@ def run_budget_job(job: BudgetJob) -> dict[str, Any]:
 
 async def run_on_ray(cfg: AppConfig, root: Path, episodes: list[tuple[Path, str, str]], agent: str, served: str,
                      extra: dict[str, Any], *, address: str | None, ledger: UsageLedger,
-                     make_client: ClientFactory | None = None, max_retries: int = 3) -> list[dict[str, Any]]:
+                     make_client: ClientFactory | None = None, roles: tuple[str, ...] = ROLES, judge: bool = False,
+                     max_retries: int = 3) -> list[dict[str, Any]]:
     """Run ``episodes`` (data file, folder relative to ``root``, label) as Ray tasks; merge usage into ``ledger``.
 
-    Returns the failures (one per episode whose task failed for good), keyed by the relative folder.
+    ``roles`` are the chat roles the episodes call (each needs an HTTP endpoint); ``judge`` sends rule
+    failures to the judge role. Returns the failures (one per episode whose task failed for good), keyed by the
+    relative folder.
     """
     if not episodes:
         return []
-    slots = task_slots(cfg, len(episodes), None, ROLES)
-    tcfg = task_config(cfg, slots, ROLES)
+    slots = task_slots(cfg, len(episodes), None, roles)
+    tcfg = task_config(cfg, slots, roles)
     ray, started = start_ray(address, {})
     remote = ray.remote(max_retries=max_retries, retry_exceptions=False, num_cpus=1)(run_budget_job)
     gate = asyncio.Semaphore(slots)
@@ -80,7 +85,8 @@ async def run_on_ray(cfg: AppConfig, root: Path, episodes: list[tuple[Path, str,
 
     async def one(env: Path, rel: str, label: str) -> None:
         job = BudgetJob(env=env.resolve(), out=(root / rel).resolve(), agent=agent, cfg=tcfg, served=served,
-                        extra={**extra, "episode_path": rel}, make_client=make_client or default_client)
+                        extra={**extra, "episode_path": rel}, make_client=make_client or default_client,
+                        judge=judge)
         async with gate:
             try:
                 result = await remote.remote(job)

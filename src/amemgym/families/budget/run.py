@@ -8,10 +8,21 @@ from typing import Any
 from ...errors import ConfigError, RunError
 from ...llm.client import LLMClient
 from ...storage import atomic_write_json
-from .harness import Harness, env_digest, wall_clock
+from .checker import Verdict
+from .harness import Harness, ToolAgent, env_digest, wall_clock
 from .io import load_episode
-from .scoring import score_episode
-from .validity import judge
+from .judging import judge_answers, judge_identity, merged
+from .model import Episode
+from .scoring import EpisodeScore, score_episode
+from .tool_agents import (
+    ProtocolChoice,
+    ToolAgentContext,
+    builtin_tool_agent,
+    choose_protocol,
+    keep_pin,
+    resolve_tool_agent,
+)
+from .validity import judge as rule_verdicts
 
 #: Agent names this family runs -> (harness policy, store): the tool-using LLM agent with the notes store
 #: (hybrid BM25 + embedder search) or the vector store, and the long-context reference.
@@ -33,16 +44,99 @@ def policy_of(agent: str) -> tuple[str, str]:
                           f"{', '.join(AGENTS)}") from None
 
 
-async def run_episode(env: Path, agent: str, out_dir: Path, llm: LLMClient) -> dict[str, Any]:
-    """Run (or resume) one episode and return the results record (also written to ``results.json``)."""
-    policy, store_mode = policy_of(agent)
-    episode, raw = load_episode(env)
-    t0 = wall_clock()
-    harness = Harness(episode, llm, out_dir, policy=policy, digest=env_digest(raw), store_mode=store_mode)
-    state = await harness.run()
-    verdicts = judge(episode, state.answers)
+def score_harness(harness: Harness) -> tuple[dict[str, Verdict], EpisodeScore]:
+    """The verdict on every question and the episode's score, from the answers and store a harness holds."""
+    verdicts = rule_verdicts(harness.episode, harness.state.answers)
     notes = list(harness.store.notes.values())
-    score = score_episode(episode, verdicts, harness.store.writes_used, notes)
+    return verdicts, score_episode(harness.episode, verdicts, harness.store.writes_used, notes)
+
+
+def refuse_judge(judge: bool) -> None:
+    """A memory agent's run has no judge: its answers come through the MemoryAgent contract, not the harness.
+
+    Raises:
+        ConfigError: when a judge was asked for.
+    """
+    if judge:
+        raise ConfigError("the optional judge is available for tool agents only; run the memory agent without "
+                          "--judge-model / budget.judge")
+
+
+def plugin_context(episode: Episode) -> ToolAgentContext:
+    """The context a plug-in factory gets: the episode for a tool agent, a metered store for a memory agent.
+
+    Deciding which contract a plug-in implements means building it once; the store it may build then is a
+    throwaway with no budget (the memory path builds the agent again with the episode's meter).
+    """
+    from .memory_agents import Meter, MeteredVectorStore
+
+    return ToolAgentContext(user_id=f"{episode.domain}-seed{episode.seed}", episode=episode,
+                            store_factory=lambda: MeteredVectorStore(Meter(0, 1)))
+
+
+def interface_of(agent: str, env: Path, llm: LLMClient) -> str:
+    """``tool`` for the built-in tool agents and tool-agent plug-ins; ``memory`` for MemoryAgent-contract
+    agents (rag, awe, awi, memory-agent plug-ins), which the harness meters (``memory_agents.py``).
+
+    Raises:
+        ConfigError: a plug-in that cannot be loaded, whose factory raised, or that built neither kind.
+    """
+    if agent in AGENTS:
+        return "tool"
+    if ":" in agent:
+        episode, _ = load_episode(env)
+        if resolve_tool_agent(agent, llm, plugin_context(episode)) is not None:
+            return "tool"
+    return "memory"
+
+
+async def tool_agent_for(agent: str, episode: Episode, llm: LLMClient, out_dir: Path,
+                         tools: str) -> tuple[str, str, ToolAgent, ProtocolChoice]:
+    """The harness policy, store mode, tool agent and tool protocol of ``--agent`` (built in or a plug-in).
+
+    Raises:
+        ConfigError: for an agent this family cannot run, or a plug-in that is not a tool agent.
+        RunError: when the run directory was run with another tool protocol.
+    """
+    if agent in AGENTS:
+        policy, store_mode = AGENTS[agent]
+        choice = await choose_protocol(llm, tools, out_dir)
+        return policy, store_mode, builtin_tool_agent(llm, choice.protocol), choice
+    plugin = resolve_tool_agent(agent, llm, plugin_context(episode))
+    if plugin is None:
+        raise ConfigError(f"agent {agent!r} is a memory agent, not a tool agent")
+    choice = keep_pin(out_dir, ProtocolChoice("plugin", f"plug-in tool agent {agent}"))
+    return "budget", "notes", plugin, choice
+
+
+async def run_episode(env: Path, agent: str, out_dir: Path, llm: LLMClient, *, tools: str = "text",
+                      judge: bool = False) -> dict[str, Any]:
+    """Run (or resume) one episode and return the results record (also written to ``results.json``).
+
+    ``tools`` is ``budget.tools`` (how the built-in agent calls tools); ``judge`` sends the answers the rule
+    checker marks wrong to the judge role (refused, before any call, when that is the model under test).
+
+    Raises:
+        ConfigError: for an agent this family cannot run, or the judge asked of a memory agent's run.
+    """
+    if interface_of(agent, env, llm) == "memory":  # metered by the harness, played through the MemoryAgent contract
+        refuse_judge(judge)
+        from .memory_agents import run_memory_episode
+
+        return await run_memory_episode(env, agent, out_dir, llm)
+    episode, raw = load_episode(env)
+    judge_model = await judge_identity(llm) if judge else None
+    policy, store_mode, tool_agent, choice = await tool_agent_for(agent, episode, llm, out_dir, tools)
+    t0 = wall_clock()
+    harness = Harness(episode, llm, out_dir, policy=policy, digest=env_digest(raw), store_mode=store_mode,
+                      agent=tool_agent)
+    state = await harness.run()
+    verdicts, score = score_harness(harness)
+    judged = await judge_answers(llm, episode, state.answers, verdicts) if judge else {}
+    notes = list(harness.store.notes.values())
+    judge_errors = sum(v.error is not None for v in judged.values())
+    score_judged = (score_episode(episode, merged(verdicts, judged), harness.store.writes_used, notes)
+                    if judge and not judge_errors else None)
     per_kind: dict[str, list[int]] = {}
     for q in episode.questions:
         per_kind.setdefault(q.kind, [0, 0])
@@ -51,12 +145,18 @@ async def run_episode(env: Path, agent: str, out_dir: Path, llm: LLMClient) -> d
     results = {
         "family": "budget", "format_version": RESULTS_VERSION, "environment_file": str(env),
         "environment_sha256": env_digest(raw), "agent": agent, "policy": policy, "store": store_mode,
+        "tool_protocol": choice.protocol, "tool_protocol_reason": choice.reason,
         "search_embedder_problem": harness.embedder_problem, "tier": episode.tier.name,
         "domain": episode.domain, "seed": episode.seed, "salt": episode.salt,
         "score": score.to_dict(),
+        "score_judged": score_judged.to_dict() if score_judged is not None else None,
+        "judge": None if judge_model is None else {
+            "model": judge_model, "sent": len(judged), "overturned": sum(v.correct for v in judged.values()),
+            "errors": judge_errors},
         "per_kind": {k: {"correct": c, "total": n} for k, (c, n) in sorted(per_kind.items())},
         "answers": {q.id: {"kind": q.kind, "reply": state.answers.get(q.id), "gold": q.gold,
-                           "correct": verdicts[q.id].correct, "reason": verdicts[q.id].reason}
+                           "correct": verdicts[q.id].correct, "reason": verdicts[q.id].reason,
+                           "judge": judged[q.id].to_dict() if q.id in judged else None}
                     for q in episode.questions},
         "writes_over_time": state.writes_over_time,
         "ledger": [e.__dict__ for e in harness.store.ledger],
@@ -64,7 +164,10 @@ async def run_episode(env: Path, agent: str, out_dir: Path, llm: LLMClient) -> d
         "wall_seconds_last_invocation": round(wall_clock() - t0, 3),
         "definitions": {"composite": "0.30 breadth + 0.25 maintenance + 0.25 reasoning + 0.20 efficiency",
                         "maintenance": "update-kind accuracy x storage gate",
-                        "efficiency": "non-abstention accuracy x min(1, reference writes / writes used)"},
+                        "efficiency": "non-abstention accuracy x min(1, reference writes / writes used)",
+                        "score_judged": "the same scores with the answers the judge found right counted right "
+                                        "(rule verdicts elsewhere); null without a judge or when a judge call "
+                                        "failed"},
     }
     atomic_write_json(out_dir / "results.json", results)
     return results

@@ -18,23 +18,6 @@ def questions_schema(num_questions: int, num_states: int, num_choices: int) -> d
     return obj(questions=arr(question, num_questions, num_questions))
 
 
-def check_questions(value: dict[str, Any], num_questions: int, num_states: int, num_choices: int) -> str | None:
-    """Counts, non-empty names and uniqueness (after snake_case normalisation), or the first problem."""
-    qs = value["questions"]
-    if len(qs) != num_questions:
-        return f"expected {num_questions} questions, got {len(qs)}"
-    seen_q: set[str] = set()
-    for i, q in enumerate(qs, start=1):
-        text = q["question"].strip()
-        if text.lower() in seen_q:
-            return f"question {i} repeats an earlier question"
-        seen_q.add(text.lower())
-        problem = question_problem(q, num_states, num_choices)
-        if problem:
-            return f"question {i} {problem}"
-    return None
-
-
 def question_problem(q: dict[str, Any], num_states: int, num_choices: int) -> str | None:
     """What is wrong with one question (its info types and their values), or None."""
     infos = q["required_info"]

@@ -1,0 +1,189 @@
+"""``amemgym export`` for a budget-family run: what the agent saw and did, as training data.
+
+Everything comes from the run directory (``trace.jsonl``, ``results.json``) and the episode file the results
+name (its sha256 must match). The trace holds, for each tool call, the message the call answered (the event
+opening or the harness's feedback) and the reply; the system prompt is rendered by the harness's own
+:func:`~amemgym.families.budget.harness.system_prompt`. Question events enter only with ``--with-evaluation``.
+
+- ``openai-chat``: one line per event, ``{"messages": [system, user, assistant, user, assistant, ...]}``, exactly
+  the conversation the agent had in that event (the harness cuts it back to the system prompt after each
+  event). Each assistant message carries ``weight``: 1 (a target) for a reply that was a valid tool call the
+  harness accepted (``ok``) in a storage event (documents, memo, correction, contradiction), or in a question
+  event whose question the run answered correctly; 0 for protocol errors, refused calls (budget spent, an
+  edit that missed, ...) and every reply of a question answered wrongly or not at all. A line without a
+  target is left out and counted. Storage replies are the run's own behaviour, not checked one by one: the
+  episode's score says how good that behaviour was (export the runs worth imitating). Runs of the
+  long-context reference are refused here: their events carried the whole session in context.
+- ``jsonl``: one line per tool call with the same keys on every line (absent values null): the episode
+  (``run``, ``tier``, ``domain``, ``seed``, ``salt``, ``agent``, ``policy``), where (``event``,
+  ``event_kind``, ``session``, ``step``), the call (``prompt``, ``reply``, ``tool``, ``args`` as JSON text,
+  ``ok``, ``result``, ``hits``, ``error``, ``writes_used``) and, for question events, ``question``,
+  ``question_kind``, ``gold`` (JSON text) and, on the ``submit_answer`` the harness accepted, ``answer``,
+  ``correct`` and ``reward`` (1.0 or 0.0, as :class:`~amemgym.families.budget.gym_env.BudgetEnv` rewards it).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ...errors import ConfigError, RunError
+from ...storage import atomic_write_text
+from .. import ExportResult
+from .board import read_results
+from .family import require_finished
+from .harness import env_digest, read_trace, system_prompt
+from .io import load_episode
+from .model import Episode
+
+FORMATS = ("openai-chat", "jsonl")
+#: The keys of every ``jsonl`` line, in order.
+JSONL_KEYS: tuple[str, ...] = (
+    "run", "tier", "domain", "seed", "salt", "agent", "policy", "event", "event_kind", "session", "step", "prompt",
+    "reply", "tool", "args", "ok", "result", "hits", "error", "writes_used", "question", "question_kind", "gold",
+    "answer", "correct", "reward",
+)
+
+
+def export_budget_run(run_dir: Path, out: Path, *, fmt: str = "openai-chat", unit: str | None = None,
+                      with_evaluation: bool = False) -> ExportResult:
+    """Write the budget run in ``run_dir`` to ``out`` (atomically) in ``fmt``.
+
+    Raises:
+        ConfigError: an unknown format or unit, or ``openai-chat`` for a long-context reference run.
+        RunError: an unfinished run (no ``results.json``), a trace without prompts, a changed episode file,
+            or a trace and results that disagree on an answer.
+    """
+    if fmt not in FORMATS:
+        raise ConfigError(f"unknown export format {fmt!r}; known: {', '.join(FORMATS)}")
+    if unit not in (None, "event"):
+        raise ConfigError(f"a budget-family run exports one line per event; --unit {unit!r} does not apply "
+                          "(leave it out, or pass --unit event)")
+    run_dir = Path(run_dir)
+    require_finished([run_dir])
+    results = read_results(run_dir)
+    if results is None:
+        raise RunError(f"{run_dir}: no budget results.json (the episode has not finished; resume it with "
+                       "`amemgym run` first)")
+    episode = _episode(run_dir, results)
+    trace = read_trace(run_dir)
+    calls = [r for r in trace if "reply" in r]
+    failed = len(trace) - len(calls)
+    if any("prompt" not in r for r in calls):
+        raise RunError(f"{run_dir}: trace.jsonl does not record the messages the agent saw (written by an older "
+                       "amemgym); run the episode again into a new directory to export it")
+    answers = results["answers"]
+    _check_answers(run_dir, episode, calls, answers)
+    question_events = {ev.index for ev in episode.events if ev.kind == "question"}
+    kept = [r for r in calls if with_evaluation or r["event"] not in question_events]
+    notes: list[str] = []
+    if fmt == "jsonl":
+        lines = [_row(run_dir, results, episode, r, answers) for r in kept]
+    else:
+        if results.get("policy") == "long-context":
+            raise ConfigError(f"{run_dir}: openai-chat export of a long-context reference run is not supported "
+                              "(each event had the whole session in context); use --format jsonl")
+        asked = question_events if with_evaluation else set()
+        lines, empty, wrong = _chat_lines(episode, results, kept, answers, asked)
+        if wrong:
+            notes.append(f"left out {wrong} question event(s) answered wrongly or not at all: no trainable target "
+                         "(use --format jsonl to keep every call with its reward)")
+        if empty:
+            notes.append(f"left out {empty} storage event(s) without an accepted tool call: no trainable target")
+    if not with_evaluation:
+        notes.append(f"{len(question_events)} question event(s) not exported (add --with-evaluation)")
+    if failed:
+        notes.append(f"{failed} failed model call(s) have no reply and are not exported")
+    atomic_write_text(Path(out), "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines))
+    n_events = len({r["event"] for r in kept})
+    detail = (f"budget {results['tier']} {results['domain']} seed {results['seed']}: {len(kept)} tool calls in "
+              f"{n_events} events")
+    if with_evaluation:
+        detail += f", {len(answers)} questions ({sum(bool(a['correct']) for a in answers.values())} correct)"
+    return ExportResult(Path(out), len(lines), detail, tuple(notes))
+
+
+def _episode(run_dir: Path, results: dict[str, Any]) -> Episode:
+    path = Path(str(results.get("environment_file", "")))
+    if not path.is_file():
+        raise RunError(f"{run_dir}: the episode file {path} named in results.json is missing; the export needs it "
+                       "for the system prompt")
+    episode, raw = load_episode(path)
+    if env_digest(raw) != results.get("environment_sha256"):
+        raise RunError(f"{path} is not the episode {run_dir} played (its sha256 changed); restore that file to "
+                       "export the run")
+    return episode
+
+
+def _accepted_answer(rec: dict[str, Any]) -> bool:
+    return rec.get("tool") == "submit_answer" and rec.get("ok") is True
+
+
+def _check_answers(run_dir: Path, episode: Episode, calls: list[dict[str, Any]],
+                   answers: dict[str, dict[str, Any]]) -> None:
+    """The answer the trace shows accepted for each question must be the one results.json scored."""
+    by_event = {ev.index: ev.question for ev in episode.events if ev.question}
+    traced: dict[str, str] = {}
+    for rec in calls:
+        if _accepted_answer(rec):
+            traced[str(by_event.get(rec["event"]))] = rec["args"]["answer"]
+    for q in episode.questions:
+        if q.id not in answers or traced.get(q.id) != answers[q.id].get("reply"):
+            raise RunError(f"{run_dir}: trace.jsonl and results.json disagree on the answer to {q.id}; the run "
+                           "directory was altered or mixes two runs")
+
+
+def _reward(rec: dict[str, Any], qid: str | None, answers: dict[str, dict[str, Any]]) -> float | None:
+    if qid is None or not _accepted_answer(rec):
+        return None
+    return 1.0 if answers[qid]["correct"] else 0.0
+
+
+def _row(run_dir: Path, results: dict[str, Any], episode: Episode, rec: dict[str, Any],
+         answers: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    ev = episode.events[rec["event"]]
+    qid = ev.question
+    reward = _reward(rec, qid, answers)
+    q = episode.question(qid) if qid else None
+    fields = {
+        "run": run_dir.name, "tier": results["tier"], "domain": results["domain"], "seed": results["seed"],
+        "salt": results["salt"], "agent": results["agent"], "policy": results["policy"], "event": ev.index,
+        "event_kind": ev.kind, "session": ev.session, "step": rec["step"], "prompt": rec["prompt"],
+        "reply": rec["reply"], "tool": rec.get("tool"),
+        "args": None if "args" not in rec else json.dumps(rec["args"], ensure_ascii=False, sort_keys=True),
+        "ok": rec.get("ok"), "result": rec.get("result"), "hits": rec.get("hits"), "error": rec.get("error"),
+        "writes_used": rec["writes_used"], "question": qid, "question_kind": None if q is None else q.kind,
+        "gold": None if q is None else json.dumps(q.gold, ensure_ascii=False),
+        "answer": rec["args"]["answer"] if reward is not None else None,
+        "correct": None if reward is None else reward == 1.0, "reward": reward,
+    }
+    return {k: fields[k] for k in JSONL_KEYS}
+
+
+def _chat_lines(episode: Episode, results: dict[str, Any], calls: list[dict[str, Any]],
+                answers: dict[str, dict[str, Any]], asked: set[int]) -> tuple[list[dict[str, Any]], int, int]:
+    """One ``{"messages": [...]}`` line per event with a target; also the storage and question events left out."""
+    system = {"role": "system", "content": system_prompt(episode, policy=str(results["policy"]))}
+    by_event: dict[int, list[dict[str, Any]]] = {}
+    for rec in calls:
+        by_event.setdefault(rec["event"], []).append(rec)
+    lines: list[dict[str, Any]] = []
+    empty = 0
+    for index, recs in by_event.items():
+        qid = episode.events[index].question
+        learnable = qid is None or bool(answers[qid]["correct"])
+        messages: list[dict[str, Any]] = [system]
+        for rec in sorted(recs, key=lambda r: r["step"]):
+            target = learnable and rec.get("tool") is not None and rec.get("ok") is True
+            messages += [{"role": "user", "content": rec["prompt"]},
+                         {"role": "assistant", "content": rec["reply"], "weight": 1 if target else 0}]
+        if any(m.get("weight") == 1 for m in messages):
+            lines.append({"messages": messages})
+        elif qid is None:
+            empty += 1
+        elif learnable:
+            empty += 1
+    # Every question answered wrongly or not at all (an event may even have no call, if the model failed).
+    wrong = sum(1 for ev in episode.events if ev.question and ev.index in asked and not answers[ev.question]["correct"])
+    return lines, empty, wrong

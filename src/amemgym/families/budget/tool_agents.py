@@ -1,0 +1,286 @@
+"""Tool agents beyond the text-protocol LLM: native function calls, the protocol choice, and plug-ins.
+
+The harness always speaks the strict text protocol to its :class:`~.harness.ToolAgent`. The native agent
+translates that conversation into chat-completions tool messages and the model's function call back into
+the canonical JSON reply, so the store, budget, checkpoint and trace are the same in both protocols
+(docs/budget.md, "Running an agent").
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ...agents.base import AgentContext
+from ...errors import AMemGymError, ConfigError, LLMError, RunError
+from ...llm.client import LLMClient
+from ...llm.types import ChatMessage, ToolCallOut
+from ...prompts import render
+from ...storage import atomic_write_json
+from .harness import LLMToolAgent, ToolAgent
+from .model import Episode, Event
+from .protocol import function_tools, strip_fence
+
+#: Values of ``budget.tools``.
+TOOL_SETTINGS = ("auto", "native", "text")
+#: How the harness's feedback to a tool call starts; anything else after a call is the next event's opening.
+FEEDBACK_PREFIXES = ("result:", "error:", "protocol error:")
+#: The tool output shown for a call that ended its event (the harness sends no feedback then).
+ENDED = "ok"
+#: The tool output for each call of a reply that made several: none of them was run.
+SEVERAL_CALLS = "error: several function calls in one reply; none was run. Call one function per reply."
+PIN_FILE = "tool_protocol.json"
+
+
+def canonical_reply(calls: tuple[ToolCallOut, ...], text: str) -> str:
+    """The text-protocol reply for a native reply.
+
+    One call becomes ``{"tool": NAME, "args": ARGS}`` (arguments that are not JSON are passed on as a string,
+    so the protocol rejects them with its usual error). Several calls become a JSON list, which the protocol
+    rejects as a whole: none is run, as with two JSON objects in a text reply. No call leaves the text as
+    the model wrote it (it may still hold a valid JSON call).
+    """
+    if not calls:
+        return text
+    objs = [{"tool": c.name, "args": _arguments(c.arguments)} for c in calls]
+    return json.dumps(objs[0] if len(objs) == 1 else objs, ensure_ascii=False)
+
+
+def _arguments(raw: str) -> Any:
+    try:
+        return json.loads(raw) if raw.strip() else {}
+    except ValueError:
+        return raw
+
+
+def _calls_in(content: str) -> list[tuple[str, Any]] | None:
+    """The (tool, args) pairs a text-protocol reply holds, or None when it is not shaped like calls."""
+    try:
+        obj = json.loads(strip_fence(content))
+    except ValueError:
+        return None
+    items = obj if isinstance(obj, list) and len(obj) > 1 else [obj]
+    out = []
+    for item in items:
+        if not isinstance(item, dict) or not isinstance(item.get("tool"), str) or set(item) - {"tool", "args"}:
+            return None
+        out.append((item["tool"], item.get("args", {})))
+    return out
+
+
+def to_native(messages: list[dict[str, str]]) -> list[ChatMessage]:
+    """The harness's text-protocol conversation as chat-completions messages with tool calls and results.
+
+    Call ids come from message positions, so the same history always gives the same request (and cache key).
+    """
+    out: list[ChatMessage] = []
+    i = 0
+    while i < len(messages):
+        m = messages[i]
+        calls = _calls_in(m["content"]) if m["role"] == "assistant" else None
+        if m["role"] == "system" and i == 0:
+            out.append({"role": "system", "content": m["content"].rstrip() + "\n\n" + render("budget_agent_native")})
+        elif calls is None:
+            out.append({"role": m["role"], "content": m["content"]})
+        else:
+            ids = [f"call_{i}" if len(calls) == 1 else f"call_{i}_{j}" for j in range(len(calls))]
+            wire = [ToolCallOut(cid, name, args if isinstance(args, str) else json.dumps(args, ensure_ascii=False))
+                    for cid, (name, args) in zip(ids, calls, strict=True)]
+            out.append({"role": "assistant", "content": "", "tool_calls": [w.to_wire() for w in wire]})
+            nxt = messages[i + 1] if i + 1 < len(messages) else None
+            result = ENDED
+            if nxt is not None and nxt["role"] == "user" and nxt["content"].startswith(FEEDBACK_PREFIXES):
+                result = nxt["content"]
+                i += 1
+            for cid in ids:
+                out.append({"role": "tool", "tool_call_id": cid, "content": SEVERAL_CALLS if len(ids) > 1 else result})
+        i += 1
+    return out
+
+
+class NativeToolAgent:
+    """The ``agent`` role's model with the tools offered as native function tools (chat-completions ``tools``)."""
+
+    def __init__(self, llm: LLMClient, *, max_tokens: int = 512) -> None:
+        self.llm, self.max_tokens = llm, max_tokens
+        self.tools = function_tools()
+
+    async def act(self, messages: list[dict[str, str]], *, event: Event) -> str:
+        """One chat call with the tools; the reply as a text-protocol string."""
+        res = await self.llm.chat("agent", to_native(messages), max_tokens=self.max_tokens, tag="budget.agent",
+                                  tools=self.tools)
+        return canonical_reply(res.tool_calls, res.text)
+
+
+# ---- choosing the protocol ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ProtocolChoice:
+    """Which protocol the built-in agent speaks, and why."""
+
+    protocol: str
+    reason: str
+
+
+#: Probe outcomes per (backend, served model), so many episodes in one process probe once.
+_PROBED: dict[tuple[str, str], ProtocolChoice] = {}
+
+
+async def probe_native(llm: LLMClient) -> ProtocolChoice:
+    """Whether the agent's endpoint makes a native function call when one is forced.
+
+    A rejection that names tools, or a reply without a call, means text. Other failures are raised: a flaky
+    endpoint must not decide the protocol.
+    """
+    if llm.describe()["agent"]["backend"] == "embedded":
+        # Its template offers the tools, but the bundled 0.5B model writes JSON text instead of calls, even
+        # when a call is forced (docs/budget.md, "Tool protocols").
+        return ProtocolChoice("text", "the embedded model does not make native tool calls")
+    backend = await llm.backend("agent")
+    key = (backend.backend_id, await llm.model_identity("agent"))
+    if key in _PROBED:
+        return _PROBED[key]
+    messages = [{"role": "user", "content": render("budget_tools_probe")}]
+    try:
+        res = await llm.chat("agent", messages, max_tokens=64, tag="budget.tools_probe", tools=function_tools(),
+                             tool_choice={"type": "function", "function": {"name": "done"}})
+    except LLMError as exc:
+        text = str(exc)
+        if "rejected by the endpoint (http_4" not in text or "tool" not in text.split("not retried:", 1)[-1].lower():
+            raise
+        choice = ProtocolChoice("text", f"the endpoint rejected tools: {text.split('not retried: ', 1)[-1]}")
+    else:
+        choice = (ProtocolChoice("native", "the endpoint made the forced call")
+                  if any(c.name == "done" for c in res.tool_calls)
+                  else ProtocolChoice("text", "the endpoint made no call when one was forced"))
+    _PROBED[key] = choice
+    return choice
+
+
+async def choose_protocol(llm: LLMClient, setting: str, out_dir: Path) -> ProtocolChoice:
+    """The protocol of a run: pinned in the run directory on first use, so a resume speaks the same one.
+
+    Raises:
+        ConfigError: for an unknown setting.
+        RunError: when the directory was run with another protocol than the one now asked for.
+    """
+    if setting not in TOOL_SETTINGS:
+        raise ConfigError(f"budget.tools: expected one of {', '.join(TOOL_SETTINGS)}, got {setting!r}")
+    pinned = read_pin(out_dir)
+    if pinned is not None and pinned.protocol in ("native", "text") and setting in ("auto", pinned.protocol):
+        return pinned
+    if pinned is not None:
+        raise RunError(f"{out_dir}: was run with the {pinned.protocol} tool protocol, now {setting!r} is asked "
+                       "for; a resume keeps its protocol (use a new --out directory)")
+    choice = await probe_native(llm) if setting == "auto" else ProtocolChoice(setting, "configured (budget.tools)")
+    pin(out_dir, choice)
+    return choice
+
+
+def keep_pin(out_dir: Path, choice: ProtocolChoice) -> ProtocolChoice:
+    """Pin ``choice`` in ``out_dir``, or check it against the protocol pinned there.
+
+    Raises:
+        RunError: when the directory was run with another protocol.
+    """
+    pinned = read_pin(out_dir)
+    if pinned is None:
+        pin(out_dir, choice)
+        return choice
+    if pinned.protocol != choice.protocol:
+        raise RunError(f"{out_dir}: was run with the {pinned.protocol} tool protocol, not {choice.protocol}; "
+                       "use a new --out directory")
+    return pinned
+
+
+def read_pin(out_dir: Path) -> ProtocolChoice | None:
+    """The protocol pinned in ``out_dir``, if any."""
+    path = out_dir / PIN_FILE
+    if not path.exists():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return ProtocolChoice(str(data["tool_protocol"]), str(data["reason"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        raise RunError(f"{path}: unreadable or wrong shape; remove the run directory to start again") from None
+
+
+def pin(out_dir: Path, choice: ProtocolChoice) -> None:
+    """Record the protocol of ``out_dir``'s run."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(out_dir / PIN_FILE, {"format_version": 1, "tool_protocol": choice.protocol,
+                                           "reason": choice.reason})
+
+
+def builtin_tool_agent(llm: LLMClient, protocol: str, *, max_tokens: int = 512) -> ToolAgent:
+    """The built-in agent speaking ``protocol`` (``native`` or ``text``)."""
+    if protocol == "native":
+        return NativeToolAgent(llm, max_tokens=max_tokens)
+    return LLMToolAgent(llm, max_tokens=max_tokens)
+
+
+# ---- plug-ins ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ToolAgentContext(AgentContext):
+    """What a budget-family plug-in's factory is told, whichever contract it implements.
+
+    A tool agent reads the episode it will play and the harness policy; a memory agent reads
+    ``store_factory`` (the harness's metered store) like any :class:`~amemgym.agents.base.AgentContext`.
+    """
+
+    episode: Episode | None = None
+    policy: str = "budget"
+    max_tokens: int = 512
+
+
+def tool_agent_problem(obj: object) -> str | None:
+    """What ``obj`` lacks to be a tool agent, or None."""
+    act = getattr(obj, "act", None)
+    if act is None or not callable(act):
+        return "an async act(messages, *, event) method"
+    if not inspect.iscoroutinefunction(act):
+        return "act must be async (async def act(messages, *, event))"
+    try:
+        params = inspect.signature(act).parameters
+    except (TypeError, ValueError):
+        return None
+    if "event" not in params and not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return "act must take the keyword argument event"
+    return None
+
+
+def resolve_tool_agent(name: str, llm: LLMClient, ctx: ToolAgentContext) -> ToolAgent | None:
+    """A plug-in tool agent (``module:factory`` or ``path/file.py:factory``), built for one episode.
+
+    The factory is called as ``factory(llm, ctx)``. Returns None when ``name`` is not a plug-in or its
+    factory built a memory agent (the MemoryAgent contract, handled apart).
+
+    Raises:
+        ConfigError: the plug-in cannot be loaded, its factory raised, or it built something that is
+            neither a tool agent nor a memory agent (the message names what is missing).
+    """
+    if ":" not in name:
+        return None
+    from ...agents.base import MemoryAgent
+    from ...agents.registry import resolve_agent
+
+    spec = resolve_agent(name)
+    try:
+        obj = spec.factory(llm, ctx)  # type: ignore[arg-type]
+    except AMemGymError:
+        raise
+    except Exception as exc:  # a plug-in's own bug: one line naming it
+        raise ConfigError(f"agent {name!r}: its factory raised {type(exc).__name__}: {exc}") from None
+    if isinstance(obj, MemoryAgent):
+        return None
+    problem = tool_agent_problem(obj)
+    if problem is not None or not isinstance(obj, ToolAgent):
+        raise ConfigError(f"agent {name!r}: its factory returned {type(obj).__name__}, not a tool agent "
+                          f"(needs {problem or 'act'})")
+    return obj
+
+
+__all__ = ["NativeToolAgent", "ProtocolChoice", "ToolAgentContext", "canonical_reply", "choose_protocol",
+           "probe_native", "resolve_tool_agent", "to_native", "tool_agent_problem"]
