@@ -38,6 +38,7 @@ def config(ep: FakeEndpoint, cache: Path) -> AppConfig:
     cfg = load_config("tiny")
     cfg.llm = LLMConfig(default=EndpointConfig(base_url=ep.base_url, model="fake-model", timeout_s=20.0,
                                                max_concurrency=4), cache_path=str(cache))
+    cfg.budget.tools = "text"  # no per-client tool probe, so both executors make exactly the episodes' calls
     return cfg
 
 
