@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.table import Column, Table
 
 from ...config import AppConfig
-from ...errors import AMemGymError, ConfigError, RunError
+from ...errors import AMemGymError, ConfigError, DataError, RunError
 from ...llm.client import LLMClient
 from ...llm.usage import UsageLedger
 from ...run.lock import run_lock
@@ -35,6 +35,7 @@ from .model import Episode
 from .pool import BATCH_FILE, STATS, Entry, RunResult, build_entries, read_batch, read_results
 from .run import AGENTS, RESULTS_VERSION, check_model, interface_of, refuse_judge, run_episode
 from .scoring import AXES
+from .tool_agents import read_pin
 
 BATCH_VERSION = 1
 
@@ -61,6 +62,7 @@ class Settings:
 
     agent: str
     run_seed: int
+    tools: str = "text"
 
     @property
     def policy(self) -> str | None:
@@ -107,6 +109,10 @@ def _finished(out: Path, ep: EpisodeFile, s: Settings) -> bool:
         other_agent = data.get("agent") is not None and data.get("agent") != s.agent
         if data.get("digest") != ep.digest or other_policy or other_agent:
             raise RunError(f"{out} holds a run of another episode, policy or agent than {ep.path}; use a new --out")
+    pinned = read_pin(out)
+    if pinned is not None and pinned.protocol in ("native", "text") and s.tools not in ("auto", pinned.protocol):
+        raise RunError(f"{out}: was run with the {pinned.protocol} tool protocol, now {s.tools!r} is asked for; "
+                       "a resume keeps its protocol (use a new --out directory)")
     results = read_results(out)
     if results is None:
         return False
@@ -262,7 +268,7 @@ def run_batch(cfg: AppConfig, env: Path, out_dir: Path, opts: RunOptions, *, con
         RunError: when ``out_dir`` is in use, or holds a run of other episodes, settings or model.
     """
     eps = episodes if episodes is not None else find_episodes(env, opts.limit)
-    settings = Settings(opts.agent, cfg.run.seed)
+    settings = Settings(opts.agent, cfg.run.seed, cfg.budget.tools)
     judge = opts.judge or cfg.budget.judge
     llm_cfg = cfg.llm.model_copy(update={"cache": False}) if opts.no_cache else cfg.llm
     serial = opts.serial or cfg.run.serial
@@ -288,6 +294,10 @@ def run_batch(cfg: AppConfig, env: Path, out_dir: Path, opts: RunOptions, *, con
     async def go() -> None:
         try:
             served = await llm.model_identity("agent")
+            if judge:
+                from .judging import judge_identity
+
+                await judge_identity(llm)  # the model under test as its own judge is refused before any episode
             changes = check_model(out_dir, served, allow_change=opts.allow_model_change)
             todo = [ep for ep in eps if ep.rel not in skipped]
             _write_batch(out_dir, settings, served, env, eps)
@@ -308,6 +318,8 @@ def run_batch(cfg: AppConfig, env: Path, out_dir: Path, opts: RunOptions, *, con
                     try:
                         results = await run_episode(ep.path, opts.agent, out_dir / ep.rel, view,
                                                     tools=cfg.budget.tools, judge=judge)
+                    except (ConfigError, DataError):
+                        raise  # bad input: one line and exit 2, not one failed episode among others
                     except AMemGymError as exc:
                         failures.append({"episode": ep.rel, "label": ep.label, "error": str(exc)})
                         return
