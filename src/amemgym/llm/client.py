@@ -9,6 +9,7 @@ import os
 import random
 import time
 from collections.abc import Callable
+from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -47,6 +48,8 @@ def read_api_key(endpoint: EndpointConfig) -> str | None:
     return key
 
 
+_ROLE_CONTENT = itemgetter("role", "content")
+
 #: The message keys a chat request carries to the backend; anything else a caller attached is dropped.
 _WIRE_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name")
 
@@ -66,7 +69,7 @@ def _flight_key(req: ChatRequest, backend_id: str, model: str, plain: bool = Tru
              if req.tools is not None or req.tool_choice is not None else None)
     messages: tuple[Any, ...]
     if plain:
-        messages = tuple((m["role"], m["content"]) for m in req.messages)
+        messages = tuple(map(_ROLE_CONTENT, req.messages))
     else:
         messages = tuple((m["role"], m["content"]) if len(m) == 2 else json.dumps(m, sort_keys=True)
                          for m in req.messages)
@@ -91,6 +94,18 @@ def _http_limits(ep: EndpointConfig) -> dict[str, Any]:
             "read_timeout_s": ep.read_timeout_s, "max_reply_bytes": ep.max_reply_bytes}
 
 
+class _Failed:
+    """A failed attempt as the stop and wait policies read it (the parts of tenacity's ``RetryCallState`` they use)."""
+
+    def __init__(self, attempt_number: int, exc: BaseException) -> None:
+        self.attempt_number = attempt_number
+        self.outcome = self
+        self._exc = exc
+
+    def exception(self) -> BaseException:
+        return self._exc
+
+
 class _StopRetrying:
     """Stop after ``attempts`` tries, or sooner once timeouts alone have used up their own budget."""
 
@@ -98,7 +113,7 @@ class _StopRetrying:
         self.attempts, self.timeout_retries = attempts, timeout_retries
         self.timeouts = 0
 
-    def __call__(self, state: RetryCallState) -> bool:
+    def __call__(self, state: RetryCallState | _Failed) -> bool:
         exc = state.outcome.exception() if state.outcome else None
         if isinstance(exc, TransientError) and exc.kind == "timeout":
             self.timeouts += 1
@@ -113,7 +128,7 @@ class _Backoff:
     def __init__(self, base: float, cap: float, rng: random.Random) -> None:
         self.base, self.cap, self.rng = base, cap, rng
 
-    def __call__(self, state: RetryCallState) -> float:
+    def __call__(self, state: RetryCallState | _Failed) -> float:
         exc = state.outcome.exception() if state.outcome else None
         delay = self.rng.uniform(0, min(self.cap, self.base * 2 ** (state.attempt_number - 1)))
         if isinstance(exc, TransientError) and exc.retry_after is not None:
@@ -147,6 +162,7 @@ class LLMClient:
         backoff_cap: float = 30.0,
     ) -> None:
         self.config = config or LLMConfig()
+        self._endpoints: dict[str, EndpointConfig] = {}
         self.cache = cache
         self.ledger = ledger or UsageLedger()
         self._backends: dict[str, ChatBackend] = dict(backends or {})
@@ -182,8 +198,11 @@ class LLMClient:
 
     # ---- resolution -------------------------------------------------------------------------------
     def endpoint(self, role: str) -> EndpointConfig:
-        """The effective endpoint config of ``role``."""
-        return self.config.endpoint(role)  # type: ignore[arg-type]
+        """The effective endpoint config of ``role`` (merged once per role: the client's config is fixed)."""
+        ep = self._endpoints.get(role)
+        if ep is None:
+            ep = self._endpoints[role] = self.config.endpoint(role)  # type: ignore[arg-type]
+        return ep
 
     def base_url(self, role: str) -> str | None:
         """The configured HTTP endpoint of ``role``, or None for the embedded model."""
@@ -357,7 +376,7 @@ class LLMClient:
         msgs = tuple(messages)
         # Copying every message costs O(history) per call; only messages with extra keys need it, and
         # the keys of native tool use (docs/design.md §10) survive the copy.
-        plain = not any(len(m) != 2 for m in msgs)
+        plain = {*map(len, msgs)} <= {2}
         if not plain:
             msgs = tuple(_wire_message(m) for m in msgs)
         if self.sample_seed is not None:
@@ -441,34 +460,31 @@ class LLMClient:
             # More requests than decoding slots would only queue inside llama.cpp and hit timeouts.
             size = min(size, self.config.embedded.parallel)
         limit = self._limit(backend.backend_id, size)
-        retrying = AsyncRetrying(
-            stop=_StopRetrying(ep.max_retries + 1, ep.max_timeout_retries),
-            wait=self._backoff,
-            retry=retry_if_exception_type(TransientError),
-            reraise=True,
-        )
-        try:
-            async for attempt in retrying:
-                with attempt:
-                    if attempt.retry_state.attempt_number > 1:
-                        usage.retries += 1
-                    try:
-                        async with limit.slot(), self._serial or contextlib.nullcontext():
-                            with self.ledger.waiting():
-                                return await backend.complete(req)
-                    except (TransientError, PermanentError) as exc:
-                        usage.faults[exc.kind] += 1
-                        raise
-        except TransientError as exc:
-            usage.failures += 1
-            tries = attempt.retry_state.attempt_number
-            raise LLMError(f"{req.role} call failed after {tries} attempt{'s' if tries != 1 else ''}: "
-                           f"{exc.kind}") from None
-        except PermanentError as exc:
-            usage.failures += 1
-            raise LLMError(
-                f"{req.role} call rejected by the endpoint ({exc.kind}); not retried: {redact(str(exc))}") from None
-        raise AssertionError("unreachable")  # pragma: no cover
+        # The retry loop is tenacity's policy (wait, then stop, checked after each failure) written out:
+        # AsyncRetrying's per-call set-up and per-attempt bookkeeping cost more CPU than a call's own work.
+        stop = _StopRetrying(ep.max_retries + 1, ep.max_timeout_retries)
+        attempt = 1
+        while True:
+            try:
+                async with limit.slot(), self._serial or contextlib.nullcontext():
+                    with self.ledger.waiting():
+                        return await backend.complete(req)
+            except TransientError as exc:
+                usage.faults[exc.kind] += 1
+                failed = _Failed(attempt, exc)
+                delay = self._backoff(failed)
+                if stop(failed):
+                    usage.failures += 1
+                    raise LLMError(f"{req.role} call failed after {attempt} attempt{'s' if attempt != 1 else ''}: "
+                                   f"{exc.kind}") from None
+            except PermanentError as exc:
+                usage.faults[exc.kind] += 1
+                usage.failures += 1
+                raise LLMError(
+                    f"{req.role} call rejected by the endpoint ({exc.kind}); not retried: {redact(str(exc))}") from None
+            await asyncio.sleep(delay)
+            attempt += 1
+            usage.retries += 1
 
     async def chat_json(
         self,

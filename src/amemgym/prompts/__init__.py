@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 
 from ..errors import PromptError
@@ -28,11 +28,13 @@ def load_template(name: str) -> str:
 
 def variables(template: str) -> set[str]:
     """The variable names a template uses."""
-    out: set[str] = set()
-    for m in _PLACEHOLDER.finditer(template):
-        if m.group(0) not in ("$$", "$") and m.group(1):
-            out.add(m.group(1))
-    return out
+    return set(_variables(template))
+
+
+@lru_cache(maxsize=256)
+def _variables(template: str) -> frozenset[str]:
+    # Every prompt of a run renders one of a few templates; scanning each once is enough.
+    return frozenset(m.group(1) for m in _PLACEHOLDER.finditer(template) if m.group(1))
 
 
 def render_text(template: str, name: str = "<template>", **values: object) -> str:
@@ -41,7 +43,7 @@ def render_text(template: str, name: str = "<template>", **values: object) -> st
     Raises:
         PromptError: on a missing or unused variable, or a stray ``$``.
     """
-    needed = variables(template)
+    needed = _variables(template)
     missing = sorted(needed - values.keys())
     unused = sorted(values.keys() - needed)
     if missing:
