@@ -213,8 +213,8 @@ def test_an_interrupted_run_resumes_from_its_checkpoint(episode: Episode, tmp_pa
 def test_unsupported_run_flags_exit_2(episode: Episode, tmp_path: Path) -> None:
     env = tmp_path / "data.json"
     save_episode(episode, env)
-    result = CliRunner().invoke(app, ["run", "--env", str(env), "--out", str(tmp_path / "x"), "--trials", "2"])
-    assert result.exit_code == 2 and "--trials" in result.output
+    result = CliRunner().invoke(app, ["run", "--env", str(env), "--out", str(tmp_path / "x"), "--resimulate-leaks"])
+    assert result.exit_code == 2 and "--resimulate-leaks" in result.output
     result = CliRunner().invoke(app, ["run", "--env", str(env), "--out", str(tmp_path / "y"), "--agent", "nosuch"])
     assert result.exit_code == 2 and "unknown agent" in result.output
 
@@ -248,6 +248,8 @@ def test_cli_run_pins_the_served_model_honours_no_cache_and_records_the_model(
         assert "model-a" in swapped.output and "model-b" in swapped.output
         allowed = CliRunner().invoke(app, ["run", "--env", str(env), "--out", str(out), "--allow-model-change"])
         assert allowed.exit_code == 0, allowed.output
+    # The episode had finished under model-a, so it is not re-run and keeps its model; the pin records the change.
     results = json.loads((out / "results.json").read_text())
-    assert results["agent_model"] == "model-b"
-    assert results["model_changes"] == [{"from": "model-a", "to": "model-b"}]
+    assert results["agent_model"] == "model-a" and results["model_changes"] == []
+    pin = json.loads((out / "model.json").read_text())
+    assert pin["agent_model"] == "model-b" and pin["changes"] == [{"from": "model-a", "to": "model-b"}]

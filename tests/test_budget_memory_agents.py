@@ -260,9 +260,10 @@ def test_metered_memory_agents_rank_with_tool_agents_and_never_with_unmetered_ru
     (tmp_path / "runs" / "odd").mkdir()
     (tmp_path / "runs" / "odd" / "results.json").write_text(json.dumps(unmetered))
     board = leaderboard([tmp_path / "runs"])
-    groups = {row[2]: (row[0], row[6]) for row in board.rows}
-    assert groups["rag"][0] == groups["plug"][0] != groups["odd"][0]
-    assert groups["odd"][1].endswith("/unmetered")
+    col = {c: i for i, c in enumerate(board.columns)}
+    groups = {row[col["agent"]]: (row[col["group"]], row[col["protocol"]]) for row in board.rows}
+    assert groups["rag"][0] == groups["budget_plugins:store_agent"][0] != groups["hand-edited"][0]
+    assert groups["hand-edited"][1].endswith("/unmetered")
     result = CliRunner().invoke(app, ["report", str(tmp_path / "runs" / "rag"), "--out", str(tmp_path / "r.html")])
     assert result.exit_code == 0, result.output
     page = (tmp_path / "r.html").read_text()

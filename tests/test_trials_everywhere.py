@@ -121,3 +121,25 @@ def test_a_degenerate_trial_keeps_the_pool_flagged(trials_run: tuple[Path, Path]
     path.write_text(json.dumps(metrics))
     pooled = load_run(copy).metrics["overall"]
     assert "simulator_echo" in pooled["flags"] and pooled["degenerate"]
+
+
+def test_trials_json_names_each_trials_flags(trials_run: tuple[Path, Path], tmp_path: Path) -> None:
+    import shutil
+
+    from amemgym.run.trials import trial_run_dirs, write_trial_summary
+
+    three, _ = trials_run
+    written = json.loads((three / "trials.json").read_text())
+    assert all("flags" in t and "differences_from_original" in t for t in written["trials"])
+    copy = tmp_path / "three"
+    shutil.copytree(three, copy)
+    path = copy / "trial_2" / "metrics.json"
+    metrics = json.loads(path.read_text())
+    before = [json.loads((copy / f"trial_{k}" / "metrics.json").read_text())["overall"].get("flags") or []
+              for k in (1, 2, 3)]
+    assert [t["flags"] for t in written["trials"]] == before
+    metrics["overall"]["flags"] = ["simulator degenerate"]
+    path.write_text(json.dumps(metrics))
+    rows = write_trial_summary(copy, trial_run_dirs(copy))["trials"]
+    assert [t["flags"] for t in rows] == [before[0], ["simulator degenerate"], before[2]]
+    assert json.loads((copy / "trials.json").read_text())["trials"][1]["flags"] == ["simulator degenerate"]

@@ -248,11 +248,18 @@ def declared_family(path: Path) -> str | None:
 def family_for_env(path: Path | None) -> Family:
     """The family an environment file belongs to (None: the bundled demo of the default family).
 
+    A folder belongs to the one family its episode files declare (``folders.py``).
+
     Raises:
-        DataError: when the file names a family this amemgym does not know.
+        DataError: when the file names a family this amemgym does not know, or a folder holds no episode
+            file or files of several families.
     """
     if path is None:
         return get_family(DEFAULT_FAMILY)
+    if path.is_dir():
+        from .folders import episode_files, folder_family
+
+        return get_family(folder_family(path, {f: declared_family(f) or DEFAULT_FAMILY for f in episode_files(path)}))
     name = declared_family(path)
     if name is None:
         return get_family(DEFAULT_FAMILY)

@@ -56,14 +56,33 @@ def default_client(cfg: AppConfig) -> LLMClient:
     return LLMClient.from_config(cfg.llm, serial=cfg.run.serial)
 
 
-def check_endpoints(cfg: AppConfig) -> dict[str, str]:
-    """The HTTP base URL of every episode role; a ConfigError if one would use the embedded model.
+def start_ray(address: str | None, init_kwargs: dict[str, Any]) -> tuple[Any, bool]:
+    """Ray, initialised: the cluster this process already joined, else ``address`` (None: a local one).
+
+    Returns the module and whether this call started it (the caller then shuts it down).
+
+    Raises:
+        RunError: when the cluster cannot be started or joined.
+    """
+    ray = import_ray()
+    if ray.is_initialized():
+        return ray, False
+    kwargs = {"include_dashboard": False, "log_to_driver": False, **init_kwargs}
+    try:
+        ray.init(address=address, **kwargs)
+    except (ConnectionError, ValueError, RuntimeError) as exc:
+        raise RunError(f"cannot start or join Ray at {address or 'a local cluster'}: {exc}") from None
+    return ray, True
+
+
+def check_endpoints(cfg: AppConfig, roles: tuple[str, ...] = EPISODE_ROLES) -> dict[str, str]:
+    """The HTTP base URL of every role a task calls; a ConfigError if one would use the embedded model.
 
     The embedded llama.cpp server lives in one process per machine; under Ray every worker would start
     its own, so scale-out requires served endpoints (vLLM, SGLang, a hosted API).
     """
     urls: dict[str, str] = {}
-    for role in EPISODE_ROLES:
+    for role in roles:
         url = cfg.llm.chat_base_url(role)  # type: ignore[arg-type]
         if not url:
             raise ConfigError(
@@ -74,29 +93,30 @@ def check_endpoints(cfg: AppConfig) -> dict[str, str]:
     return urls
 
 
-def task_config(cfg: AppConfig, slots: int) -> AppConfig:
+def task_config(cfg: AppConfig, slots: int, roles: tuple[str, ...] = EPISODE_ROLES) -> AppConfig:
     """The config a task runs with: endpoints pinned and each endpoint's concurrency divided by ``slots``.
 
     The driver's ``OPENAI_BASE_URL`` is written into the config because workers on other nodes do not
     inherit the driver's environment. API keys are not: they stay in each node's environment variables.
     """
-    urls = check_endpoints(cfg)
-    roles = {role: dict(over) for role, over in cfg.llm.roles.items()}
-    for role in (*EPISODE_ROLES, "embedder", "judge", "generator"):
+    urls = check_endpoints(cfg, roles)
+    overrides = {role: dict(over) for role, over in cfg.llm.roles.items()}
+    for role in dict.fromkeys((*EPISODE_ROLES, *roles, "embedder", "judge", "generator")):
         ep = cfg.llm.endpoint(role)  # type: ignore[arg-type]
-        over = roles.setdefault(role, {})  # type: ignore[arg-type]
+        over = overrides.setdefault(role, {})  # type: ignore[arg-type]
         over["max_concurrency"] = max(1, ep.max_concurrency // slots)
         if role in urls and not ep.base_url:
             over["base_url"] = urls[role]
     out = cfg.model_copy(deep=True)
-    out.llm.roles = roles
+    out.llm.roles = overrides
     return out
 
 
-def task_slots(cfg: AppConfig, n_users: int, limit: int | None = None) -> int:
+def task_slots(cfg: AppConfig, n_users: int, limit: int | None = None,
+               roles: tuple[str, ...] = EPISODE_ROLES) -> int:
     """How many episodes run at once: the user concurrency, capped so every endpoint keeps >= 1 permit."""
     slots = 1 if cfg.run.serial else (limit or cfg.run.user_concurrency)
-    smallest = min(cfg.llm.endpoint(r).max_concurrency for r in EPISODE_ROLES)  # type: ignore[arg-type]
+    smallest = min(cfg.llm.endpoint(r).max_concurrency for r in roles)  # type: ignore[arg-type]
     return max(1, min(slots, smallest, n_users))
 
 
@@ -223,16 +243,7 @@ class RayExecutor:
     skipped: list[str] = field(default_factory=list)
 
     def _ensure_ray(self) -> tuple[Any, bool]:
-        ray = import_ray()
-        if ray.is_initialized():
-            return ray, False
-        kwargs = {"include_dashboard": False, "log_to_driver": False, **self.init_kwargs}
-        try:
-            ray.init(address=self.address, **kwargs)
-        except (ConnectionError, ValueError, RuntimeError) as exc:
-            where = self.address or "a local cluster"
-            raise RunError(f"cannot start or join Ray at {where}: {exc}") from None
-        return ray, True
+        return start_ray(self.address, self.init_kwargs)
 
     async def run_users(self, runner: Runner, users: list[UserEnv], events: EpisodeEvents) -> None:
         """Run the users' episodes as Ray tasks, at most ``slots`` at a time, and merge what they return."""

@@ -27,13 +27,20 @@ def trial_dirs(out_dir: Path, trials: int) -> list[Path]:
 
 
 def trial_spread(dirs: list[Path]) -> dict[str, Any]:
-    """Per-trial headline numbers and their mean and sample standard deviation across trials."""
+    """Per-trial headline numbers and their mean and sample standard deviation across trials.
+
+    Each trial row carries that trial's degeneracy ``flags`` and its ``differences_from_original`` (protocol
+    settings that make it not comparable with published numbers), so a flagged trial is visible in the summary.
+    """
     names = spread_names()
     rows: list[dict[str, Any]] = []
     for d in dirs:
         m = as_dict(read_record(d / "metrics.json", Metrics))
+        settings = m.get("protocol_settings") or {}
         rows.append({"trial": d.name, "complete": m["complete"],
-                     **{n: (m["overall"].get(n) or {}).get("mean") for n in names}})
+                     **{n: (m["overall"].get(n) or {}).get("mean") for n in names},
+                     "flags": list((m.get("overall") or {}).get("flags") or []),
+                     "differences_from_original": list(settings.get("differences_from_original") or [])})
     spread: dict[str, Any] = {}
     for n in names:
         xs = [r[n] for r in rows if r[n] is not None]

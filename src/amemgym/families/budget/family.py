@@ -29,6 +29,13 @@ class Budget:
             return False
         if unfinished(run_dir):
             return True
+        from .pool import read_batch
+
+        try:
+            if read_batch(run_dir) is not None:
+                return True
+        except RunError:
+            return True  # the budget loader reports the unreadable file
         if (run_dir / "results.json").is_file():
             try:
                 data = json.loads((run_dir / "results.json").read_text(encoding="utf-8"))
@@ -57,36 +64,46 @@ class Budget:
         return validate(request.env, seeds=request.seeds, json_out=request.json_out, console=console)
 
     def run(self, request: RunRequest, console: Console) -> int:
-        """Play the episode with the harness-owned store; flags this family cannot honour exit 2."""
+        """Play one episode file or a folder of them (``batch.py``); flags this family cannot honour exit 2."""
         from ...cli_common import app_config
-        from .run import run_budget
+        from ...run.flags import ModelFlags
+        from .batch import RunOptions, run_batch, run_trials
 
         r = request
         if r.env is None:
-            raise ConfigError("a budget-family run needs --env")
-        flags = {"--trials": r.trials != 1, "--executor": r.executor != "local",
-                 "--off-policy": r.off_policy is not None, "--models": r.models is not None,
-                 "--resimulate-leaks": r.resimulate_leaks, "--ray-address": r.ray_address is not None,
-                 "--limit": r.limit is not None}
-        from ...run.flags import ModelFlags
-
+            raise ConfigError("a budget-family run needs --env (an episode file or a folder of them)")
+        flags = {"--off-policy": r.off_policy is not None, "--resimulate-leaks": r.resimulate_leaks}
+        unsupported = [name for name, used in flags.items() if used]
+        if unsupported:
+            raise ConfigError(f"{', '.join(unsupported)} not supported for budget-family episodes yet")
+        if r.executor not in ("local", "ray"):
+            raise ConfigError(f"unknown executor {r.executor!r}; use 'local' or 'ray'")
+        if r.ray_address and r.executor != "ray":
+            raise ConfigError("--ray-address needs --executor ray")
         cfg = app_config(r.config, r.sets)
+        if r.models is not None:
+            from ...run.models_file import apply_models_file
+
+            cfg.llm.roles = apply_models_file(cfg.llm.roles, r.models)  # type: ignore[arg-type, assignment]
         ModelFlags(r.model, r.user_model, r.judge_model, r.max_connections).apply(cfg)
-        return run_budget(cfg, r.env, r.agent, r.out_dir, console=console, serial=r.serial,
-                          unsupported=[name for name, used in flags.items() if used], no_cache=r.no_cache,
-                          allow_model_change=r.allow_model_change, judge=r.judge_model is not None)
+        opts = RunOptions(agent=r.agent, serial=r.serial, no_cache=r.no_cache,
+                          allow_model_change=r.allow_model_change, limit=r.limit, executor=r.executor,
+                          ray_address=r.ray_address, judge=r.judge_model is not None)
+        if r.trials == 1:
+            return run_batch(cfg, r.env, r.out_dir, opts, console=console)
+        return run_trials(cfg, r.env, r.out_dir, opts, r.trials, console=console)
 
     def report(self, run_dirs: list[Path], out_file: Path, *, env: Path | None, figures: Path | None,
                console: Console) -> int:
         """Axes, per-kind accuracy, budget over time and the tool-call browser in one HTML file."""
-        from .board import run_dirs_under
+        from .board import load_entries, run_dirs_under
         from .report import build_budget_report
 
         if figures is not None:
             raise ConfigError("--figures is not supported for budget-family runs (the report embeds its charts)")
         require_finished(run_dirs)
         dirs = [d for root in run_dirs for d in run_dirs_under(root)]
-        atomic_write_text(out_file, build_budget_report(dirs))
+        atomic_write_text(out_file, build_budget_report(dirs, load_entries(run_dirs)))
         console.print(f"wrote {out_file}", highlight=False, markup=False)
         return 0
 
@@ -110,6 +127,8 @@ class Budget:
         n = len(p.diffs)
         table = Table("quantity", "value", title=f"{run_b} (B) vs {run_a} (A): budget composite, B - A")
         table.add_row("shared episodes", str(n))
+        if p.trials != (1, 1):
+            table.add_row("trials per episode A / B (averaged per episode)", f"{p.trials[0]} / {p.trials[1]}")
         table.add_row("composite A / B (shared episodes)",
                       f"{sum(p.composite_a.values()) / n:.4f} / {sum(p.composite_b.values()) / n:.4f}")
         for row in result_rows(res, "episode"):

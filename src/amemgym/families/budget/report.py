@@ -9,7 +9,8 @@ from typing import Any
 
 from ...errors import RunError
 from .harness import read_trace
-from .scoring import AXES, EpisodeScore, aggregate
+from .pool import Entry, RunResult, build_entries
+from .scoring import AXES
 
 _STYLE = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px}
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}
@@ -63,8 +64,12 @@ def _trace_html(trace: list[dict[str, Any]]) -> str:
     return "".join(parts) or "<p>no trace</p>"
 
 
-def build_budget_report(run_dirs: list[Path]) -> str:
-    """The HTML of a report over budget-family run directories."""
+def build_budget_report(run_dirs: list[Path], entries: list[Entry] | None = None) -> str:
+    """The HTML of a report over budget-family run directories.
+
+    ``entries`` are the runs pooled per run folder given, agent, tier and protocol (``pool.py``); by default
+    all ``run_dirs`` count as one folder.
+    """
     runs = [(d, _load(d)) for d in run_dirs]
     summary = ["<table><tr><th>run</th><th>agent</th><th>tier</th><th>domain</th><th>seed</th>"
                + "".join(f"<th>{a}</th>" for a in (*AXES, "composite", "abstention", "accuracy"))
@@ -78,15 +83,20 @@ def build_budget_report(run_dirs: list[Path]) -> str:
             + f"<td>{s['writes_used']} / {s['reference_writes']}</td><td>{total.get('calls', 0)}</td>"
             f"<td>{total.get('prompt_tokens', 0) + total.get('completion_tokens', 0)}</td></tr>")
     summary.append("</table>")
-    groups: dict[tuple[str, str], list[EpisodeScore]] = {}
-    for _, r in runs:
-        groups.setdefault((r["agent"], r["tier"]), []).append(EpisodeScore(**r["score"]))
-    agg = ["<table><tr><th>agent</th><th>tier</th><th>episodes</th><th>composite mean [95% CI]</th></tr>"]
-    for (agent, tier), scores in sorted(groups.items()):
-        c = aggregate(scores)["composite"]
+    if entries is None:
+        entries = build_entries(RunResult(d, "", r) for d, r in runs)
+    agg = ["<table><tr><th>run</th><th>agent</th><th>store</th><th>model</th><th>tier</th><th>protocol</th>"
+           "<th>episodes</th><th>trials</th><th>composite mean [95% CI over episodes]</th><th>abstention</th></tr>"]
+    for e in entries:
+        c = e.stat("composite")
         ci = "" if c["lo"] is None else f" [{c['lo']:.3f}, {c['hi']:.3f}]"
-        agg.append(f"<tr><td class=l>{html.escape(agent)}</td><td class=l>{tier}</td><td>{len(scores)}</td>"
-                   f"<td>{_fmt(c['mean'])}{ci}</td></tr>")
+        trials = e.trials()
+        agg.append(f"<tr><td class=l>{html.escape(e.root)}</td><td class=l>{html.escape(e.agent)}</td>"
+                   f"<td class=l>{html.escape(e.store)}</td>"
+                   f"<td class=l>{html.escape(e.model)}</td><td class=l>{html.escape(e.tier)}</td>"
+                   f"<td class=l>{html.escape(e.protocol)}</td><td>{len(e.episode_set)}</td>"
+                   f"<td>{1 if trials is None else trials['k']}</td><td>{_fmt(c['mean'])}{ci}</td>"
+                   f"<td>{_fmt(e.stat('abstention')['mean'])}</td></tr>")
     agg.append("</table>")
     sections = []
     for d, r in runs:
@@ -105,6 +115,8 @@ def build_budget_report(run_dirs: list[Path]) -> str:
             f"<style>{_STYLE}</style></head><body><h1>amemgym budget-family report</h1>"
             f"<p>composite = 0.30 breadth + 0.25 maintenance + 0.25 reasoning + 0.20 efficiency; abstention is "
             f"reported apart; a skipped question is wrong.</p>{''.join(summary)}<h2>Composite over episodes</h2>"
+            f"<p>One row per run folder given, agent, tier and protocol; an episode's trials are averaged before "
+            f"the mean and interval over episodes.</p>"
             f"{''.join(agg)}{''.join(sections)}</body></html>")
 
 

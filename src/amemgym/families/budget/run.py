@@ -1,25 +1,19 @@
-"""``amemgym run`` for a budget-family file: play the episode, check the answers, write ``results.json``."""
+"""One budget episode: play it, check the answers, write ``results.json`` (``batch.py`` runs many)."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-from rich.table import Table
-
-from ...config import AppConfig
 from ...errors import ConfigError, RunError
 from ...llm.client import LLMClient
-from ...run.lock import run_lock
 from ...storage import atomic_write_json
 from .checker import Verdict
 from .harness import Harness, ToolAgent, env_digest, wall_clock
 from .io import load_episode
 from .judging import judge_answers, judge_identity, merged
 from .model import Episode
-from .scoring import AXES, EpisodeScore, score_episode
+from .scoring import EpisodeScore, score_episode
 from .tool_agents import (
     ProtocolChoice,
     ToolAgentContext,
@@ -209,64 +203,3 @@ def check_model(out_dir: Path, served: str, *, allow_change: bool) -> list[dict[
     changes.append({"from": old, "to": served})
     atomic_write_json(path, {"format_version": 1, "agent_model": served, "changes": changes})
     return changes
-
-
-def run_budget(cfg: AppConfig, env: Path, agent: str, out_dir: Path, *, console: Console, serial: bool = False,
-               unsupported: list[str] | None = None, no_cache: bool = False,
-               allow_model_change: bool = False, judge: bool = False) -> int:
-    """The ``run`` command for a budget-family file; returns the exit code.
-
-    Raises:
-        ConfigError: for an agent or a flag this family does not support yet.
-        RunError: when the directory is in use, or was run with another agent model.
-    """
-    if unsupported:
-        raise ConfigError(f"{', '.join(unsupported)} not supported for budget-family episodes yet")
-    judge = judge or cfg.budget.judge
-    llm_cfg = cfg.llm.model_copy(update={"cache": False}) if no_cache else cfg.llm
-    llm = LLMClient.from_config(llm_cfg, serial=serial or cfg.run.serial)
-    if interface_of(agent, env, llm) == "memory":
-        from .memory_agents import plan_agent
-
-        refuse_judge(judge)
-        plan_agent(agent, llm)  # an agent whose memory cannot be metered is refused before anything is written
-
-    async def go() -> dict[str, Any]:
-        try:
-            served = await llm.model_identity("agent")
-            changes = check_model(out_dir, served, allow_change=allow_model_change)
-            results = await run_episode(env, agent, out_dir, llm, tools=cfg.budget.tools, judge=judge)
-            results.update(agent_model=served, model_changes=changes)
-            atomic_write_json(out_dir / "results.json", results)
-            return results
-        finally:
-            await llm.aclose()
-
-    out_dir.mkdir(parents=True, exist_ok=True)
-    with run_lock(out_dir, "amemgym run"):
-        results = asyncio.run(go())
-    s = results["score"]
-    table = Table("axis", "score", title=f"budget/{results['tier']} {results['domain']} seed {results['seed']} - "
-                                         f"{agent} ({results['policy']})")
-    for name in (*AXES, "composite", "abstention", "accuracy"):
-        v = s[name]
-        table.add_row(name, "n/a" if v is None else f"{v:.3f}")
-    console.print(table)
-    if "tool_protocol" in results:  # memory agents answer through the MemoryAgent contract, without tools
-        console.print(f"tool protocol: {results['tool_protocol']} ({results['tool_protocol_reason']})",
-                      highlight=False, markup=False)
-    if results.get("judge") is not None:
-        j, sj = results["judge"], results["score_judged"]
-        judged = "n/a (a judge call failed)" if sj is None or sj["composite"] is None else f"{sj['composite']:.3f}"
-        console.print(f"judge {j['model']}: {j['sent']} rule failures sent, {j['overturned']} found right, "
-                      f"{j['errors']} failed; composite with the judge {judged} (the rule composite above is the "
-                      "headline)", highlight=False, markup=False)
-    total = results["usage"]["total"]
-    console.print(f"writes used {s['writes_used']} (reference {s['reference_writes']}); {total['calls']} model "
-                  f"calls, {total['prompt_tokens']} prompt + {total['completion_tokens']} completion tokens, "
-                  f"{results['wall_seconds_last_invocation']:.1f} s; results: {out_dir / 'results.json'}",
-                  highlight=False)
-    if "refused_writes" in results:
-        console.print(f"the harness's meter refused {results['refused_writes']} memory write(s) and cut "
-                      f"{results['truncated_writes']} to the note cap", highlight=False)
-    return 0

@@ -1,0 +1,146 @@
+"""The budget board pools episodes per agent: the means, intervals and ranks it must never get wrong."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from amemgym.cli import app
+from amemgym.families import get_family
+from amemgym.scoring.metrics import mean_ci
+
+
+def result(root: Path, *, agent: str, composite: float | None, tier: str = "lite", seed: int = 0,
+           run_seed: int | None = 0, model: str = "m", domain: str = "films") -> Path:
+    """A budget results.json as the harness writes it (only the fields the board reads)."""
+    root.mkdir(parents=True, exist_ok=True)
+    axes = {k: composite for k in ("breadth", "maintenance", "reasoning", "efficiency")}
+    data = {"family": "budget", "format_version": 1, "agent": agent, "policy": "budget", "store": "notes",
+            "agent_model": model, "tier": tier, "domain": domain, "seed": seed, "salt": 0, "run_seed": run_seed,
+            "environment_sha256": f"sha-{tier}-{domain}-{seed}", "search_embedder_problem": None,
+            "answers": {"q1": {"correct": bool(composite and composite > 0.5)}},
+            "score": {**axes, "composite": composite, "abstention": 1.0, "accuracy": composite,
+                      "writes_used": 10, "reference_writes": 12}}
+    (root / "results.json").write_text(json.dumps(data))
+    return root
+
+
+def board_rows(*roots: Path) -> list[dict[str, str]]:
+    return list(csv.DictReader(io.StringIO(get_family("budget").leaderboard(list(roots)).csv)))
+
+
+def test_one_row_per_agent_is_the_mean_over_its_episodes_with_a_t_interval(tmp_path: Path) -> None:
+    for seed, c in enumerate((0.5, 0.6, 0.75)):
+        result(tmp_path / "a" / "films" / f"seed{seed}", agent="a", composite=c, seed=seed)
+    (row,) = board_rows(tmp_path / "a")
+    ci = mean_ci([0.5, 0.6, 0.75])
+    assert 0 < ci["lo"] and ci["hi"] < 1  # type: ignore[operator]
+    assert float(row["composite"]) == ci["mean"] and row["episodes"] == "3" and row["trials"] == "1"
+    assert row["composite 95% CI"] == f"[{ci['lo']:.3f}, {ci['hi']:.3f}]"
+
+
+def test_tiers_are_never_averaged_together(tmp_path: Path) -> None:
+    result(tmp_path / "a" / "lite", agent="a", composite=0.2, tier="lite")
+    result(tmp_path / "a" / "std", agent="a", composite=0.8, tier="standard")
+    rows = board_rows(tmp_path / "a")
+    assert sorted((r["tier"], float(r["composite"])) for r in rows) == [("lite", 0.2), ("standard", 0.8)]
+    assert rows[0]["group"] != rows[1]["group"]
+
+
+def test_rows_over_different_episode_sets_are_never_ranked_against_each_other(tmp_path: Path) -> None:
+    # B scores higher on the easy episodes it ran, but A also ran a hard one: ranking them together is unfair.
+    result(tmp_path / "a" / "e0", agent="a", composite=0.6, seed=0)
+    result(tmp_path / "a" / "e1", agent="a", composite=0.6, seed=1)
+    result(tmp_path / "a" / "e2", agent="a", composite=0.0, seed=2)
+    result(tmp_path / "b" / "e0", agent="b", composite=0.5, seed=0)
+    result(tmp_path / "b" / "e1", agent="b", composite=0.5, seed=1)
+    board = get_family("budget").leaderboard([tmp_path / "a", tmp_path / "b"])
+    rows = list(csv.DictReader(io.StringIO(board.csv)))
+    assert rows[0]["group"] != rows[1]["group"]
+    assert any("ran different sets of episodes" in n and "not comparable" in n for n in board.notes)
+    # On the same episodes they are ranked together, A first.
+    result(tmp_path / "b" / "e2", agent="b", composite=0.0, seed=2)
+    rows = board_rows(tmp_path / "a", tmp_path / "b")
+    assert [(r["group"], r["rank"], r["agent"]) for r in rows] == [("1", "1", "a"), ("1", "2", "b")]
+
+
+def test_trials_are_averaged_within_an_episode_and_the_interval_is_over_episodes(tmp_path: Path) -> None:
+    for k, (c0, c1) in enumerate(((0.2, 0.6), (0.4, 0.8)), start=1):
+        result(tmp_path / "t" / f"trial_{k}" / "films" / "seed0", agent="a", composite=c0, seed=0, run_seed=k - 1)
+        result(tmp_path / "t" / f"trial_{k}" / "films" / "seed1", agent="a", composite=c1, seed=1, run_seed=k - 1)
+    board = get_family("budget").leaderboard([tmp_path / "t"])
+    (row,) = list(csv.DictReader(io.StringIO(board.csv)))
+    ci = mean_ci([0.3, 0.7])  # two episodes, each the mean of its two trials; never four samples
+    assert float(row["composite"]) == ci["mean"] and row["episodes"] == "2" and row["trials"] == "2"
+    lo, hi = max(0.0, ci["lo"]), min(1.0, ci["hi"])  # type: ignore[type-var]
+    assert row["composite 95% CI"] == f"[{lo:.3f}, {hi:.3f}]"
+    four = mean_ci([0.2, 0.4, 0.6, 0.8])  # what treating trials as episodes would give
+    assert row["composite 95% CI"] != f"[{max(0.0, four['lo']):.3f}, {min(1.0, four['hi']):.3f}]"  # type: ignore
+    # q1 is right in both trials of episode 1 only (0.6, 0.8) and in neither of episode 0: pass^2 = 0.5.
+    assert any("2 trials averaged per episode" in n and "pass^2 over questions 0.500" in n for n in board.notes)
+
+
+def test_different_models_behind_one_agent_name_are_separate_rows(tmp_path: Path) -> None:
+    result(tmp_path / "x", agent="native", composite=0.9, model="big")
+    result(tmp_path / "y", agent="native", composite=0.1, model="small")
+    rows = board_rows(tmp_path / "x", tmp_path / "y")
+    assert [(r["model"], r["rank"]) for r in rows] == [("big", "1"), ("small", "2")]
+
+
+def test_an_unfinished_multi_episode_run_is_listed_but_not_ranked(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    result(out / "films" / "seed0", agent="a", composite=0.9, seed=0)
+    (out / "batch.json").write_text(json.dumps({
+        "family": "budget", "agent": "a", "store": "notes", "policy": "budget", "results_version": 1,
+        "agent_model": "m", "episodes": [{"path": "films/seed0", "tier": "lite", "domain": "films", "seed": 0},
+                                         {"path": "films/seed1", "tier": "lite", "domain": "films", "seed": 1}]}))
+    result(tmp_path / "other", agent="b", composite=0.1, seed=0)
+    rows = board_rows(out, tmp_path / "other")
+    assert [(r["agent"], r["rank"]) for r in rows] == [("b", "1"), ("a", "-")]
+    assert "unfinished: 1 planned episode" in rows[1]["flags"]
+
+
+def test_compare_averages_the_trials_of_each_episode(tmp_path: Path) -> None:
+    for k in (1, 2):
+        result(tmp_path / "a" / f"trial_{k}" / "e0", agent="a", composite=0.2 * k, seed=0, run_seed=k - 1)
+        result(tmp_path / "a" / f"trial_{k}" / "e1", agent="a", composite=0.4 * k, seed=1, run_seed=k - 1)
+    result(tmp_path / "b" / "e0", agent="b", composite=0.5, seed=0)
+    result(tmp_path / "b" / "e1", agent="b", composite=0.5, seed=1)
+    res = CliRunner().invoke(app, ["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--bootstrap", "200"])
+    assert res.exit_code == 0, res.output
+    text = " ".join(res.output.split())
+    # A per episode: 0.3 and 0.6 (mean 0.45); B 0.5: +0.05.
+    assert "mean difference │ +0.0500" in text and "2 / 1" in text
+
+
+def test_compare_refuses_a_side_mixing_tiers(tmp_path: Path) -> None:
+    result(tmp_path / "a" / "l", agent="a", composite=0.2, tier="lite")
+    result(tmp_path / "a" / "s", agent="a", composite=0.8, tier="standard")
+    result(tmp_path / "b" / "l", agent="b", composite=0.5, tier="lite")
+    res = CliRunner().invoke(app, ["compare", str(tmp_path / "a"), str(tmp_path / "b")])
+    assert res.exit_code == 2 and "more than one agent, tier or protocol" in " ".join(res.output.split())
+
+
+def test_two_run_folders_of_one_agent_are_two_rows_not_a_pool(tmp_path: Path) -> None:
+    # A trials output (seeds 0, 1) and a separate run (seed 0) of the same agent: merging them would count
+    # the separate run as a third sample of trial 0 and mix episode sets.
+    for k in (1, 2):
+        result(tmp_path / "t" / f"trial_{k}" / "e0", agent="a", composite=0.5, seed=0, run_seed=k - 1)
+    result(tmp_path / "s" / "e0", agent="a", composite=0.9, seed=0)
+    result(tmp_path / "s" / "e1", agent="a", composite=0.1, seed=1)
+    rows = board_rows(tmp_path / "t", tmp_path / "s")
+    assert [(r["run"], r["episodes"], r["trials"], float(r["composite"])) for r in rows] == [
+        ("t", "1", "2", 0.5), ("s", "2", "1", 0.5)]
+    assert rows[0]["group"] != rows[1]["group"]  # different episode sets: not ranked together
+
+
+def test_score_intervals_stay_within_zero_and_one(tmp_path: Path) -> None:
+    for seed, c in enumerate((0.0, 0.0, 1.0)):
+        result(tmp_path / "a" / f"e{seed}", agent="a", composite=c, seed=seed)
+    (row,) = board_rows(tmp_path / "a")
+    lo, hi = (float(x) for x in row["composite 95% CI"].strip("[]").split(","))
+    assert lo == 0.0 and hi == 1.0
