@@ -84,14 +84,15 @@ def amemgym_cmd(env_file: Path, out: Path, url: str) -> list[str]:
 
 def report_seconds(rundir: Path, env_file: Path) -> float:
     """Seconds to build and write report.html for ``rundir`` after the imports ``amemgym run`` already made."""
-    # As in ``run``: the environment is in memory with its hash, the driver's imports are done.
+    # As in ``run``: the environment is in memory with its hash, the driver's imports are done, and so is the
+    # report builder's (``run`` imports it in a worker thread while it waits on the network).
     # (Older versions took no environment and re-read the file: timed as they are.)
     code = ("import time, inspect; from pathlib import Path; from rich.console import Console; "
             "from amemgym.run.driver import write_run_report; from amemgym.data.io import load_environment; "
             "from amemgym.run.engine import environment_hash; "
             f"env = load_environment({str(env_file)!r}); sha = environment_hash(env); "
             "kw = {'environment': (env, sha)} if 'environment' in inspect.signature(write_run_report).parameters "
-            "else {}; t=time.perf_counter(); "
+            "else {}; import amemgym.report.build; t=time.perf_counter(); "
             f"write_run_report(Path({str(rundir)!r}), Console(quiet=True), **kw); "
             "print(time.perf_counter()-t)")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
