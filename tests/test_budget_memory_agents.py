@@ -290,3 +290,18 @@ def test_the_judge_is_refused_for_memory_agents_before_anything_is_written(env: 
                                       "--set", "budget.judge=true"])
     assert result.exit_code == 2 and "judge is available for tool agents only" in result.output, result.output
     assert not out.exists()
+
+
+def test_the_memory_role_model_is_pinned_like_the_agent_model(tmp_path: Path) -> None:
+    # A memory agent's memory comes from the memory role: resuming on another memory model must not mix them.
+    from amemgym.families.budget.run import check_model
+
+    assert check_model(tmp_path, "agent-a", allow_change=False, roles={"memory": "mem-1"}) == []
+    assert check_model(tmp_path, "agent-a", allow_change=False, roles={"memory": "mem-1"}) == []
+    with pytest.raises(RunError, match="memory model 'mem-1', now 'mem-2'"):
+        check_model(tmp_path, "agent-a", allow_change=False, roles={"memory": "mem-2"})
+    changes = check_model(tmp_path, "agent-a", allow_change=True, roles={"memory": "mem-2"})
+    assert changes == [{"role": "memory", "from": "mem-1", "to": "mem-2"}]
+    assert json.loads((tmp_path / "model.json").read_text())["role_models"] == {"memory": "mem-2"}
+    with pytest.raises(RunError, match="agent model 'agent-a', now 'agent-b'"):
+        check_model(tmp_path, "agent-b", allow_change=False, roles={"memory": "mem-2"})

@@ -276,11 +276,13 @@ def run_batch(cfg: AppConfig, env: Path, out_dir: Path, opts: RunOptions, *, con
         LLMClient.from_config(llm_cfg, serial=serial)
     llm.sample_seed = settings.run_seed
     interface = interface_of(opts.agent, eps[0].path, llm)
+    memory_role = False
     if interface == "memory":
         from .memory_agents import plan_agent
 
         refuse_judge(judge)
-        plan_agent(opts.agent, llm)  # an agent whose memory cannot be metered is refused before anything is written
+        plan = plan_agent(opts.agent, llm)  # an unmeterable agent is refused before anything is written
+        memory_role = "memory" in (plan.spec.roles or ("memory",))
     roles = ("agent", *(("memory",) if interface == "memory" else ()), *(("judge",) if judge else ()))
     if opts.executor == "ray":
         from ...run.ray_executor import check_endpoints, import_ray
@@ -298,7 +300,9 @@ def run_batch(cfg: AppConfig, env: Path, out_dir: Path, opts: RunOptions, *, con
                 from .judging import judge_identity
 
                 await judge_identity(llm)  # the model under test as its own judge is refused before any episode
-            changes = check_model(out_dir, served, allow_change=opts.allow_model_change)
+            # A memory agent's writes come from the memory role: its model is pinned as the agent's is.
+            others = {"memory": await llm.model_identity("memory")} if memory_role else {}
+            changes = check_model(out_dir, served, allow_change=opts.allow_model_change, roles=others)
             todo = [ep for ep in eps if ep.rel not in skipped]
             _write_batch(out_dir, settings, served, env, eps)
             extra = {"agent_model": served, "model_changes": changes, "run_seed": settings.run_seed}

@@ -176,30 +176,41 @@ async def run_episode(env: Path, agent: str, out_dir: Path, llm: LLMClient, *, t
 MODEL_FILE = "model.json"
 
 
-def check_model(out_dir: Path, served: str, *, allow_change: bool) -> list[dict[str, str]]:
-    """Pin the agent's served model to the run directory; refuse to resume with another one unless allowed.
+def check_model(out_dir: Path, served: str, *, allow_change: bool,
+                roles: dict[str, str] | None = None) -> list[dict[str, str]]:
+    """Pin the served models to the run directory; refuse to resume with another one unless allowed.
 
-    Returns the model changes recorded so far (each ``{"from", "to"}``).
+    ``served`` is the agent role's model; ``roles`` the other roles the agent calls (a memory agent's
+    ``memory`` role), pinned the same way. Returns the model changes recorded so far (each ``{"from", "to"}``,
+    with ``"role"`` for a role other than the agent's).
 
     Raises:
-        RunError: when the directory was run with another model and ``allow_change`` is off.
+        RunError: when the directory was run with another model for any pinned role and ``allow_change`` is off.
     """
     import json
 
     path = out_dir / MODEL_FILE
+    current = {"agent": served, **(roles or {})}
     if not path.exists():
-        atomic_write_json(path, {"format_version": 1, "agent_model": served, "changes": []})
+        atomic_write_json(path, {"format_version": 1, "agent_model": served, "role_models": roles or {},
+                                 "changes": []})
         return []
     try:
         pinned = json.loads(path.read_text(encoding="utf-8"))
-        old, changes = str(pinned["agent_model"]), list(pinned.get("changes", []))
-    except (OSError, ValueError, KeyError, TypeError):
+        before = {"agent": str(pinned["agent_model"]), **{str(k): str(v) for k, v in
+                                                          dict(pinned.get("role_models") or {}).items()}}
+        changes = list(pinned.get("changes", []))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         raise RunError(f"{path}: unreadable or wrong shape; remove the run directory to start again") from None
-    if old == served:
-        return changes
-    if not allow_change:
-        raise RunError(f"{out_dir}: was run with agent model {old!r}, now {served!r}; refusing to mix models in one "
-                       "episode (use a new --out directory, or pass --allow-model-change)")
-    changes.append({"from": old, "to": served})
-    atomic_write_json(path, {"format_version": 1, "agent_model": served, "changes": changes})
+    moved = {r: (before[r], m) for r, m in current.items() if r in before and before[r] != m}
+    if moved and not allow_change:
+        what = "; ".join(f"{r} model {old!r}, now {new!r}" for r, (old, new) in moved.items())
+        raise RunError(f"{out_dir}: was run with {what}; refusing to mix models in one episode (use a new --out "
+                       "directory, or pass --allow-model-change)")
+    for r, (old, new) in moved.items():
+        changes.append({"from": old, "to": new} if r == "agent" else {"role": r, "from": old, "to": new})
+    if moved or set(current) - set(before):
+        atomic_write_json(path, {"format_version": 1, "agent_model": served,
+                                 "role_models": {**{r: m for r, m in before.items() if r != "agent"}, **(roles or {})},
+                                 "changes": changes})
     return changes
