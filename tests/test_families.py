@@ -279,3 +279,23 @@ def test_a_real_budget_run_joins_the_board(tmp_path: Path) -> None:
     (row,) = csv.DictReader(io.StringIO((tmp_path / "b.csv").read_text()))
     assert float(row["composite"]) == pytest.approx(results["score"]["composite"])
     assert row["tier"] == "lite" and row["protocol"] == "budget/v1"
+
+
+def test_a_board_too_wide_for_the_terminal_keeps_every_value_readable() -> None:
+    # A captured 80-column run of `amemgym leaderboard` cut every budget column to "…"; now each row becomes
+    # a field/value block instead.
+    from rich.console import Console
+
+    from amemgym.commands.report import _board_table
+    from amemgym.families import Board
+
+    columns = tuple(f"column number {i}" for i in range(12))
+    board = Board(family="x", title="t", columns=columns, rows=[[f"value-{i}" for i in range(12)]], notes=[],
+                  markdown="", csv="")
+    console = Console(width=80, record=True)
+    console.print(_board_table(board, console.width))
+    text = console.export_text()
+    assert all(f"column number {i}: value-{i}" in text for i in range(12))
+    wide = Console(width=400, record=True)
+    wide.print(_board_table(board, wide.width))
+    assert "value-11" in wide.export_text() and "column number 11:" not in wide.export_text()

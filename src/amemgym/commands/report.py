@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
@@ -11,6 +11,9 @@ from rich.table import Table
 from ..cli_common import handled, out
 from ..errors import ConfigError
 from ..storage import atomic_write_text
+
+if TYPE_CHECKING:
+    from ..families import Board
 
 RunsArg = Annotated[list[Path], typer.Argument(help="Run directories (each with manifest.json and metrics.json), "
                                                "or a --trials output (its trials pooled).")]
@@ -51,10 +54,7 @@ def leaderboard_cmd(
 
     boards = [get_family(name).leaderboard(dirs) for name, dirs in group_runs(list(runs)).items()]
     for board in boards:
-        table = Table(*board.columns, title=board.title)
-        for row in board.rows:
-            table.add_row(*row)
-        out.print(table)
+        out.print(_board_table(board, out.width))
         for note in board.notes:
             # Printed outside the table too: a narrow terminal would cut the flags column short.
             out.print(note, highlight=False)
@@ -74,6 +74,22 @@ def leaderboard_cmd(
                 path = out_csv.with_name(f"{out_csv.stem}-{b.family}{out_csv.suffix}")
                 atomic_write_text(path, b.csv)
                 out.print(f"wrote {path}", highlight=False, markup=False)
+
+
+def _board_table(board: Board, width: int) -> Table:
+    """The board as one table, or, when its columns cannot fit ``width`` without cutting values short, as
+    one field/value block per row (every value stays readable in a narrow terminal or a captured log)."""
+    widths = [max(len(c), *(len(r[i]) for r in board.rows)) if board.rows else len(c)
+              for i, c in enumerate(board.columns)]
+    if sum(w + 3 for w in widths) + 1 <= width:
+        table = Table(*board.columns, title=board.title)
+        for row in board.rows:
+            table.add_row(*row)
+        return table
+    table = Table("field", "value", title=board.title, show_lines=True)
+    for n, row in enumerate(board.rows, 1):
+        table.add_row(f"entry {n}", "\n".join(f"{c}: {v}" for c, v in zip(board.columns, row, strict=True)))
+    return table
 
 
 def compare(
