@@ -185,7 +185,7 @@ def _ci(stat: dict[str, Any]) -> str:
         return "n/a"
     if stat.get("lo") is None:
         return f"{stat['mean']:.3f} (one episode, no interval)"
-    return f"{stat['mean']:.3f} [{stat['lo']:.3f}, {stat['hi']:.3f}]"
+    return f"{stat['mean']:.3f} [{stat['lo']:.3f}, {stat['hi']:.3f}] (95 % t-interval over episodes)"
 
 
 def print_summary(console: Console, out_dir: Path, rows: list[tuple[EpisodeFile, dict[str, Any] | None, str]],
@@ -234,7 +234,7 @@ def print_summary(console: Console, out_dir: Path, rows: list[tuple[EpisodeFile,
                       f"and cut {sum(r['truncated_writes'] for r in metered)} to the note cap", highlight=False)
     for e in entries:
         console.print(f"{e.agent} on tier {e.tier} ({e.protocol}), {len(e.episode_set)} episode(s): composite "
-                      f"{_ci(e.stat('composite'))} (95 % t-interval over episodes); abstention, reported apart: "
+                      f"{_ci(e.stat('composite'))}; abstention, reported apart: "
                       f"{_ci(e.stat('abstention'))}", highlight=False, markup=False)
     if len(entries) > 1:
         console.print("note: the episodes span several tiers or protocols; each is summarised on its own, never "
