@@ -14,7 +14,7 @@ pytest.importorskip("openai")  # Inspect's OpenAI-compatible provider talks to t
 from inspect_ai import eval as inspect_eval  # noqa: E402
 
 from amemgym.cli import app  # noqa: E402
-from amemgym.inspect_tasks import SCORE_KEYS, _schema, amemgym_memory  # noqa: E402
+from amemgym.inspect_tasks import _schema, amemgym_memory, score_keys  # noqa: E402
 from amemgym.testing.fake_endpoint import FakeEndpoint  # noqa: E402
 
 
@@ -46,12 +46,12 @@ def test_inspect_eval_scores_like_amemgym_run(monkeypatch: pytest.MonkeyPatch, t
     for user, cells in per_user.items():
         got = next(iter(samples[user].scores.values())).value
         assert isinstance(got["overall"], float)
-        for key in SCORE_KEYS:
+        for key in score_keys():
             xs = [c[key] for c in cells.values() if c[key] is not None]
             want = sum(xs) / len(xs) if xs else None
             assert got[key] == pytest.approx(want), (user, key)
     headline = log.results.scores[0].metrics
-    for key in SCORE_KEYS:
+    for key in score_keys():
         want = metrics["overall"][key]["mean"]
         if want is None:
             assert headline[key].value is None or headline[key].value != headline[key].value

@@ -53,11 +53,14 @@ from .llm.types import ChatRequest, ChatResult
 from .run.engine import Runner
 from .run.flags import first_users
 from .run.layout import RunDir
+from .scoring.registry import in_display_order
 
-__all__ = ["SCORE_KEYS", "InspectBackend", "amemgym_memory"]
+__all__ = ["InspectBackend", "amemgym_memory", "score_keys"]
 
-#: The per-user numbers each sample's score carries (see the module docstring).
-SCORE_KEYS: tuple[str, ...] = ("overall", "upper_bound", "random", "memory_score")
+
+def score_keys() -> tuple[str, ...]:
+    """The per-user numbers each sample's score carries: the registry's per-cell metrics, in display order."""
+    return tuple(m.name for m in in_display_order("cell"))
 
 _ROLE_CLASSES = {"system": ChatMessageSystem, "user": ChatMessageUser, "assistant": ChatMessageAssistant}
 
@@ -146,7 +149,7 @@ def user_mean() -> Any:
 
     def compute(scores: list[SampleScore]) -> dict[str, float | None]:
         out: dict[str, float | None] = {}
-        for key in SCORE_KEYS:
+        for key in score_keys():
             xs = [float(v) for s in scores if isinstance(s.score.value, dict)
                   and isinstance(v := s.score.value.get(key), int | float)]
             out[key] = sum(xs) / len(xs) if xs else None
@@ -164,7 +167,7 @@ def memory_score() -> Any:
         metrics = json.loads(RunDir(Path(state.metadata["rundir"])).metrics.read_text(encoding="utf-8"))
         cells = (metrics.get("per_user") or {}).get(user) or {}
         value: dict[str, float | None] = {}
-        for key in SCORE_KEYS:
+        for key in score_keys():
             xs = [c[key] for c in cells.values() if c.get(key) is not None]
             value[key] = sum(xs) / len(xs) if xs else None
         complete = bool(metrics.get("complete"))
