@@ -177,28 +177,26 @@ class Entry:
         return sorted({labels[d] for (d, _), n in seen.items() if n > 1})
 
 
-def read_results(run_dir: Path) -> dict[str, Any] | None:
-    """The budget ``results.json`` of ``run_dir``, or None when it has none (or another family's)."""
-    path = run_dir / "results.json"
+def _read_budget_json(folder: Path, name: str) -> dict[str, Any] | None:
+    """``folder/name`` when it is a budget-family JSON record, None when absent or another family's."""
+    path = folder / name
     if not path.is_file():
         return None
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise RunError(f"{run_dir}: unreadable results.json ({exc})") from None
+        raise RunError(f"{folder}: unreadable {name} ({exc})") from None
     return data if isinstance(data, dict) and data.get("family") == "budget" else None
+
+
+def read_results(run_dir: Path) -> dict[str, Any] | None:
+    """The budget ``results.json`` of ``run_dir``, or None when it has none (or another family's)."""
+    return _read_budget_json(run_dir, "results.json")
 
 
 def read_batch(root: Path) -> dict[str, Any] | None:
     """The ``batch.json`` of a multi-episode run at ``root``, or None."""
-    path = root / BATCH_FILE
-    if not path.is_file():
-        return None
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise RunError(f"{root}: unreadable {BATCH_FILE} ({exc})") from None
-    return data if isinstance(data, dict) and data.get("family") == "budget" else None
+    return _read_budget_json(root, BATCH_FILE)
 
 
 def build_entries(runs: Iterable[RunResult],
