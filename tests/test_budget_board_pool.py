@@ -144,3 +144,20 @@ def test_score_intervals_stay_within_zero_and_one(tmp_path: Path) -> None:
     (row,) = board_rows(tmp_path / "a")
     lo, hi = (float(x) for x in row["composite 95% CI"].strip("[]").split(","))
     assert lo == 0.0 and hi == 1.0
+
+
+def test_the_judged_composite_is_shown_beside_the_ranked_rule_composite(tmp_path: Path) -> None:
+    # A judge only ever adds a second score; the board must show it without ranking by it.
+    for seed, (rule, judged) in enumerate(((0.4, 0.5), (0.6, None))):
+        root = result(tmp_path / "a" / f"e{seed}", agent="a", composite=rule, seed=seed)
+        data = json.loads((root / "results.json").read_text())
+        data["judge"] = {"model": "judge-m", "sent": 2, "overturned": 1, "errors": 0 if judged else 1}
+        data["score_judged"] = None if judged is None else {**data["score"], "composite": judged}
+        (root / "results.json").write_text(json.dumps(data))
+    board = get_family("budget").leaderboard([tmp_path / "a"])
+    (row,) = list(csv.DictReader(io.StringIO(board.csv)))
+    assert float(row["composite"]) == 0.5
+    (note,) = [n for n in board.notes if "optional judge" in n]
+    assert "0.500 over 1 of 2 episode(s)" in note and "ranks the rule composite" in note
+    result(tmp_path / "b" / "e0", agent="b", composite=0.3)
+    assert not [n for n in get_family("budget").leaderboard([tmp_path / "b"]).notes if "optional judge" in n]

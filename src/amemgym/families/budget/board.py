@@ -145,6 +145,13 @@ def leaderboard(run_dirs: list[Path]) -> Board:
                          *(e.stat(a)["mean"] for a in (*AXES, "abstention")),
                          e.stat("writes_used")["mean"], e.stat("reference_writes")["mean"],
                          "; ".join(flagged[id(e)][0])])
+            if any(r.results.get("judge") for r in e.runs):
+                judged = e.episode_value("composite", "score_judged")
+                have = [v for v in judged.values() if v is not None]
+                mean = "n/a" if not have else f"{sum(have) / len(have):.3f}"
+                notes.append(f"note: {e.root} ({e.agent}, {tier}, {proto}): composite with the optional judge's second "
+                             f"verdicts {mean} over {len(have)} of {len(judged)} episode(s) (a judge call failed on "
+                             "the others); the board ranks the rule composite")
             if trials is not None:
                 spread = trials["spread"]
                 std = "n/a" if spread["std"] is None else f"{spread['std']:.4f}"

@@ -106,20 +106,24 @@ class Entry:
         """The digests of the episodes this entry ran; entries are ranked together only when these match."""
         return frozenset(self.by_episode())
 
-    def episode_value(self, name: str) -> dict[str, float | None]:
-        """Per episode, the mean of ``name`` over its runs (trials); None when no run defines it."""
+    def episode_value(self, name: str, source: str = "score") -> dict[str, float | None]:
+        """Per episode, the mean of ``name`` over its runs (trials); None when no run defines it.
+
+        ``source`` is the results field holding the scores: ``score`` (the rule checker's, ranked) or
+        ``score_judged`` (with the optional judge's second verdicts).
+        """
         out: dict[str, float | None] = {}
         for digest, runs in self.by_episode().items():
-            xs = [float(v) for r in runs if (v := (r.results.get("score") or {}).get(name)) is not None]
+            xs = [float(v) for r in runs if (v := (r.results.get(source) or {}).get(name)) is not None]
             out[digest] = statistics.fmean(xs) if xs else None
         return out
 
-    def stat(self, name: str) -> dict[str, float | int | None]:
+    def stat(self, name: str, source: str = "score") -> dict[str, float | int | None]:
         """Mean with a 95 % t-interval over episodes (episodes where ``name`` is undefined are left out).
 
         The interval of a score (:data:`STATS`, all in [0, 1]) is clipped to [0, 1].
         """
-        out = mean_ci([v for v in self.episode_value(name).values() if v is not None])
+        out = mean_ci([v for v in self.episode_value(name, source).values() if v is not None])
         if name in STATS and out["lo"] is not None and out["hi"] is not None:
             out["lo"], out["hi"] = max(0.0, float(out["lo"])), min(1.0, float(out["hi"]))
         return out
