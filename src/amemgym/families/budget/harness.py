@@ -19,7 +19,7 @@ from typing import Any, Protocol, runtime_checkable
 from ...errors import AMemGymError, LLMError
 from ...llm.client import LLMClient
 from ...prompts import render
-from ...storage import atomic_write_json, atomic_write_text, read_jsonl
+from ...storage import append_jsonl, atomic_write_json, atomic_write_text, read_jsonl
 from .domain import load_domain
 from .model import Episode, Event
 from .protocol import ProtocolError, parse_call
@@ -141,15 +141,11 @@ class Harness:
 
             raise RunError(f"{self.out_dir} holds a run of another episode or policy; use a new --out")
         self.state = EpisodeState.from_dict(data)
-        # Calls made during the event that was interrupted are replayed; drop their half-written trace.
-        kept = [r for r in read_trace(self.out_dir) if r.get("event", -1) < self.state.next_event]
-        atomic_write_text(self.out_dir / "trace.jsonl", "".join(json.dumps(r) + "\n" for r in kept))
+        trim_trace(self.out_dir, self.state.next_event)
         self.store.notes, self.store.ledger = dict(self.state.notes), list(self.state.ledger)
         self.store._next_id = self.state.next_id
 
     def _trace(self, record: dict[str, Any]) -> None:
-        from ...storage import append_jsonl
-
         append_jsonl(self.out_dir / "trace.jsonl", [record])
 
     # ---- the loop -----------------------------------------------------------------------------------
@@ -242,6 +238,12 @@ class Harness:
             text = "\n".join(f"note {i}: {t[:80]}" for i, t in s.notes.items()) or "no notes"
             return False, f"result:\n{text}", {**rec, "ok": True}
         return False, f"result: {r.message}", {**rec, "ok": r.ok, "result": r.message}
+
+
+def trim_trace(out_dir: Path, next_event: int) -> None:
+    """On resume: the calls of the event a kill interrupted are replayed, so drop their half-written trace."""
+    kept = [r for r in read_trace(out_dir) if r.get("event", -1) < next_event]
+    atomic_write_text(out_dir / "trace.jsonl", "".join(json.dumps(r) + "\n" for r in kept))
 
 
 def read_trace(out_dir: Path) -> list[dict[str, Any]]:

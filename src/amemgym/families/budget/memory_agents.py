@@ -32,9 +32,9 @@ from ...agents.vector_store import Hit, MemoryRecord, NumpyVectorStore
 from ...errors import AgentError, AMemGymError, ConfigError, LLMError, RunError
 from ...llm.client import LLMClient
 from ...prompts import render
-from ...storage import append_jsonl, atomic_write_json, atomic_write_text
+from ...storage import append_jsonl, atomic_write_json
 from .domain import load_domain
-from .harness import env_digest, read_trace, wall_clock
+from .harness import env_digest, trim_trace, wall_clock
 from .io import load_episode
 from .model import Episode, Event
 from .scoring import score_episode
@@ -420,8 +420,7 @@ class MemoryAgentHarness:
             raise RunError(f"{self.out_dir} holds a run of another episode or agent; use a new --out")
         self.state = MemoryRunState(**{k: data[k] for k in MemoryRunState.__dataclass_fields__})
         self.meter.load(self.state.meter)
-        kept = [r for r in read_trace(self.out_dir) if r.get("event", -1) < self.state.next_event]
-        atomic_write_text(self.out_dir / "trace.jsonl", "".join(json.dumps(r) + "\n" for r in kept))
+        trim_trace(self.out_dir, self.state.next_event)
 
     def _trace(self, record: dict[str, Any]) -> None:
         append_jsonl(self.out_dir / "trace.jsonl", [record])
