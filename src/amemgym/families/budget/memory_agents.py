@@ -35,7 +35,6 @@ from ...prompts import render
 from ...storage import append_jsonl, atomic_write_json
 from .domain import load_domain
 from .harness import env_digest, trim_trace, wall_clock
-from .io import load_episode
 from .model import Episode, Event
 from .scoring import score_episode
 from .store import LedgerEntry
@@ -520,10 +519,11 @@ class MemoryAgentHarness:
         return [r.text for r in self.stores[0].records()]
 
 
-async def run_memory_episode(env: Path, name: str, out_dir: Path, llm: LLMClient) -> dict[str, Any]:
-    """Run (or resume) one episode with a memory agent; returns the results (also written to ``results.json``)."""
+async def run_memory_episode(env: Path, episode: Episode, raw: bytes, name: str, out_dir: Path,
+                             llm: LLMClient) -> dict[str, Any]:
+    """Run (or resume) one episode (``episode``, loaded from the bytes ``raw`` of the file ``env``) with a
+    memory agent; returns the results (also written to ``results.json``)."""
     plan = plan_agent(name, llm)
-    episode, raw = load_episode(env)
     t0 = wall_clock()
     harness = MemoryAgentHarness(episode, llm, out_dir, plan, digest=env_digest(raw))
     state = await harness.run()

@@ -90,23 +90,20 @@ def interface_of(agent: str, env: Path, llm: LLMClient) -> str:
     return "memory"
 
 
-async def tool_agent_for(agent: str, episode: Episode, llm: LLMClient, out_dir: Path,
+async def tool_agent_for(agent: str, plugin: ToolAgent | None, llm: LLMClient, out_dir: Path,
                          tools: str) -> tuple[str, str, ToolAgent, ProtocolChoice]:
-    """The harness policy, store mode, tool agent and tool protocol of ``--agent`` (built in or a plug-in).
+    """The harness policy, store mode, tool agent and tool protocol of ``--agent``: a built-in name, or the
+    tool agent ``plugin`` its plug-in factory built.
 
     Raises:
-        ConfigError: for an agent this family cannot run, or a plug-in that is not a tool agent.
         RunError: when the run directory was run with another tool protocol.
     """
-    if agent in AGENTS:
-        policy, store_mode = AGENTS[agent]
-        choice = await choose_protocol(llm, tools, out_dir)
-        return policy, store_mode, builtin_tool_agent(llm, choice.protocol), choice
-    plugin = resolve_tool_agent(agent, llm, plugin_context(episode))
-    if plugin is None:
-        raise ConfigError(f"agent {agent!r} is a memory agent, not a tool agent")
-    choice = keep_pin(out_dir, ProtocolChoice("plugin", f"plug-in tool agent {agent}"))
-    return "budget", "notes", plugin, choice
+    if plugin is not None:
+        choice = keep_pin(out_dir, ProtocolChoice("plugin", f"plug-in tool agent {agent}"))
+        return "budget", "notes", plugin, choice
+    policy, store_mode = AGENTS[agent]
+    choice = await choose_protocol(llm, tools, out_dir)
+    return policy, store_mode, builtin_tool_agent(llm, choice.protocol), choice
 
 
 async def run_episode(env: Path, agent: str, out_dir: Path, llm: LLMClient, *, tools: str = "text",
@@ -119,14 +116,15 @@ async def run_episode(env: Path, agent: str, out_dir: Path, llm: LLMClient, *, t
     Raises:
         ConfigError: for an agent this family cannot run, or the judge asked of a memory agent's run.
     """
-    if interface_of(agent, env, llm) == "memory":  # metered by the harness, played through the MemoryAgent contract
+    episode, raw = load_episode(env)
+    plugin = None if agent in AGENTS else resolve_tool_agent(agent, llm, plugin_context(episode))
+    if agent not in AGENTS and plugin is None:  # a MemoryAgent: metered by the harness (memory_agents.py)
         refuse_judge(judge)
         from .memory_agents import run_memory_episode
 
-        return await run_memory_episode(env, agent, out_dir, llm)
-    episode, raw = load_episode(env)
+        return await run_memory_episode(env, episode, raw, agent, out_dir, llm)
     judge_model = await judge_identity(llm) if judge else None
-    policy, store_mode, tool_agent, choice = await tool_agent_for(agent, episode, llm, out_dir, tools)
+    policy, store_mode, tool_agent, choice = await tool_agent_for(agent, plugin, llm, out_dir, tools)
     t0 = wall_clock()
     harness = Harness(episode, llm, out_dir, policy=policy, digest=env_digest(raw), store_mode=store_mode,
                       agent=tool_agent)
