@@ -12,7 +12,7 @@ try:
     app(["run", "--help"])
 except SystemExit as exc:
     assert exc.code == 0, exc.code
-heavy = ("asyncio", "numpy", "aiohttp", "matplotlib", "amemgym.config", "amemgym.run", "amemgym.agents",
+heavy = ("asyncio", "numpy", "h11", "matplotlib", "amemgym.config", "amemgym.run", "amemgym.agents",
          "amemgym.llm", "amemgym.report")
 print("LOADED", [m for m in heavy if m in sys.modules])
 """

@@ -1,7 +1,7 @@
 """Leave the process without tearing down every module: the last part of a command's wall time.
 
 After a command has finished, the interpreter's normal shutdown still deallocates every loaded module
-and object one by one (numpy, pydantic, aiohttp, the run's data). That is pure waste for a CLI, and it
+and object one by one (numpy, pydantic, the HTTP pool, the run's data). That is pure waste for a CLI, and it
 takes a noticeable share of a short run's wall time. ``exit_now`` does what matters at exit (the atexit
 handlers, e.g. stopping the embedded model server, and flushing the standard streams) and then ends the
 process at once. It falls back to the normal exit whenever another thread is still alive, since such a

@@ -1,24 +1,22 @@
 """OpenAI-compatible HTTP backend: hosted APIs, vLLM, SGLang, Ollama, llama.cpp servers.
 
-Requests go out as plain JSON over one pooled ``aiohttp`` session per endpoint. The official SDK used to
-sit here; it cost 5-20 ms of CPU per call (request/response model construction, and an ``httpx``
-connection pool that polls every idle socket on each request, which grows with concurrency), far above
-the 1 ms per call the harness aims at. The wire format is the public chat-completions API, so nothing is
-lost by speaking it directly.
+Requests go out as plain JSON over one keep-alive connection pool per endpoint (``llm/http.py``). The
+official SDK used to sit here; it cost 5-20 ms of CPU per call (request/response model construction, and
+an ``httpx`` connection pool that polls every idle socket on each request, which grows with concurrency),
+far above the 1 ms per call the harness aims at. The wire format is the public chat-completions API, so
+nothing is lost by speaking it directly.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 from urllib.request import getproxies_environment, proxy_bypass_environment  # type: ignore[attr-defined]
 
-import aiohttp
-
 from .backends import PermanentError, TransientError
+from .http import HTTPPool, ProtocolError, ReplyTooLarge
 from .redact import redact, register_secret
 from .timeouts import resolve_timeouts
 from .types import ChatRequest, ChatResult, ToolCallOut
@@ -53,8 +51,7 @@ def _retry_after(headers: Any) -> float | None:
 def env_proxy(url: str) -> str | None:
     """The proxy that ``HTTP(S)_PROXY`` / ``NO_PROXY`` choose for ``url``, or None.
 
-    Resolved once per endpoint: aiohttp's own ``trust_env`` looks it up (and reads ``~/.netrc``) in a
-    worker thread on every request, which cost more CPU than the rest of the call.
+    Resolved once per endpoint, when its connection pool is made.
     """
     parts = urlsplit(url)
     proxies = getproxies_environment()
@@ -67,6 +64,11 @@ def status_error(status: int, body: bytes, headers: Any) -> TransientError | Per
     """Map a non-2xx response onto our retry decision (5xx and 408/409/425/429 are worth retrying)."""
     if status >= 500 or status in _RETRYABLE_STATUS:
         return TransientError(f"http_{status}", f"HTTP {status}", retry_after=_retry_after(headers))
+    if status < 400:
+        # Redirects are not followed (a POST cannot be replayed blindly); the fix is the URL it points at.
+        where = (headers.get("location") if headers is not None else None) or "elsewhere"
+        return PermanentError(f"http_{status}",
+                              redact(f"HTTP {status}: the server redirects to {where}; set base_url to that address"))
     message = body[:300].decode("utf-8", "replace")
     try:
         err = json.loads(body).get("error")
@@ -86,19 +88,18 @@ def classify(exc: BaseException) -> TransientError | PermanentError:
 def _classify(exc: BaseException) -> TransientError | PermanentError:
     if isinstance(exc, (TransientError, PermanentError)):
         return exc
-    # Checked before connection errors: aiohttp's socket-read timeout is both a TimeoutError and a
-    # connection error, and it is a timeout that the caller configured.
+    if isinstance(exc, ReplyTooLarge):
+        return PermanentError("reply_too_large", str(exc))
+    # Checked before connection errors: a TimeoutError is also an OSError, and it is a limit the caller set.
     if isinstance(exc, TimeoutError):
         return TransientError("timeout", "request timed out")
-    # A body cut short arrives as a payload error; it is the server's malformed reply, not a dropped link.
-    if isinstance(exc, aiohttp.ClientPayloadError):
+    # A reply that is not valid HTTP, or ends early, is the server's malformed reply, not a dropped link.
+    if isinstance(exc, ProtocolError):
         return TransientError("malformed_body", str(exc))
-    if isinstance(exc, (aiohttp.ClientConnectionError, ConnectionError, OSError)):
+    if isinstance(exc, (ConnectionError, OSError)):
         return TransientError("connection", str(exc) or type(exc).__name__)
     if isinstance(exc, (json.JSONDecodeError, UnicodeDecodeError, ValueError, KeyError, TypeError, IndexError)):
         return TransientError("malformed_body", str(exc))
-    if isinstance(exc, aiohttp.ClientError):
-        return TransientError("connection", f"{type(exc).__name__}: {exc}")
     return TransientError("unexpected", f"{type(exc).__name__}: {exc}")
 
 
@@ -121,6 +122,7 @@ class OpenAIBackend:
         self.base_url = public_url(base_url)
         parts = urlsplit(base_url)
         self._root = urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), "", ""))
+        self._path = parts.path.rstrip("/")
         self._query = parts.query
         self._model = model
         self._configured = model
@@ -129,40 +131,32 @@ class OpenAIBackend:
         register_secret(api_key)
         self._headers = {"Content-Type": "application/json", "Authorization": f"Bearer {api_key or 'not-needed'}"}
         self.timeouts = resolve_timeouts(base_url, connect_timeout_s, read_timeout_s, timeout_s)
-        # sock_read is the idle limit: it restarts with every chunk, so a slow but live reply is not cut.
-        self._timeout = aiohttp.ClientTimeout(total=self.timeouts.total, sock_connect=self.timeouts.connect,
-                                              sock_read=self.timeouts.read)
         self.max_reply_bytes = max_reply_bytes
-        self._proxy = env_proxy(self._root)
-        self._session: aiohttp.ClientSession | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._pool: HTTPPool | None = None
 
     @property
     def backend_id(self) -> str:
         return f"openai:{self.base_url}"
 
-    def _url(self, route: str) -> str:
-        return f"{self._root}{route}" + (f"?{self._query}" if self._query else "")
+    def _target(self, route: str) -> str:
+        return f"{self._path}{route}" + (f"?{self._query}" if self._query else "")
 
-    def _http(self) -> aiohttp.ClientSession:
-        loop = asyncio.get_running_loop()
-        # A session is bound to the loop it was made on; a client reused under a new loop gets a new one.
-        if self._session is None or self._session.closed or self._loop is not loop:
-            # No connector limit: the LLMClient's per-endpoint semaphore is the one concurrency bound.
-            connector = aiohttp.TCPConnector(limit=0, limit_per_host=0, ttl_dns_cache=300)
-            self._session = aiohttp.ClientSession(connector=connector, timeout=self._timeout,
-                                                  headers=self._headers)
-            self._loop = loop
-        return self._session
+    def _http(self) -> HTTPPool:
+        if self._pool is None:
+            try:
+                self._pool = HTTPPool(self._root, timeouts=self.timeouts, headers=self._headers,
+                                      proxy=env_proxy(self._root), max_body=self.max_reply_bytes)
+            except ValueError as exc:
+                raise PermanentError("proxy", f"proxy settings for {self.base_url}: {exc}") from exc
+        return self._pool
 
     async def _request(self, method: str, route: str, body: dict[str, Any] | None = None) -> Any:
         data = None if body is None else json.dumps(body, ensure_ascii=False).encode("utf-8")
         try:
-            async with self._http().request(method, self._url(route), data=data, proxy=self._proxy) as resp:
-                raw = await _read_bounded(resp, self.max_reply_bytes)
-                if resp.status >= 400:
-                    raise status_error(resp.status, raw, resp.headers)
-                return json.loads(raw)
+            resp = await self._http().request(method, self._target(route), data)
+            if not 200 <= resp.status < 300:
+                raise status_error(resp.status, resp.body, resp.headers)
+            return json.loads(resp.body)
         except Exception as exc:  # noqa: BLE001 - classified and re-raised
             raise classify(exc) from exc
 
@@ -266,27 +260,9 @@ class OpenAIBackend:
 
     async def aclose(self) -> None:
         """Close the HTTP connection pool."""
-        if self._session is not None and not self._session.closed:
-            await self._session.close()
-        self._session = None
-
-
-async def _read_bounded(resp: aiohttp.ClientResponse, limit: int) -> bytes:
-    """The response body, refusing (without buffering it) one larger than ``limit`` bytes."""
-    declared = resp.content_length
-    if declared is not None and declared > limit:
-        raise PermanentError("reply_too_large", f"reply of {declared} bytes exceeds max_reply_bytes={limit}")
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        chunk = await resp.content.read(1 << 16)
-        if not chunk:
-            return b"".join(chunks)
-        size += len(chunk)
-        if size > limit:
-            resp.close()  # drop the connection rather than drain the rest of the body
-            raise PermanentError("reply_too_large", f"reply exceeds max_reply_bytes={limit} bytes")
-        chunks.append(chunk)
+        if self._pool is not None:
+            await self._pool.aclose()
+        self._pool = None
 
 
 def _chat_result(resp: Any, model: str, seconds: float) -> ChatResult:
