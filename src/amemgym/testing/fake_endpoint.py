@@ -113,7 +113,8 @@ class FakeEndpoint:
     """An OpenAI-compatible server on an ephemeral loopback port; use as a context manager.
 
     Args:
-        latency: seconds every chat and embedding request takes before its reply (or fault).
+        latency: seconds from a chat or embedding request's arrival to its reply (or fault); the endpoint's own
+            work (decoding, the responder, encoding) happens inside it rather than on top of it.
         responder: maps the parsed request body to reply text; must depend on content only.
         fault_rate: probability that a chat request gets a random fault from ``fault_kinds``.
         fault_kinds: the faults to draw from (``schema_break`` only applies to structured requests).
@@ -366,7 +367,21 @@ class _Handler(BaseHTTPRequestHandler):
         # client's delayed ACK (up to 40 ms), a latency that would be charged to the harness.
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
+    _due = 0.0
+
+    def parse_request(self) -> bool:
+        # The request has arrived once its first line is read: its latency runs from here.
+        self._due = time.perf_counter() + self.server.endpoint.latency
+        return super().parse_request()
+
+    def _wait_due(self) -> None:
+        """Hold the reply until the request's latency, counted from its arrival, has passed."""
+        delay = self._due - time.perf_counter()
+        if delay > 0:
+            time.sleep(delay)
+
     def _send(self, status: int, payload: bytes, headers: dict[str, str] | None = None) -> None:
+        self._wait_due()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(payload)))
@@ -380,6 +395,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:  # noqa: N802 - stdlib naming
         ep = self.server.endpoint
+        self._due = 0.0  # the model list answers at once
         if self.path.split("?")[0].rstrip("/").endswith("/models"):
             with ep._lock:
                 ep.model_calls += 1
@@ -400,8 +416,6 @@ class _Handler(BaseHTTPRequestHandler):
             return
         ep._enter(self.headers.get("Authorization"))
         try:
-            if ep.latency > 0:
-                time.sleep(ep.latency)
             if path.endswith("/chat/completions"):
                 self._chat(ep, body)
             elif path.endswith("/embeddings"):
@@ -439,11 +453,13 @@ class _Handler(BaseHTTPRequestHandler):
                                                   "type": "invalid_request_error" if fault == "http_400"
                                                   else "server_error"}}, headers)
         elif fault == "reset":
+            self._wait_due()
             # SO_LINGER 0 makes close() send RST instead of FIN: the client sees a reset, not an empty reply.
             self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             self.close_connection = True
             self.connection.close()
         elif fault == "timeout":
+            self._wait_due()
             time.sleep(ep.timeout_sleep)
             self.close_connection = True
         elif fault == "truncated":
