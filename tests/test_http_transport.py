@@ -315,3 +315,30 @@ def test_error_classes_are_distinct() -> None:
     # ProtocolError must not be an OSError (it would be counted as a dropped connection, not a bad reply).
     assert not issubclass(ProtocolError, OSError) and not issubclass(ReplyTooLarge, OSError)
     assert issubclass(ProxyError, ConnectionError)
+
+
+async def test_fake_endpoint_latency_covers_its_own_work() -> None:
+    # The benchmarks charge everything above the configured latency to the harness, so the fake endpoint's
+    # own work (here a responder taking 0.15 s) must happen inside the latency, not after it.
+    import time
+
+    from amemgym.testing.fake_endpoint import FakeEndpoint
+
+    def slow(body: dict[str, object]) -> str:
+        time.sleep(0.15)
+        return "ok"
+
+    with FakeEndpoint(latency=0.4, responder=slow) as ep:
+        pool = HTTPPool(ep.base_url, timeouts=LIMITS, headers={"Content-Type": "application/json"},
+                        max_body=1 << 20)
+        body = json.dumps({"model": "fake-model", "messages": [{"role": "user", "content": "hi"}]}).encode()
+        loop = asyncio.get_running_loop()
+        took = []
+        for _ in range(3):
+            start = loop.time()
+            resp = await pool.request("POST", "/v1/chat/completions", body)
+            took.append(loop.time() - start)
+            assert json.loads(resp.body)["choices"][0]["message"]["content"] == "ok"
+        await pool.aclose()
+    assert min(took) >= 0.4
+    assert min(took) < 0.5  # not 0.4 + 0.15
