@@ -138,12 +138,23 @@ class Episode:
             await asyncio.to_thread(atomic_write_json, path, versioned({"answers": result}))
         return result
 
+    def _start_upper_bound(self) -> asyncio.Task[dict[str, Any]]:
+        """The upper-bound questions, started on first need (docs/design.md §4).
+
+        That is once the conversation's first session is done, or at the first evaluation or the end if
+        sooner: started with the first session they would launch a burst of calls just as the conversation's
+        first call (and every other user's) is being sent, and delay it. They are needed only by evaluations.
+        """
+        if self._ub is None:
+            self._ub = asyncio.create_task(self._upper_bound())
+        return self._ub
+
     async def _evaluate(self, period: int, snapshot: dict[str, Any]) -> None:
         path = self.rundir.evaluation(self.user.id, period)
+        upper_bound = self._start_upper_bound()
         try:
             result = await evaluate_period(self.llm, self.spec, self.ctx, self.user, period, snapshot, self.seed)
-            assert self._ub is not None
-            ub = await self._ub
+            ub = await upper_bound
         except AMemGymError as exc:
             self._fail(period, "evaluation", exc)
             return
@@ -175,12 +186,11 @@ class Episode:
         Errors that are not the model's or the agent's (a broken run file, a full disk) are raised, after the
         background evaluations are settled: a task left holding an exception would be logged with a traceback.
         """
-        self._ub = asyncio.create_task(self._upper_bound())
         evals: list[asyncio.Task[None]] = []
         try:
             await self._play(evals)
         except BaseException:
-            pending = [*evals, self._ub]
+            pending = [*evals, *([self._ub] if self._ub is not None else [])]
             for task in pending:
                 task.cancel()
             await asyncio.gather(*pending, return_exceptions=True)
@@ -188,7 +198,6 @@ class Episode:
 
     async def _play(self, evals: list[asyncio.Task[None]]) -> None:
         user, rd = self.user, self.rundir
-        assert self._ub is not None
         agent = self.spec.build(self.llm, self.ctx)
         start_p, start_s = 0, 0
         if rd.state(user.id).exists():
@@ -244,12 +253,13 @@ class Episode:
                               (partial(atomic_write_json, compact=True), rd.state(user.id),
                                versioned({"period": p, "session": s + 1, "snapshot": snap})))
                 self.events.on_session(user.id, p, s)
+                self._start_upper_bound()
         except AMemGymError as exc:
             self._fail(period_index, "conversation", exc)
         finally:
             await self._flush()
         await asyncio.gather(*evals)
         try:
-            await self._ub
+            await self._start_upper_bound()
         except AMemGymError as exc:
             self._fail(None, "upper_bound", exc)
