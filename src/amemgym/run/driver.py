@@ -187,21 +187,22 @@ def _preload() -> None:
     """Load what a run needs only once calls are under way or done, in the order it is needed.
 
     rich for the progress lines and the summary (a first print compiles its number highlighter's patterns),
-    the run-file validators for the metrics, the summary's warnings, then the report builder (with NumPy;
-    a missing extra is reported later, where it is used).
+    the run-file validators for the metrics, the summary's warnings, then the report builder (with NumPy).
+    Only a head start: whatever fails here (a missing report extra, say) fails again where it is used, and
+    is reported there.
     """
-    import io
+    with contextlib.suppress(Exception):
+        import io
 
-    from rich.console import Console
-    from rich.table import Table
+        from rich.console import Console
+        from rich.table import Table
 
-    Console(file=io.StringIO()).print(Table("metric", title="results: 0"), "results: /0 (0)")
+        Console(file=io.StringIO()).print(Table("metric", title="results: 0"), "results: /0 (0)")
 
-    from ..records import build_models
-    from ..validity import sim_audit  # noqa: F401
+        from ..records import build_models
+        from ..validity import sim_audit  # noqa: F401
 
-    build_models()
-    with contextlib.suppress(ImportError):
+        build_models()
         import amemgym.report.build  # noqa: F401
 
 
