@@ -234,3 +234,35 @@ def test_cli_bad_config(tmp_path: Path, original_env_path: Path) -> None:
     result = CliRunner().invoke(app, ["run", "--env", str(original_env_path), "--out", str(tmp_path / "X"),
                                       "--config", cfg])
     assert "cfg.yaml: run.user_concurency: unknown field" in _one_error_line(result)
+
+
+def test_set_values_read_as_yaml_reads_them_with_or_without_pyyaml() -> None:
+    # A plain name or URL skips PyYAML (a run would import it only for its --set values); every string the
+    # shortcut takes must be read exactly as YAML reads it, and everything else still goes through YAML.
+    import itertools
+    import math
+    import random
+
+    import yaml
+
+    from amemgym.config import set_value
+
+    def yaml_reads(raw: str) -> object:
+        try:
+            return yaml.safe_load(raw)
+        except yaml.YAMLError:
+            return raw
+
+    rng = random.Random(7)
+    alphabet = "aAzZ09_./:-~#@ eEnNoOtTyY+"
+    samples = ["".join(p) for n in (1, 2, 3) for p in itertools.product("aN0.:-~ y", repeat=n)]
+    samples += ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 24))) for _ in range(20_000)]
+    samples += ["http://127.0.0.1:8000/v1", "fake-model", "gpt-4o-mini", "Yes", "NULL", "off", "a:", "a: b",
+                "true", "On", "x:1", "no_cache", "2020-10-01", "1e3", "0x1F", "1:20", "a #b", "a#b"]
+    for raw in samples:
+        got, want = set_value(raw), yaml_reads(raw)
+        same = (isinstance(got, float) and isinstance(want, float) and math.isnan(got) and math.isnan(want)) \
+            or (type(got) is type(want) and got == want)
+        assert same, (raw, got, want)
+    assert set_value("http://127.0.0.1:8000/v1") == "http://127.0.0.1:8000/v1"
+    assert set_value("4") == 4 and set_value("no") is False and set_value("a: b") == {"a": "b"}

@@ -243,3 +243,37 @@ def test_an_unversioned_run_of_an_earlier_release_is_migrated_not_refused(
     before = json.loads((finished / "metrics.json").read_text(encoding="utf-8"))
     after = json.loads((run / "metrics.json").read_text(encoding="utf-8"))
     assert after["overall"] == before["overall"] and after["format_version"] == RUN_FORMAT_VERSION
+
+
+async def test_new_run_writes_its_manifest_before_any_other_file(
+    original_env_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A new run writes its manifest in a thread while the first calls are out; a slow disk must not let a
+    # session, checkpoint, upper bound or evaluation land first (a directory without its manifest is no run).
+    import time
+
+    from amemgym.agents import resolve_agent
+    from amemgym.config import load_config
+    from amemgym.data import load_environment
+    from amemgym.run import Runner
+    from amemgym.run.engine import Runner as EngineRunner
+    from amemgym.testing.run_script import RunScript
+    from amemgym.testing.scripted_model import scripted_client
+
+    slow = EngineRunner._write_manifest
+
+    def write_manifest(self: Any, old: Any, models: Any) -> Any:
+        time.sleep(0.3)
+        return slow(self, old, models)
+
+    monkeypatch.setattr(EngineRunner, "_write_manifest", write_manifest)
+    env = load_environment(original_env_path)
+    llm = scripted_client(RunScript(env.users[0]), cache=tmp_path / "cache.sqlite")
+    rundir = tmp_path / "run"
+    outcome = await Runner(env, resolve_agent("native"), rundir, load_config("tiny"), llm).run(
+        user_ids=[env.users[0].id])
+    assert not outcome.failures
+    manifest_at = (rundir / "manifest.json").stat().st_mtime_ns
+    others = [p for p in rundir.rglob("*") if p.is_file() and p.name not in ("manifest.json", ".amemgym.lock")]
+    assert any(p.name == "sessions.jsonl" for p in others) and any(p.name == "upper_bound.json" for p in others)
+    assert all(p.stat().st_mtime_ns >= manifest_at for p in others), [p.name for p in others]

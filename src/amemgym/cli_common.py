@@ -5,18 +5,37 @@ from __future__ import annotations
 import errno
 import functools
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar, cast
 
 import typer
-from rich.console import Console
 
 from .errors import AMemGymError
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from .config import AppConfig
 
-out = Console()
-err = Console(stderr=True)
+
+class _LazyConsole:
+    """A rich ``Console`` made on first use: importing rich costs a run about 40 ms before its first call."""
+
+    def __init__(self, **options: Any) -> None:
+        self._options = options
+        self._console: Console | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        console = self._console
+        if console is None:
+            from rich.console import Console
+
+            console = self._console = Console(**self._options)
+        return getattr(console, name)
+
+
+# Typed as the consoles they stand for; every use is an attribute of the real one.
+out = cast("Console", _LazyConsole())
+err = cast("Console", _LazyConsole(stderr=True))
 
 F = TypeVar("F", bound=Callable[..., Any])
 

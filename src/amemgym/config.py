@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .errors import ConfigError
+
+if TYPE_CHECKING:
+    import yaml
 
 Role = Literal["generator", "simulator", "agent", "memory", "judge", "embedder"]
 ROLES: tuple[Role, ...] = ("generator", "simulator", "agent", "memory", "judge", "embedder")
@@ -263,12 +266,14 @@ def _read_file(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: cannot read config: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path.name}: not UTF-8 text (byte {exc.start})") from None
-    try:
-        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{path.name}: not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path.name}: not valid YAML{yaml_problem(exc)}") from None
+    if path.suffix == ".json":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{path.name}: not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") \
+                from None
+    else:
+        data = _yaml_file(path.name, text)
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -276,14 +281,40 @@ def _read_file(path: Path) -> dict[str, Any]:
     return data
 
 
+def _yaml_file(name: str, text: str) -> Any:
+    import yaml
+
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{name}: not valid YAML{yaml_problem(exc)}") from None
+
+
+#: A ``--set`` value that YAML reads as this very string: a letter first, then name and URL characters only,
+#: and not one of YAML's boolean or null words (every other implicit type starts with a digit, sign, dot or
+#: symbol). Such values skip PyYAML, which a run otherwise imports only for this.
+_PLAIN_VALUE = re.compile(r"[A-Za-z][A-Za-z0-9_./:-]*")
+_YAML_WORDS = frozenset(f(w) for w in ("yes", "no", "true", "false", "on", "off", "null")
+                        for f in (str.lower, str.capitalize, str.upper))
+
+
+def set_value(raw: str) -> Any:
+    """The value of ``--set KEY=RAW``: YAML's reading of ``RAW``, or ``RAW`` itself where YAML fails."""
+    if _PLAIN_VALUE.fullmatch(raw) and not raw.endswith(":") and raw not in _YAML_WORDS:
+        return raw
+    import yaml
+
+    try:
+        return yaml.safe_load(raw)
+    except yaml.YAMLError:
+        return raw
+
+
 def _parse_set(item: str) -> dict[str, Any]:
     if "=" not in item:
         raise ConfigError(f"--set {item!r}: expected KEY.PATH=VALUE")
     key, raw = item.split("=", 1)
-    try:
-        value = yaml.safe_load(raw)
-    except yaml.YAMLError:
-        value = raw
+    value = set_value(raw)
     out: dict[str, Any] = {}
     cur = out
     parts = key.strip().split(".")

@@ -13,7 +13,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from ..config import ROLES, EndpointConfig, yaml_problem
@@ -195,6 +194,8 @@ def resolve_agent(spec: str) -> AgentSpec:
     if path.suffix.lower() in (".json", ".yaml", ".yml"):
         if not path.exists():
             raise ConfigError(f"{spec}: agent config file not found")
+        import yaml
+
         try:
             text = path.read_text(encoding="utf-8")
             data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)

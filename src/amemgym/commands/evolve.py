@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from ..cli_common import (
     AllowModelChangeOpt,
@@ -25,6 +23,9 @@ from ..cli_common import (
 )
 from ..errors import ConfigError
 
+if TYPE_CHECKING:
+    from rich.console import Console
+
 _ROLES = ("agent", "memory", "judge", "generator", "simulator")
 
 
@@ -35,6 +36,8 @@ def _num(stat: Any) -> str:
 
 def print_cycles(console: Console, metrics: dict[str, Any], evolution: dict[str, Any]) -> None:
     """One row per cycle (period): memory score, failure rates, recall, and what happened to the policy."""
+    from rich.table import Table
+
     from ..scoring.registry import FAILURE_GROUP, registered
 
     rates = [m for m in registered("pooled") if m.group == FAILURE_GROUP]

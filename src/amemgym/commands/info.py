@@ -6,7 +6,6 @@ import sys
 import time
 
 import typer
-from rich.table import Table
 
 from .. import __version__
 from ..cli_common import ConfigOpt, SetOpt, app_config, handled, out
@@ -14,6 +13,8 @@ from ..cli_common import ConfigOpt, SetOpt, app_config, handled, out
 
 def info(config: ConfigOpt = None, set_: SetOpt = None) -> None:
     """Versions, which backend each role resolves to, and whether the embedded model is installed."""
+    from rich.table import Table
+
     from ..llm.client import LLMClient, default_cache_dir
 
     cfg = app_config(config, set_)
@@ -42,6 +43,8 @@ def info(config: ConfigOpt = None, set_: SetOpt = None) -> None:
 
 def check_llm(config: ConfigOpt = None, set_: SetOpt = None) -> None:
     """One real round trip per role (chat, structured output, embeddings), with latency and tokens."""
+    from rich.table import Table
+
     from ..llm.client import LLMClient
 
     cfg = app_config(config, set_)

@@ -6,13 +6,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
 
 from ..cli_common import handled, out
 from ..errors import ConfigError
 from ..storage import atomic_write_text
 
 if TYPE_CHECKING:
+    from rich.table import Table
+
     from ..families import Board
 
 RunsArg = Annotated[list[Path], typer.Argument(help="Run directories (each with manifest.json and metrics.json), "
@@ -79,6 +80,8 @@ def leaderboard_cmd(
 def _board_table(board: Board, width: int) -> Table:
     """The board as one table, or, when its columns cannot fit ``width`` without cutting values short, as
     one field/value block per row (every value stays readable in a narrow terminal or a captured log)."""
+    from rich.table import Table
+
     widths = [max(len(c), *(len(r[i]) for r in board.rows)) if board.rows else len(c)
               for i, c in enumerate(board.columns)]
     if sum(w + 3 for w in widths) + 1 <= width:

@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 
 from ..cli_common import ConfigOpt, SetOpt, app_config, handled, out
 from ..errors import ConfigError, LLMError
@@ -43,6 +42,8 @@ def _ci(lo: float | None, hi: float | None) -> str:
 
 def print_report(report: Any, max_rows: int = 20) -> None:
     """Tables for the strategies, the leaky questions and the audit warnings."""
+    from rich.table import Table
+
     from ..validity.audit import CHECKS
     from ..validity.suite import DECISION_RULE
 
@@ -169,6 +170,8 @@ def register(app: typer.Typer) -> None:
 
 def print_sim_audit(result: dict[str, Any], path: Path, max_rows: int = 30) -> None:
     """Rates per check and the offending turns."""
+    from rich.table import Table
+
     from ..validity.sim_audit import DEGENERATE_WARN
 
     table = Table("check", "flagged", "rate", title=f"simulator audit: {result['turns']} turns")

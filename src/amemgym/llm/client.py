@@ -13,8 +13,6 @@ from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type
-
 from ..config import ROLE_TEMPERATURE, EndpointConfig, LLMConfig
 from ..errors import BackendUnavailable, LLMError, MalformedOutput
 from ..seeding import derive_seed
@@ -95,7 +93,7 @@ def _http_limits(ep: EndpointConfig) -> dict[str, Any]:
 
 
 class _Failed:
-    """A failed attempt as the stop and wait policies read it (the parts of tenacity's ``RetryCallState`` they use)."""
+    """A failed attempt as the stop and wait policies read it (shaped like tenacity's ``RetryCallState``)."""
 
     def __init__(self, attempt_number: int, exc: BaseException) -> None:
         self.attempt_number = attempt_number
@@ -113,7 +111,7 @@ class _StopRetrying:
         self.attempts, self.timeout_retries = attempts, timeout_retries
         self.timeouts = 0
 
-    def __call__(self, state: RetryCallState | _Failed) -> bool:
+    def __call__(self, state: _Failed) -> bool:
         exc = state.outcome.exception() if state.outcome else None
         if isinstance(exc, TransientError) and exc.kind == "timeout":
             self.timeouts += 1
@@ -128,7 +126,7 @@ class _Backoff:
     def __init__(self, base: float, cap: float, rng: random.Random) -> None:
         self.base, self.cap, self.rng = base, cap, rng
 
-    def __call__(self, state: RetryCallState | _Failed) -> float:
+    def __call__(self, state: _Failed) -> float:
         exc = state.outcome.exception() if state.outcome else None
         delay = self.rng.uniform(0, min(self.cap, self.base * 2 ** (state.attempt_number - 1)))
         if isinstance(exc, TransientError) and exc.retry_after is not None:
@@ -270,16 +268,25 @@ class LLMClient:
         return identity
 
     async def _resolve_identity(self, role: str, ask: Callable[[], Any], ep: EndpointConfig) -> str:
-        retrying = AsyncRetrying(stop=_StopRetrying(ep.max_retries + 1, ep.max_timeout_retries), wait=self._backoff,
-                                 retry=retry_if_exception_type(TransientError), reraise=True)
-        try:
-            async for attempt in retrying:
-                with attempt:
-                    return str(await ask())
-        except (TransientError, PermanentError) as exc:
-            raise LLMError(f"{role}: cannot learn which model the endpoint serves ({exc.kind}): "
-                           f"{redact(str(exc))}") from None
-        raise AssertionError("unreachable")  # pragma: no cover
+        # Retried like a chat call (wait, then stop, checked after each transient failure; see
+        # _call_with_retries), without tenacity, whose import alone costs a run's start about 10 ms.
+        def failure(exc: TransientError | PermanentError) -> LLMError:
+            return LLMError(f"{role}: cannot learn which model the endpoint serves ({exc.kind}): {redact(str(exc))}")
+
+        stop = _StopRetrying(ep.max_retries + 1, ep.max_timeout_retries)
+        attempt = 1
+        while True:
+            try:
+                return str(await ask())
+            except TransientError as exc:
+                failed = _Failed(attempt, exc)
+                delay = self._backoff(failed)
+                if stop(failed):
+                    raise failure(exc) from None
+            except PermanentError as exc:
+                raise failure(exc) from None
+            await asyncio.sleep(delay)
+            attempt += 1
 
     async def resolve_models(self, roles: tuple[str, ...]) -> dict[str, dict[str, Any]]:
         """:meth:`describe`, with the served model of each of ``roles`` under ``served``."""

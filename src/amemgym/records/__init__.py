@@ -17,5 +17,22 @@ from .session import Message, SessionRecord
 __all__ = [
     "RUN_FORMAT_VERSION", "UNVERSIONED", "EvaluationRecord", "EvolutionCycle", "Failure", "FailuresFile",
     "Manifest", "Message", "Metrics", "PendingUsage", "QuestionResult", "RunFile", "SessionRecord", "Snapshot", "State",
-    "UpperBoundAnswer", "UpperBoundRecord", "UsageFile", "as_dict", "parse_record", "read_record", "versioned",
+    "UpperBoundAnswer", "UpperBoundRecord", "UsageFile", "as_dict", "build_models", "parse_record", "read_record",
+    "versioned",
 ]
+
+
+def build_models() -> None:
+    """Build the validators of every record model now rather than on first use (pydantic's deferred build).
+
+    A run calls this in a worker thread while it waits on the network, so that reading its files at the end
+    does not pay for it; pydantic serialises concurrent builds of one model.
+    """
+    from pydantic import BaseModel
+
+    from . import base, checkpoint, evaluation, evolve, manifest, results, session
+
+    for module in (base, checkpoint, evaluation, evolve, manifest, results, session):
+        for obj in vars(module).values():
+            if isinstance(obj, type) and issubclass(obj, BaseModel) and obj.__module__ == module.__name__:
+                obj.model_rebuild()

@@ -33,10 +33,11 @@ class RunFile(BaseModel):
     """Base of every top-level run-file model.
 
     Unknown keys are kept (a field added within the same format version must not break older readers);
-    the fields a reader relies on are typed and required.
+    the fields a reader relies on are typed and required. Validators are built on first use, not at import
+    (a run reads none of these files before its first model call; see :func:`amemgym.records.build_models`).
     """
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
     format_version: int = RUN_FORMAT_VERSION
 

@@ -10,7 +10,7 @@ from .base import RunFile
 
 
 class _Part(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
 
 class Stat(_Part):

@@ -12,7 +12,7 @@ from .base import RunFile
 class Message(BaseModel):
     """One chat message of a session."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
     role: str
     content: str

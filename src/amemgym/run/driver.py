@@ -6,10 +6,7 @@ import asyncio
 import contextlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
-
-from rich.console import Console
-from rich.table import Table
+from typing import TYPE_CHECKING, Any
 
 from ..agents.base import AgentContext
 from ..agents.registry import resolve_agent
@@ -24,6 +21,9 @@ from .engine import Runner, existing_manifest, protocol_of
 from .flags import ModelFlags, first_users
 from .lock import run_lock
 from .progress import RunProgress
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 def default_environment() -> Path:
@@ -47,6 +47,8 @@ def _num(value: Any) -> str:
 
 def print_summary(console: Console, metrics: dict[str, Any], rundir: Path) -> None:
     """The short summary printed after a run."""
+    from rich.table import Table
+
     o = metrics["overall"]
     table = Table("metric", "mean [95% CI over users]", title=f"{metrics.get('agent')} - {rundir}")
     cells = o.get("memory_cells") or {}
@@ -156,14 +158,18 @@ def run_command(
                         allow_model_change=allow_model_change, protocol=protocol)
 
         async def go() -> Any:
-            # What the metrics and the report need afterwards is imported while the run waits on the network.
-            preload = asyncio.get_running_loop().run_in_executor(None, _preload_report)
+            # What the end of the run needs is loaded in a thread while the run waits on the network; started
+            # once the first calls are out, so that it does not compete with them for the interpreter.
+            loop = asyncio.get_running_loop()
+            preload: list[asyncio.Future[None]] = []
             try:
-                return await runner.run(executor=distributed)
+                return await runner.run(executor=distributed,
+                                        started=lambda: preload.append(loop.run_in_executor(None, _preload)))
             finally:
                 progress.close()
                 await llm.aclose()
-                await preload
+                if preload:
+                    await preload[0]
 
         with _calm_gc():
             outcome = asyncio.run(go())
@@ -177,9 +183,26 @@ def run_command(
         return 1 if outcome.failures or not outcome.metrics["complete"] else 0
 
 
-def _preload_report() -> None:
-    """Import the report builder (and NumPy with it); a missing extra is reported later, where it is used."""
-    with contextlib.suppress(ImportError):
+def _preload() -> None:
+    """Load what a run needs only once calls are under way or done, in the order it is needed.
+
+    rich for the progress lines and the summary (a first print compiles its number highlighter's patterns),
+    the run-file validators for the metrics, the summary's warnings, then the report builder (with NumPy).
+    Only a head start: whatever fails here (a missing report extra, say) fails again where it is used, and
+    is reported there.
+    """
+    with contextlib.suppress(Exception):
+        import io
+
+        from rich.console import Console
+        from rich.table import Table
+
+        Console(file=io.StringIO()).print(Table("metric", title="results: 0"), "results: /0 (0)")
+
+        from ..records import build_models
+        from ..validity import sim_audit  # noqa: F401
+
+        build_models()
         import amemgym.report.build  # noqa: F401
 
 

@@ -73,6 +73,7 @@ class Episode:
         off_policy: RunDir | None = None,
         events: EpisodeEvents | None = None,
         after_period: PeriodHook | None = None,
+        ready: asyncio.Future[Any] | None = None,
     ) -> None:
         self.user = user
         self.spec = spec
@@ -90,6 +91,8 @@ class Episode:
         )
         self.simulator = build_simulator(llm, cfg)
         self._ub: asyncio.Task[dict[str, Any]] | None = None
+        # ``ready``: the run directory's manifest being written; every write of this episode lands after it.
+        self._ready = ready
         self._writes: asyncio.Task[None] | None = None
 
     def _persist(self, write: Callable[..., None], *args: Any) -> None:
@@ -105,11 +108,19 @@ class Episode:
         async def chained() -> None:
             if previous is not None:
                 await previous
+            else:
+                await self._wait_ready()
             await asyncio.to_thread(write, *args)
 
         self._writes = asyncio.create_task(chained())
 
+    async def _wait_ready(self) -> None:
+        if self._ready is not None:
+            # Shielded: a cancelled wait of one episode must not cancel the write every episode waits for.
+            await asyncio.shield(self._ready)
+
     async def _flush(self) -> None:
+        await self._wait_ready()
         if self._writes is not None:
             await self._writes
 
@@ -122,16 +133,28 @@ class Episode:
         done = as_dict(read_record(path, UpperBoundRecord))["answers"] if path.exists() else {}
         result = await upper_bound_answers(self.llm, self.user, done, self.cfg.run.eval_max_tokens, self.seed)
         if result != done:
+            await self._wait_ready()
             # Written in a thread: its fsyncs would otherwise stall every user's episode on this loop.
             await asyncio.to_thread(atomic_write_json, path, versioned({"answers": result}))
         return result
 
+    def _start_upper_bound(self) -> asyncio.Task[dict[str, Any]]:
+        """The upper-bound questions, started on first need (docs/design.md §4).
+
+        That is once the conversation's first session is done, or at the first evaluation or the end if
+        sooner: started with the first session they would launch a burst of calls just as the conversation's
+        first call (and every other user's) is being sent, and delay it. They are needed only by evaluations.
+        """
+        if self._ub is None:
+            self._ub = asyncio.create_task(self._upper_bound())
+        return self._ub
+
     async def _evaluate(self, period: int, snapshot: dict[str, Any]) -> None:
         path = self.rundir.evaluation(self.user.id, period)
+        upper_bound = self._start_upper_bound()
         try:
             result = await evaluate_period(self.llm, self.spec, self.ctx, self.user, period, snapshot, self.seed)
-            assert self._ub is not None
-            ub = await self._ub
+            ub = await upper_bound
         except AMemGymError as exc:
             self._fail(period, "evaluation", exc)
             return
@@ -139,6 +162,7 @@ class Episode:
             key = upper_bound_key(self.user, period, q["question"])
             q["ub_score"] = ub[key]["score"]
             q["ub_score_original_rule"] = ub[key].get("score_original_rule", ub[key]["score"])
+        await self._wait_ready()
         await asyncio.to_thread(atomic_write_json, path, versioned(result))
         self.events.on_eval(self.user.id, period)
 
@@ -162,12 +186,11 @@ class Episode:
         Errors that are not the model's or the agent's (a broken run file, a full disk) are raised, after the
         background evaluations are settled: a task left holding an exception would be logged with a traceback.
         """
-        self._ub = asyncio.create_task(self._upper_bound())
         evals: list[asyncio.Task[None]] = []
         try:
             await self._play(evals)
         except BaseException:
-            pending = [*evals, self._ub]
+            pending = [*evals, *([self._ub] if self._ub is not None else [])]
             for task in pending:
                 task.cancel()
             await asyncio.gather(*pending, return_exceptions=True)
@@ -175,7 +198,6 @@ class Episode:
 
     async def _play(self, evals: list[asyncio.Task[None]]) -> None:
         user, rd = self.user, self.rundir
-        assert self._ub is not None
         agent = self.spec.build(self.llm, self.ctx)
         start_p, start_s = 0, 0
         if rd.state(user.id).exists():
@@ -231,12 +253,13 @@ class Episode:
                               (partial(atomic_write_json, compact=True), rd.state(user.id),
                                versioned({"period": p, "session": s + 1, "snapshot": snap})))
                 self.events.on_session(user.id, p, s)
+                self._start_upper_bound()
         except AMemGymError as exc:
             self._fail(period_index, "conversation", exc)
         finally:
             await self._flush()
         await asyncio.gather(*evals)
         try:
-            await self._ub
+            await self._start_upper_bound()
         except AMemGymError as exc:
             self._fail(None, "upper_bound", exc)

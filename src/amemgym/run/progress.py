@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
-from typing import Any
-
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from typing import TYPE_CHECKING, Any
 
 from ..llm.usage import UsageLedger
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import Progress
 
 #: A call on the wire longer than this is reported as waiting (the display shows how many and the longest).
 STALL_SECONDS = 30.0
@@ -30,7 +31,7 @@ class RunProgress:
     """Counts sessions and evaluated periods, with tokens, cache hits and errors so far."""
 
     def __init__(self, console: Console | None = None, *, live: bool | None = None) -> None:
-        self.console = console or Console(stderr=True)
+        self._console = console
         self.live = sys.stderr.isatty() if live is None else live
         self._progress: Progress | None = None
         self._ledger: UsageLedger | None = None
@@ -38,12 +39,23 @@ class RunProgress:
         self._ticker: asyncio.Task[None] | None = None
         self.stall_seconds = STALL_SECONDS
 
+    @property
+    def console(self) -> Console:
+        """Where the display goes (stderr unless given); made on first use, rich being slow to import."""
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(stderr=True)
+        return self._console
+
     def attach(self, events: Any, users: list[Any], ledger: UsageLedger) -> None:
         """Wire the episode hooks to the display."""
         self._ledger = ledger
         total_sessions = sum(len(p.sessions) for u in users for p in u.periods)
         total_evals = sum(len(u.periods) for u in users)
         if self.live:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
             self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                       TimeElapsedColumn(), TextColumn("{task.fields[info]}"), console=self.console)
             self._progress.start()
