@@ -93,7 +93,7 @@ def _http_limits(ep: EndpointConfig) -> dict[str, Any]:
 
 
 class _Failed:
-    """A failed attempt as the stop and wait policies read it (shaped like tenacity's ``RetryCallState``)."""
+    """A failed attempt as the stop and wait policies read it (its attempt number and exception)."""
 
     def __init__(self, attempt_number: int, exc: BaseException) -> None:
         self.attempt_number = attempt_number
