@@ -10,10 +10,10 @@ nothing is lost by speaking it directly.
 from __future__ import annotations
 
 import json
+import os
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
-from urllib.request import getproxies_environment, proxy_bypass_environment  # type: ignore[attr-defined]
 
 from .backends import PermanentError, TransientError
 from .http import HTTPPool, ProtocolError, ReplyTooLarge
@@ -53,6 +53,12 @@ def env_proxy(url: str) -> str | None:
 
     Resolved once per endpoint, when its connection pool is made.
     """
+    # urllib.request (and the http.client and email packages it imports) is only worth loading when some
+    # ``*_proxy`` variable is set: that is all getproxies_environment reads.
+    if not any(name.lower().endswith("_proxy") for name in os.environ):
+        return None
+    from urllib.request import getproxies_environment, proxy_bypass_environment  # type: ignore[attr-defined]
+
     parts = urlsplit(url)
     proxies = getproxies_environment()
     if not proxies or proxy_bypass_environment(parts.hostname or "", proxies):
