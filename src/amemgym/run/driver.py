@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -191,6 +192,17 @@ def _preload() -> None:
     Only a head start: whatever fails here (a missing report extra, say) fails again where it is used, and
     is reported there.
     """
+    # While this thread holds the interpreter, a reply that arrives waits for it to let go: at most the
+    # switch interval, 5 ms by default, shortened here for as long as the loading lasts.
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(0.0005)
+    try:
+        _load_late_modules()
+    finally:
+        sys.setswitchinterval(interval)
+
+
+def _load_late_modules() -> None:
     with contextlib.suppress(Exception):
         import io
 
