@@ -98,6 +98,39 @@ def test_an_unreachable_endpoint_stops_before_any_call(monkeypatch: pytest.Monke
     assert "unreachable" in result.output and "role simulator" in result.output
 
 
+def test_a_redirecting_endpoint_is_named_as_such_before_any_call(monkeypatch: pytest.MonkeyPatch,
+                                                                 tmp_path: Path) -> None:
+    # The run's client follows no redirect, so the preflight must not follow one either: before, it
+    # chased the Location and reported the original endpoint "unreachable", or passed a wrong base_url.
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    seen: list[str] = []
+
+    class Redirect(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - stdlib naming
+            seen.append(self.path)
+            self.send_response(308)
+            self.send_header("Location", "http://127.0.0.1:9/elsewhere/v1/models")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        do_POST = do_GET
+
+        def log_message(self, *args: Any) -> None:
+            return
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Redirect)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        monkeypatch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{server.server_port}/v1")
+        result = CliRunner().invoke(app, ["run", "--out", str(tmp_path / "r"), "--model", "m"])
+    finally:
+        server.shutdown()
+    assert result.exit_code == 2, result.output
+    assert "redirects to http://127.0.0.1:9/elsewhere/v1/models (HTTP 308)" in result.output
+    assert seen == ["/v1/models"] and "Traceback" not in result.output
+
+
 def test_a_missing_embedder_stops_a_rag_run_but_not_a_native_one(
     recorded: tuple[FakeEndpoint, Recorder], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -342,3 +342,11 @@ async def test_fake_endpoint_latency_covers_its_own_work() -> None:
         await pool.aclose()
     assert min(took) >= 0.4
     assert min(took) < 0.5  # not 0.4 + 0.15
+
+
+async def test_a_redirected_model_list_is_a_wrong_base_url_even_with_a_model_name(serve) -> None:
+    srv = await serve([reply(b"", status=308, extra="Location: https://api.example.com/v1/models\r\n")])
+    be = backend(srv.port)  # the model name is configured, so a missing model list alone would be fine
+    with pytest.raises(PermanentError, match="redirects to https://api.example.com/v1/models"):
+        await be.model_identity()
+    await be.aclose()

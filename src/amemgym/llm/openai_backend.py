@@ -74,7 +74,8 @@ def status_error(status: int, body: bytes, headers: Any) -> TransientError | Per
         # Redirects are not followed (a POST cannot be replayed blindly); the fix is the URL it points at.
         where = (headers.get("location") if headers is not None else None) or "elsewhere"
         return PermanentError(f"http_{status}",
-                              redact(f"HTTP {status}: the server redirects to {where}; set base_url to that address"))
+                              redact(f"HTTP {status}: the server redirects to {where}; redirects are not followed, so "
+                                     "base_url must name the address that answers"))
     message = body[:300].decode("utf-8", "replace")
     try:
         err = json.loads(body).get("error")
@@ -185,10 +186,10 @@ class OpenAIBackend:
             return self._identity
         try:
             page = await self._request("GET", "/models")
-        except PermanentError:
+        except PermanentError as exc:
             # Some servers have no model list; a configured name then stands alone. Transient errors are
-            # retried by the caller rather than settling for less.
-            if self._configured is None:
+            # retried by the caller rather than settling for less, and a redirect means a wrong base_url.
+            if self._configured is None or exc.kind.startswith("http_3"):
                 raise
             page = None
         data = page.get("data") if isinstance(page, dict) else None

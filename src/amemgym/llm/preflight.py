@@ -61,16 +61,28 @@ def _http_url(cfg: LLMConfig, role: str) -> str | None:
     return cfg.chat_base_url(role)  # type: ignore[arg-type]
 
 
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """Turns a redirect into an HTTPError: the run's client follows none, so the check must not either."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
 def _served_models(url: str, key: str | None) -> tuple[list[str] | None, str | None]:
     """The model ids the endpoint lists (None if it has no usable list), or an error line."""
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     request = urllib.request.Request(url.rstrip("/") + "/models", headers=headers)
     try:
-        with urllib.request.urlopen(request, timeout=PROBE_TIMEOUT_S) as resp:
+        with urllib.request.build_opener(_NoRedirect).open(request, timeout=PROBE_TIMEOUT_S) as resp:
             body = resp.read()
     except urllib.error.HTTPError as exc:
         if exc.code in (401, 403):
             return None, f"endpoint {public_url(url)} rejected the API key (HTTP {exc.code})"
+        if 300 <= exc.code < 400:
+            where = exc.headers.get("Location") if exc.headers is not None else None
+            return None, (f"endpoint {public_url(url)} redirects to {public_url(where) if where else 'elsewhere'} "
+                          f"(HTTP {exc.code}); redirects are not followed, so base_url must name the address "
+                          "that answers")
         return None, None  # reachable; some servers simply have no model list
     except (urllib.error.URLError, OSError, ValueError) as exc:
         reason = getattr(exc, "reason", exc)
