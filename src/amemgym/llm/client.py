@@ -9,6 +9,7 @@ import os
 import random
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -92,16 +93,12 @@ def _http_limits(ep: EndpointConfig) -> dict[str, Any]:
             "read_timeout_s": ep.read_timeout_s, "max_reply_bytes": ep.max_reply_bytes}
 
 
+@dataclass(frozen=True, slots=True)
 class _Failed:
-    """A failed attempt as the stop and wait policies read it (its attempt number and exception)."""
+    """A failed attempt as the stop and wait policies read it."""
 
-    def __init__(self, attempt_number: int, exc: BaseException) -> None:
-        self.attempt_number = attempt_number
-        self.outcome = self
-        self._exc = exc
-
-    def exception(self) -> BaseException:
-        return self._exc
+    attempt_number: int
+    exception: BaseException
 
 
 class _StopRetrying:
@@ -112,7 +109,7 @@ class _StopRetrying:
         self.timeouts = 0
 
     def __call__(self, state: _Failed) -> bool:
-        exc = state.outcome.exception() if state.outcome else None
+        exc = state.exception
         if isinstance(exc, TransientError) and exc.kind == "timeout":
             self.timeouts += 1
             if self.timeouts > self.timeout_retries:
@@ -127,7 +124,7 @@ class _Backoff:
         self.base, self.cap, self.rng = base, cap, rng
 
     def __call__(self, state: _Failed) -> float:
-        exc = state.outcome.exception() if state.outcome else None
+        exc = state.exception
         delay = self.rng.uniform(0, min(self.cap, self.base * 2 ** (state.attempt_number - 1)))
         if isinstance(exc, TransientError) and exc.retry_after is not None:
             delay = max(delay, min(exc.retry_after, self.cap * 4))
