@@ -20,6 +20,7 @@ from .http import HTTPPool, ProtocolError, ReplyTooLarge
 from .redact import redact, register_secret
 from .timeouts import resolve_timeouts
 from .types import ChatRequest, ChatResult, ToolCallOut
+from .urls import REDIRECT_ADVICE
 
 if TYPE_CHECKING:
     import numpy as np
@@ -71,11 +72,9 @@ def status_error(status: int, body: bytes, headers: Any) -> TransientError | Per
     if status >= 500 or status in _RETRYABLE_STATUS:
         return TransientError(f"http_{status}", f"HTTP {status}", retry_after=_retry_after(headers))
     if status < 400:
-        # Redirects are not followed (a POST cannot be replayed blindly); the fix is the URL it points at.
         where = (headers.get("location") if headers is not None else None) or "elsewhere"
-        return PermanentError(f"http_{status}",
-                              redact(f"HTTP {status}: the server redirects to {where}; redirects are not followed, so "
-                                     "base_url must name the address that answers"))
+        text = f"HTTP {status}: the server redirects to {where}; {REDIRECT_ADVICE}"
+        return PermanentError(f"http_{status}", redact(text))
     message = body[:300].decode("utf-8", "replace")
     try:
         err = json.loads(body).get("error")

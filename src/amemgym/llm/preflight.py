@@ -20,7 +20,7 @@ from ..config import LLMConfig
 from ..errors import BackendUnavailable, ConfigError
 from .client import read_api_key
 from .openai_backend import public_url
-from .urls import check_base_url
+from .urls import REDIRECT_ADVICE, check_base_url
 
 __all__ = ["RoleCheck", "check_roles", "preflight", "run_roles"]
 
@@ -80,9 +80,8 @@ def _served_models(url: str, key: str | None) -> tuple[list[str] | None, str | N
             return None, f"endpoint {public_url(url)} rejected the API key (HTTP {exc.code})"
         if 300 <= exc.code < 400:
             where = exc.headers.get("Location") if exc.headers is not None else None
-            return None, (f"endpoint {public_url(url)} redirects to {public_url(where) if where else 'elsewhere'} "
-                          f"(HTTP {exc.code}); redirects are not followed, so base_url must name the address "
-                          "that answers")
+            shown = public_url(where) if where else "elsewhere"
+            return None, f"endpoint {public_url(url)} redirects to {shown} (HTTP {exc.code}); {REDIRECT_ADVICE}"
         return None, None  # reachable; some servers simply have no model list
     except (urllib.error.URLError, OSError, ValueError) as exc:
         reason = getattr(exc, "reason", exc)

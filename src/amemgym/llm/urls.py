@@ -35,3 +35,8 @@ def check_base_url(url: str, source: str = "base_url") -> None:
     problem = base_url_problem(url)
     if problem is not None:
         raise ConfigError(f"{source}: {problem}")
+
+
+#: What to do about a redirect: neither the client nor the preflight follows one (a POST cannot be replayed
+#: blindly), so the fix is the address it points at.
+REDIRECT_ADVICE = "redirects are not followed, so base_url must name the address that answers"
