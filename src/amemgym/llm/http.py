@@ -62,10 +62,16 @@ class _Origin:
         return cls(scheme, parts.hostname or "", parts.port or (443 if scheme == "https" else 80))
 
     @property
-    def authority(self) -> str:
+    def host_port(self) -> str:
+        """``host:port`` with the port always given (an IPv6 address in brackets), as CONNECT names it."""
         host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{host}:{self.port}"
+
+    @property
+    def authority(self) -> str:
+        """The Host header: ``host_port`` without a default port."""
         default = 443 if self.scheme == "https" else 80
-        return host if self.port == default else f"{host}:{self.port}"
+        return self.host_port.rpartition(":")[0] if self.port == default else self.host_port
 
 
 class _Connection:
@@ -198,8 +204,7 @@ class HTTPPool:
         headers = [("Host", self.origin.authority)]
         if self._proxy_auth:
             headers.append(("Proxy-Authorization", self._proxy_auth))
-        host = f"[{self.origin.host}]" if ":" in self.origin.host else self.origin.host
-        request = h11.Request(method="CONNECT", target=f"{host}:{self.origin.port}", headers=headers)
+        request = h11.Request(method="CONNECT", target=self.origin.host_port, headers=headers)
         conn.writer.write(conn.h11.send(request) or b"")
         await conn.writer.drain()
         try:
