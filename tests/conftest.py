@@ -42,3 +42,16 @@ def scripted_llm(tmp_path: Path) -> Callable[..., ScriptedClient]:
         return scripted_client(script, cache=tmp_path / "scripted-cache.sqlite" if cache else None, **options)
 
     return make
+
+
+@pytest.fixture
+def load_hf_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[Path], Any]:
+    """Load a JSONL file with Hugging Face ``datasets``, offline, the way a trainer would (skipped without it)."""
+    datasets = pytest.importorskip("datasets")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+    def load(path: Path) -> Any:
+        return datasets.load_dataset("json", data_files=str(path), split="train", cache_dir=str(tmp_path / "hf"))
+
+    return load

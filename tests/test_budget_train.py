@@ -350,14 +350,10 @@ def test_jsonl_has_one_line_per_tool_call_and_rewards_answers(episode: Episode, 
 
 
 @pytest.mark.parametrize("fmt", ["openai-chat", "jsonl"])
-def test_budget_exports_load_in_hf_datasets(ran: tuple, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                            fmt: str) -> None:
-    datasets = pytest.importorskip("datasets")
-    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+def test_budget_exports_load_in_hf_datasets(ran: tuple, tmp_path: Path, load_hf_json: Any, fmt: str) -> None:
     path = tmp_path / "out.jsonl"
     export_budget_run(ran[0], path, fmt=fmt, with_evaluation=True)
-    ds = datasets.load_dataset("json", data_files=str(path), split="train", cache_dir=str(tmp_path / "hf"))
+    ds = load_hf_json(path)
     assert ds.num_rows == len(lines(path))
     if fmt == "jsonl":
         assert ds.column_names == list(JSONL_KEYS)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import typer
@@ -181,14 +182,10 @@ def test_openai_chat_export_passes_the_format_check(rundir: Path, tmp_path: Path
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
-def test_exports_load_in_hf_datasets(rundir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                     fmt: str) -> None:
-    datasets = pytest.importorskip("datasets")
-    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+def test_exports_load_in_hf_datasets(rundir: Path, tmp_path: Path, load_hf_json: Any, fmt: str) -> None:
     path = tmp_path / "out.jsonl"
     export_run(rundir, path, fmt=fmt, with_evaluation=True)
-    ds = datasets.load_dataset("json", data_files=str(path), split="train", cache_dir=str(tmp_path / "hf"))
+    ds = load_hf_json(path)
     assert ds.num_rows == len(lines(path))
     if fmt == "jsonl":
         assert set(ds.column_names) == set(JSONL_KEYS)
