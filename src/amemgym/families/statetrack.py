@@ -201,17 +201,38 @@ class StateTrack:
 
     def leaderboard(self, run_dirs: list[Path]) -> Board:
         """Memory-score ranking within groups of the same environment and protocol."""
-        from ..report.leaderboard import display_columns, display_rows, leaderboard, to_csv, to_markdown
-        from ..report.load import load_runs
+        from rich.markup import escape
 
-        entries = leaderboard(load_runs(list(run_dirs)))
+        from ..report.leaderboard import (
+            display_columns,
+            display_rows,
+            leaderboard,
+            markdown_cell,
+            to_csv,
+            to_markdown,
+        )
+        from ..report.load import load_run, unique_labels
+
+        # One unreadable folder (of a glob like runs/*) is listed with its reason; the others are still boarded.
+        runs, skipped = [], []
+        for root, label in zip(run_dirs, unique_labels(list(run_dirs)), strict=True):
+            try:
+                runs.append(load_run(root, label))
+            except AMemGymError as exc:
+                skipped.append(f"not boarded: {root}: {exc}")
+        if not runs:
+            raise RunError(skipped[0].removeprefix("not boarded: ") if len(skipped) == 1
+                           else f"no run could be boarded ({len(skipped)} folders): {skipped[0]}")
+        entries = leaderboard(runs)
         notes = [f"[red]DEGENERATE[/] (not ranked) {e.summary.label}: {'; '.join(e.summary.flags)}; memory "
                  f"score {e.summary.memory_text()}" for e in entries if e.summary.degenerate]
+        notes += [escape(line) for line in skipped]
         if len({e.group for e in entries}) > 1:
             notes.append("note: runs differ in environment or protocol; each group is ranked separately")
         return Board(family=self.name, title="amemgym leaderboard (ranked within each group)",
                      columns=display_columns(), rows=display_rows(entries), notes=notes,
-                     markdown=to_markdown(entries), csv=to_csv(entries))
+                     markdown=to_markdown(entries) + "".join(f"\n{markdown_cell(line)}\n" for line in skipped),
+                     csv=to_csv(entries))
 
     def compare(self, run_a: Path, run_b: Path, *, bootstrap: int, seed: int, console: Console) -> int:
         """Memory-score difference over shared (user, period) cells, users resampled."""
@@ -224,8 +245,8 @@ class StateTrack:
         a, b = load_runs([run_a, run_b])
         if a.environment_sha256 != b.environment_sha256:
             raise RunError(f"{a.root} and {b.root} were run on different environments (sha256 "
-                           f"{str(a.environment_sha256)[:12]} vs {str(b.environment_sha256)[:12]}); a paired "
-                           "comparison needs the same environment")
+                           f"{str(a.environment_sha256)[:12]} vs {str(b.environment_sha256)[:12]}; a paired "
+                           "comparison needs the same environment" + _cut_hint(a, b) + ")")
         diffs = cell_differences(a.metrics.get("per_user") or {}, b.metrics.get("per_user") or {})
         if not diffs:
             raise RunError("the runs share no (user, period) cell with a defined memory score")
@@ -274,6 +295,13 @@ class StateTrack:
                      "(use --format jsonl to keep every answer with its reward)",)
         return ExportResult(s.path, s.lines, f"{s.users} users, {s.sessions} sessions, {s.evaluations} evaluation "
                             "answers", notes)
+
+
+def _cut_hint(*runs: Any) -> str:
+    """``; A ran --limit 2``: why two runs of one file can still be on different environments."""
+    cuts = [f"{r.label} ran --limit {r.manifest['environment_cut']['limit']}" for r in runs
+            if isinstance(r.manifest.get("environment_cut"), dict)]
+    return f"; {', '.join(cuts)}" if cuts else ""
 
 
 def _mean(metrics: dict[str, Any]) -> str:

@@ -124,9 +124,11 @@ def load_runs(roots: list[Path]) -> list[RunRecord]:
 def load_run_environment(run: RunRecord, override: Path | None = None) -> tuple[Environment | None, str | None]:
     """The environment a run was made on, or None with the reason it is not available.
 
-    The file named in the manifest (or ``override``) is used only when its hash matches the run's.
+    The file named in the manifest (or ``override``) is used only when it is the run's environment: its hash
+    matches the run's, or, for a ``--limit`` run, it is the file the run was cut from, cut the same way
+    (:func:`amemgym.run.flags.cut_as_recorded`).
     """
-    from ..run.engine import environment_hash
+    from ..run.flags import cut_as_recorded
 
     name = override or run.manifest.get("environment_file")
     if not name:
@@ -138,9 +140,12 @@ def load_run_environment(run: RunRecord, override: Path | None = None) -> tuple[
         env = load_environment(path)
     except AMemGymError as exc:
         return None, f"environment file unusable: {exc}"
-    if run.environment_sha256 and environment_hash(env) != run.environment_sha256:
-        return None, f"environment file {path} does not match the run (different sha256)"
-    return env, None
+    if not run.environment_sha256:
+        return env, None
+    cut, why = cut_as_recorded(env, run.environment_sha256, run.manifest.get("environment_cut"), len(run.users))
+    if cut is None:
+        return None, f"environment file {path} does not match the run ({why})"
+    return cut, None
 
 
 def eval_records(run: RunRecord, user: str) -> dict[int, dict[str, Any]]:

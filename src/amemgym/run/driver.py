@@ -19,7 +19,7 @@ from ..llm.health import describe as describe_problem
 from ..llm.preflight import preflight, run_roles
 from ..scoring.registry import in_display_order, registered
 from .engine import Runner, existing_manifest, protocol_of
-from .flags import ModelFlags, first_users
+from .flags import ModelFlags, environment_cut, first_users
 from .lock import run_lock
 from .progress import RunProgress
 
@@ -121,7 +121,10 @@ def run_command(
         raise ConfigError("--ray-address needs --executor ray")
     spec = resolve_agent(agent)
     env_path = env_path or default_environment()
-    env = first_users(load_environment(env_path), limit)
+    whole = load_environment(env_path)
+    env = first_users(whole, limit)
+    cut = environment_cut(whole, limit)
+    del whole
     if models is not None:
         from .models_file import apply_models_file
 
@@ -156,7 +159,7 @@ def run_command(
         progress = RunProgress()
 
         runner = Runner(env, spec, out_dir, cfg, llm, env_path=env_path, off_policy=off_policy, progress=progress,
-                        allow_model_change=allow_model_change, protocol=protocol)
+                        allow_model_change=allow_model_change, protocol=protocol, environment_cut=cut)
 
         async def go() -> Any:
             # What the end of the run needs is loaded in a thread while the run waits on the network; started

@@ -138,6 +138,7 @@ class Runner:
         after_period: PeriodHook | None = None,
         allow_model_change: bool = False,
         protocol: dict[str, Any] | None = None,
+        environment_cut: dict[str, Any] | None = None,
     ) -> None:
         self.env = env
         self.spec = spec
@@ -152,6 +153,8 @@ class Runner:
         self.environment_sha256: str | None = None
         # ``protocol_of`` for these inputs when the caller already computed it (it hashes the whole environment).
         self._protocol: dict[str, Any] | None = protocol
+        # A ``--limit`` run's cut of its file (``run.flags.environment_cut``), recorded in a new manifest.
+        self.environment_cut = environment_cut
 
     def _check_models(self, old: dict[str, Any], models: dict[str, dict[str, Any]]) -> dict[str, Any]:
         """Refuse to resume with another model unless allowed; an allowed change is logged in the manifest."""
@@ -213,6 +216,8 @@ class Runner:
             "models": models,
             "prompt_sha256": template_hashes(),
         }
+        if self.environment_cut is not None:
+            manifest["environment_cut"] = self.environment_cut
         atomic_write_json(self.rundir.manifest, manifest)
         return manifest
 

@@ -15,10 +15,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..config import AppConfig
+from ..data.io import environment_sha256
 from ..data.model import Environment
 from ..errors import ConfigError
 
-__all__ = ["ModelFlags", "first_users"]
+__all__ = ["ModelFlags", "cut_as_recorded", "environment_cut", "first_users"]
 
 
 @dataclass(frozen=True)
@@ -70,3 +71,35 @@ def first_users(env: Environment, limit: int | None) -> Environment:
     if limit < 1:
         raise ConfigError(f"--limit must be at least 1, got {limit}")
     return env.model_copy(update={"users": env.users[:limit]})
+
+
+def environment_cut(whole: Environment, limit: int | None) -> dict[str, Any] | None:
+    """What a run's manifest records of its ``--limit`` cut of ``whole`` (None without a limit).
+
+    The protocol's ``environment_sha256`` is the cut's hash; this keeps the whole file's hash beside it, so a
+    reader can recognise the file it was cut from (``records.manifest.EnvironmentCut``).
+    """
+    if limit is None:
+        return None
+    return {"file_sha256": environment_sha256(whole), "limit": limit}
+
+
+def cut_as_recorded(whole: Environment, run_sha256: str, cut: dict[str, Any] | None,
+                    run_users: int) -> tuple[Environment | None, str]:
+    """``whole`` cut as the run cut it, or None with why it is not the run's environment.
+
+    The file matches when it is the run's environment itself, or when it is the file the run was cut from
+    (its hash is the recorded ``file_sha256``), or when its first ``limit`` users hash to the run's
+    environment (the file was edited after the run, outside the cut). A run written before cuts were
+    recorded is taken to have played the file's first ``run_users`` users.
+    """
+    sha = environment_sha256(whole)
+    if sha == run_sha256:
+        return whole, ""
+    limit = int(cut["limit"]) if cut else run_users
+    if not 0 < limit < len(whole.users):
+        return None, "different sha256"
+    part = first_users(whole, limit)
+    if (cut and sha == cut.get("file_sha256")) or environment_sha256(part) == run_sha256:
+        return part, ""
+    return None, f"different sha256, and its first {limit} users differ from the run's"
