@@ -138,7 +138,8 @@ class StateTrack:
     def run(self, request: RunRequest, console: Console) -> int:
         """The on-policy (or replayed) run with per-period evaluation, optionally as several trials."""
         from ..cli_common import app_config
-        from ..run.driver import run_command
+        from ..data.io import load_environment
+        from ..run.driver import generated_with, protocol_note, refuse_mixed_layout, run_command
         from ..run.flags import ModelFlags
 
         r = request
@@ -150,8 +151,15 @@ class StateTrack:
             # Refused before the first trial starts; an agent plug-in that declares the judge role keeps it.
             called = run_roles(resolve_agent(r.agent).roles, off_policy=r.off_policy is not None)
             flags.refuse_unused_judge(called, "amemgym run", "multiple-choice answers are scored exactly")
-        # With neither an environment nor a config, run the bundled tiny demo with its sized-down settings.
-        cfg = app_config(r.config if r.config or r.env else "tiny", r.sets)
+        refuse_mixed_layout(r.out_dir, r.trials)
+        environment = load_environment(r.env) if r.env else None
+        # The environment carries the preset it was generated with, and a run takes its settings from there
+        # unless --config says otherwise (then a note says so). With neither, the bundled tiny demo runs tiny.
+        carried = generated_with(environment) if environment is not None else None
+        cfg = app_config(r.config or carried or (None if r.env else "tiny"), r.sets)
+        note = protocol_note(carried, r.config)
+        if note:
+            console.print(note, highlight=False, markup=False)
         if r.serial:
             cfg.run.serial = True
         if r.resimulate_leaks:
@@ -162,7 +170,8 @@ class StateTrack:
         def one(out_dir: Path) -> int:
             return run_command(cfg, r.env, r.agent, out_dir, off_policy=r.off_policy, console=console,
                                executor=r.executor, ray_address=r.ray_address, models=r.models,
-                               allow_model_change=r.allow_model_change, flags=flags, limit=r.limit)
+                               allow_model_change=r.allow_model_change, flags=flags, limit=r.limit,
+                               environment=environment)
 
         if r.trials == 1:
             return one(r.out_dir)

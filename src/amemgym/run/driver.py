@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..agents.base import AgentContext
 from ..agents.registry import resolve_agent
-from ..config import AppConfig
+from ..config import PRESETS, AppConfig
 from ..data.io import load_environment
+from ..data.model import Environment
 from ..errors import ConfigError, RunError
 from ..llm.client import LLMClient
 from ..llm.health import describe as describe_problem
@@ -20,6 +21,7 @@ from ..llm.preflight import preflight, run_roles
 from ..scoring.registry import in_display_order, registered
 from .engine import Runner, existing_manifest, protocol_of
 from .flags import ModelFlags, environment_cut, first_users
+from .layout import RunDir
 from .lock import run_lock
 from .progress import RunProgress
 
@@ -32,6 +34,49 @@ def default_environment() -> Path:
     from ..generate.procedural import tiny_environment_path
 
     return tiny_environment_path()
+
+
+def generated_with(env: Environment) -> str | None:
+    """The preset the environment's users were generated with (``_amemgym.config_name``), if one preset.
+
+    None when the file does not say (the original release's files), names no preset (a custom config file)
+    or its users disagree.
+    """
+    names = {u.amemgym.config_name if u.amemgym else None for u in env.users}
+    name = names.pop() if len(names) == 1 else None
+    return name if name in PRESETS else None
+
+
+def protocol_note(carried: str | None, config: str | None) -> str | None:
+    """The line that says where a run's settings come from, when the environment names its preset."""
+    if carried is None:
+        return None
+    if config is None:
+        return f"settings: protocol {carried}, as the environment was generated (--config overrides)"
+    if config == carried:
+        return None
+    return (f"note: the environment was generated with config {carried}; this run uses --config {config} "
+            f"instead (its token limits and run settings), so it does not follow the {carried} protocol")
+
+
+def refuse_mixed_layout(out_dir: Path, trials: int) -> None:
+    """Refuse to put a single run and ``--trials`` output in one directory (either way round).
+
+    Readers take a directory with a ``manifest.json`` as one run and ignore its trial folders, and a
+    ``--trials`` output as its trials, so a mix would silently drop one of them from every board.
+
+    Raises:
+        ConfigError: ``out_dir`` holds the other layout.
+    """
+    from .trials import trial_run_dirs
+
+    if trials > 1 and RunDir(out_dir).manifest.exists():
+        raise ConfigError(f"{out_dir} holds a single run (manifest.json); --trials {trials} would add trial "
+                          "folders that readers of this directory never see; use a new --out directory")
+    existing = trial_run_dirs(out_dir) if out_dir.is_dir() else []
+    if trials == 1 and existing:
+        raise ConfigError(f"{out_dir} holds a --trials output ({len(existing)} trials); re-run it with --trials "
+                          f"{len(existing)} (or more) to resume it, or use a new --out directory")
 
 
 def _fmt(stat: dict[str, Any] | None) -> str:
@@ -106,14 +151,16 @@ def run_command(
     cfg: AppConfig, env_path: Path | None, agent: str, out_dir: Path, *, off_policy: Path | None, console: Console,
     executor: str = "local", ray_address: str | None = None, models: Path | None = None,
     allow_model_change: bool = False, flags: ModelFlags | None = None, limit: int | None = None,
+    environment: Environment | None = None,
 ) -> int:
     """Run (or resume) and print where the results are. Returns the exit code.
 
     ``executor`` is ``local`` (this process) or ``ray`` (one Ray task per user, see ``docs/scale-out.md``);
     ``models`` is a YAML file of per-role endpoints laid over ``llm.roles``; ``allow_model_change`` lets a
     resumed run continue on another model than it started with (each session records its model); ``flags``
-    are the model flags (applied last); ``limit`` runs the first N users. Every role the run will call is
-    checked before the first model call.
+    are the model flags (applied last); ``limit`` runs the first N users; ``environment`` is the file at
+    ``env_path`` when the caller has already loaded it (trials then parse it once). Every role the run will
+    call is checked before the first model call.
     """
     if executor not in ("local", "ray"):
         raise ConfigError(f"unknown executor {executor!r}; use 'local' or 'ray'")
@@ -121,7 +168,7 @@ def run_command(
         raise ConfigError("--ray-address needs --executor ray")
     spec = resolve_agent(agent)
     env_path = env_path or default_environment()
-    whole = load_environment(env_path)
+    whole = environment if environment is not None else load_environment(env_path)
     env = first_users(whole, limit)
     cut = environment_cut(whole, limit)
     del whole
