@@ -158,8 +158,6 @@ class StateTrack:
         carried = generated_with(environment) if environment is not None else None
         cfg = app_config(r.config or carried or (None if r.env else "tiny"), r.sets)
         note = protocol_note(carried, r.config)
-        if note:
-            console.print(note, highlight=False, markup=False)
         if r.serial:
             cfg.run.serial = True
         if r.resimulate_leaks:
@@ -167,11 +165,11 @@ class StateTrack:
         if r.no_cache:
             cfg.llm.cache = False
 
-        def one(out_dir: Path) -> int:
+        def one(out_dir: Path, first: bool = True) -> int:
             return run_command(cfg, r.env, r.agent, out_dir, off_policy=r.off_policy, console=console,
                                executor=r.executor, ray_address=r.ray_address, models=r.models,
                                allow_model_change=r.allow_model_change, flags=flags, limit=r.limit,
-                               environment=environment)
+                               environment=environment, settings_note=note if first else None)
 
         if r.trials == 1:
             return one(r.out_dir)
@@ -183,7 +181,7 @@ class StateTrack:
         for k, trial_dir in enumerate(dirs, start=1):
             cfg.run.seed = base_seed + k - 1
             console.print(f"trial {k}/{r.trials} (seed {cfg.run.seed})", highlight=False)
-            codes.append(one(trial_dir))
+            codes.append(one(trial_dir, first=k == 1))
         summary = write_trial_summary(r.out_dir, dirs)
         for name, s in summary["spread"].items():
             std = "n/a" if s["std"] is None else f"{s['std']:.4f}"

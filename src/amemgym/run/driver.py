@@ -79,6 +79,31 @@ def refuse_mixed_layout(out_dir: Path, trials: int) -> None:
                           f"{len(existing)} (or more) to resume it, or use a new --out directory")
 
 
+def check_off_policy_source(source: Path, env: Environment) -> None:
+    """Refuse, before any call, an ``--off-policy`` source that cannot replay every session of this run.
+
+    Raises:
+        RunError: ``source`` is not a run directory, lacks some of this run's users, or has not finished one.
+    """
+    from ..records import Manifest, read_record
+
+    rd = RunDir(source)
+    if not rd.manifest.exists():
+        raise RunError(f"{source}: not a run directory (no manifest.json) for --off-policy")
+    recorded = set(read_record(rd.manifest, Manifest).users)
+    missing = [u.id for u in env.users if u.id not in recorded]
+    if missing:
+        raise RunError(f"--off-policy {source}: has no conversations of {len(missing)} of this run's "
+                       f"{len(env.users)} users (first: {missing[0]!r}); it recorded {len(recorded)} user(s), so "
+                       f"replay it on those: the same --env with --limit {len(recorded)}, or its own environment")
+    for user in env.users:
+        planned = sum(len(p.sessions) for p in user.periods)
+        have = len(rd.session_records(user.id))
+        if have < planned:
+            raise RunError(f"--off-policy {source}: user {user.id!r} has {have} of its {planned} sessions recorded "
+                           "(the source run is unfinished); finish the source run first")
+
+
 def _fmt(stat: dict[str, Any] | None) -> str:
     if not stat or stat.get("mean") is None:
         return "n/a"
@@ -151,7 +176,7 @@ def run_command(
     cfg: AppConfig, env_path: Path | None, agent: str, out_dir: Path, *, off_policy: Path | None, console: Console,
     executor: str = "local", ray_address: str | None = None, models: Path | None = None,
     allow_model_change: bool = False, flags: ModelFlags | None = None, limit: int | None = None,
-    environment: Environment | None = None,
+    environment: Environment | None = None, settings_note: str | None = None,
 ) -> int:
     """Run (or resume) and print where the results are. Returns the exit code.
 
@@ -159,8 +184,9 @@ def run_command(
     ``models`` is a YAML file of per-role endpoints laid over ``llm.roles``; ``allow_model_change`` lets a
     resumed run continue on another model than it started with (each session records its model); ``flags``
     are the model flags (applied last); ``limit`` runs the first N users; ``environment`` is the file at
-    ``env_path`` when the caller has already loaded it (trials then parse it once). Every role the run will
-    call is checked before the first model call.
+    ``env_path`` when the caller has already loaded it (trials then parse it once); ``settings_note`` says
+    where the settings came from, printed once the run is known to start (a refusal stays one line). Every
+    role the run will call is checked before the first model call.
     """
     if executor not in ("local", "ray"):
         raise ConfigError(f"unknown executor {executor!r}; use 'local' or 'ray'")
@@ -190,6 +216,8 @@ def run_command(
         # A writer still holding the directory explains the mismatch better, so it is named first.
         with run_lock(out_dir, "amemgym run"):
             raise mismatch from None
+    if off_policy is not None:
+        check_off_policy_source(off_policy, env)
     preflight(cfg.llm, run_roles(spec.roles, off_policy=off_policy is not None))
     distributed = None
     if executor == "ray":
@@ -203,6 +231,8 @@ def run_command(
     spec.build(llm, AgentContext(user_id="agent-check", state_schema=dict(env.users[0].state_schema)))
     # Taken only once the inputs are known to be good, so bad input never leaves a directory behind.
     with run_lock(out_dir, "amemgym run"):
+        if settings_note:
+            console.print(settings_note, highlight=False, markup=False)
         progress = RunProgress()
 
         runner = Runner(env, spec, out_dir, cfg, llm, env_path=env_path, off_policy=off_policy, progress=progress,

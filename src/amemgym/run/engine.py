@@ -94,9 +94,23 @@ def existing_manifest(rundir: Path, protocol: dict[str, Any]) -> dict[str, Any] 
         if before != value:
             raise RunError(
                 f"{rundir}: holds a run with a different {key.replace('_', ' ')}; "
-                "refusing to mix results (use a new --out directory)"
+                f"refusing to mix results ({protocol_difference(key, before, value)}; use a new --out directory)"
             )
     return dict(old)
+
+
+def protocol_difference(key: str, before: Any, now: Any, most: int = 3) -> str:
+    """Which settings of one protocol entry differ, as ``run.seed: 0 in the directory, 99 now``."""
+
+    def show(v: Any) -> str:
+        text = repr(v) if not isinstance(v, str) or key != "environment_sha256" else v[:12]
+        return text if len(text) <= 60 else text[:57] + "..."
+
+    if isinstance(before, dict) and isinstance(now, dict):
+        keys = [k for k in dict.fromkeys([*before, *now]) if before.get(k) != now.get(k)]
+        parts = [f"{key}.{k}: {show(before.get(k))} in the directory, {show(now.get(k))} now" for k in keys[:most]]
+        return "; ".join(parts) + (f"; and {len(keys) - most} more" if len(keys) > most else "")
+    return f"{key}: {show(before)} in the directory, {show(now)} now"
 
 
 @dataclass
