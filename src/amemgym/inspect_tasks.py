@@ -143,6 +143,24 @@ def amemgym_episode(env_path: str, agent: str, cfg_json: str, out: str) -> Any:
     return solve
 
 
+def task_flags(means: dict[str, float | None], samples: list[dict[str, Any]]) -> list[str]:
+    """The degeneracy flags of the whole task, as ``amemgym run`` would flag one run of all its users.
+
+    ``means`` are the user means; each sample's score metadata carries its cells without a memory score and
+    its simulator's degenerate turns, pooled here as the run pools them.
+    """
+    from .scoring.metrics import result_flags
+    from .validity.sim_audit import DEGENERATE_WARN
+
+    undefined = sum(int(m.get("undefined_cells") or 0) for m in samples)
+    total = sum(int(m.get("total_cells") or 0) for m in samples)
+    turns = sum(int(m.get("simulator_turns") or 0) for m in samples)
+    bad = sum(int(m.get("simulator_degenerate") or 0) for m in samples)
+    overall: dict[str, Any] = {k: {"mean": v} for k, v in means.items()}
+    overall |= {"memory_cells": {"total": total}, "undefined_memory_cells": undefined}
+    return result_flags(overall, {"warn": bool(turns) and bad / turns > DEGENERATE_WARN})
+
+
 @metric
 def user_mean() -> Any:
     """Mean of each score key over users where it is defined (as ``amemgym run`` averages users)."""
@@ -153,6 +171,7 @@ def user_mean() -> Any:
             xs = [float(v) for s in scores if isinstance(s.score.value, dict)
                   and isinstance(v := s.score.value.get(key), int | float)]
             out[key] = sum(xs) / len(xs) if xs else None
+        out["degenerate"] = 1.0 if task_flags(out, [s.score.metadata or {} for s in scores]) else 0.0
         return out
 
     return compute
@@ -171,10 +190,18 @@ def memory_score() -> Any:
             xs = [c[key] for c in cells.values() if c.get(key) is not None]
             value[key] = sum(xs) / len(xs) if xs else None
         complete = bool(metrics.get("complete"))
+        overall = metrics.get("overall") or {}
+        flags = list(overall.get("flags") or [])
+        sim = metrics.get("simulator") or {}
+        degenerate = f"DEGENERATE ({'; '.join(flags)}): the memory score means little; " if flags else ""
         return Score(value=value, answer=None,  # type: ignore[arg-type]
-                     explanation=f"{len(cells)} periods evaluated{'' if complete else ' (incomplete)'}; "
+                     explanation=f"{degenerate}{len(cells)} periods evaluated{'' if complete else ' (incomplete)'}; "
                                  f"run directory {state.metadata['rundir']}",
-                     metadata={"complete": complete, "failures": state.metadata.get("failures", 0)})
+                     metadata={"complete": complete, "failures": state.metadata.get("failures", 0), "flags": flags,
+                               "undefined_cells": overall.get("undefined_memory_cells") or 0,
+                               "total_cells": (overall.get("memory_cells") or {}).get("total") or 0,
+                               "simulator_turns": sim.get("turns") or 0,
+                               "simulator_degenerate": sim.get("degenerate") or 0})
 
     return score
 

@@ -116,24 +116,51 @@ def _num(value: Any) -> str:
     return f"{value:.3f}" if isinstance(value, int | float) else str(value if value is not None else "n/a")
 
 
+#: What each headline number means, in the words a first-time reader needs; a metric not listed here is
+#: explained by its registry description.
+MEANINGS = {
+    "overall": "share of the questions the agent answered right, with its memory",
+    "upper_bound": "share right when the bare model is told the user's current state: the most memory can give",
+    "random": "expected share right when guessing uniformly among the options: the floor",
+    "memory_score": "(overall - random) / (upper bound - random) per user and period, averaged over users: "
+                    "0 is no better than random, 1 is as good as the upper bound",
+}
+
+
+def headline_text(overall: dict[str, Any]) -> str:
+    """The memory score as the console shows it: ``undefined`` for a degenerate run, whose value is noise."""
+    if overall.get("flags"):
+        return "undefined (DEGENERATE run, see below)"
+    return _fmt(overall.get("memory_score"))
+
+
 def print_summary(console: Console, metrics: dict[str, Any], rundir: Path) -> None:
-    """The short summary printed after a run."""
+    """The short summary printed after a run: a table, what each number means, flags, answers, usage."""
     from rich.table import Table
 
     o = metrics["overall"]
+    flags = list(o.get("flags") or [])
     table = Table("metric", "mean [95% CI over users]", title=f"{metrics.get('agent')} - {rundir}")
     cells = o.get("memory_cells") or {}
-    for name in (m.name for m in in_display_order() if m.name in o):
-        text = _fmt(o[name])
-        if name == "memory_score" and cells.get("total"):
+    meanings: list[str] = []
+    for m in (m for m in in_display_order() if m.name in o):
+        text = headline_text(o) if m.name == "memory_score" else _fmt(o[m.name])
+        if m.name == "memory_score" and cells.get("total"):
             text += f" ({cells['undefined']}/{cells['total']} cells excluded: UB <= R)"
-        table.add_row(name, text)
+        table.add_row(m.name, text)
+        meaning = MEANINGS.get(m.name, m.description)
+        if m.name == "memory_score" and flags:
+            meaning += f"; undefined here ({'; '.join(flags)})"
+        meanings.append(f"{m.label}: {meaning}")
     for m in registered("pooled"):
         v = m.read(o)
         # A grouped rate is named with its group's singular: "write failure rate".
         name = f"{m.label} {m.group.removesuffix('s').replace('_', ' ')}" if m.group else m.label
         table.add_row(name, "n/a" if v is None else f"{v:.3f}")
+        meanings.append(f"{name}: {m.description}")
     console.print(table)
+    for line in meanings:
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
     from ..scoring.metrics import RESULT_FLAGS
     from ..validity.sim_audit import degenerate_warning
 
@@ -161,7 +188,7 @@ def print_summary(console: Console, metrics: dict[str, Any], rundir: Path) -> No
     orig = o.get("memory_score_original")
     if orig is not None:
         console.print(f"memory score, original aggregation (mean over all user x period cells, unguarded): "
-                      f"{_num(orig)}; amemgym's: {_fmt(o['memory_score'])} over users, "
+                      f"{_num(orig)}; amemgym's: {headline_text(o)} over users, "
                       f"{o.get('undefined_memory_cells', 0)} undefined cell(s) excluded", highlight=False)
     for diff in (metrics.get("protocol_settings") or {}).get("differences_from_original", []):
         console.print(f"note: {diff}; numbers are not comparable with published results", highlight=False)
