@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..agents.base import AgentContext
 from ..agents.registry import resolve_agent
-from ..config import PRESETS, AppConfig
+from ..config import PRESETS, AppConfig, LLMConfig
 from ..data.io import load_environment
 from ..data.model import Environment
 from ..errors import ConfigError, RunError
@@ -77,6 +77,15 @@ def refuse_mixed_layout(out_dir: Path, trials: int) -> None:
     if trials == 1 and existing:
         raise ConfigError(f"{out_dir} holds a --trials output ({len(existing)} trials); re-run it with --trials "
                           f"{len(existing)} (or more) to resume it, or use a new --out directory")
+
+
+def embedded_note(llm: LLMConfig, roles: list[str]) -> str | None:
+    """The line that tells a user which roles run on the embedded model, whose calls can take minutes."""
+    local = [r for r in roles if r != "embedder" and llm.chat_base_url(r) is None]  # type: ignore[arg-type]
+    if not local:
+        return None
+    return (f"note: {', '.join(local)} run on the embedded model on this machine's CPU: one call can take "
+            "minutes, and the progress lines below move once per finished session or evaluation")
 
 
 def check_off_policy_source(source: Path, env: Environment) -> None:
@@ -245,7 +254,8 @@ def run_command(
             raise mismatch from None
     if off_policy is not None:
         check_off_policy_source(off_policy, env)
-    preflight(cfg.llm, run_roles(spec.roles, off_policy=off_policy is not None))
+    roles = run_roles(spec.roles, off_policy=off_policy is not None)
+    preflight(cfg.llm, roles)
     distributed = None
     if executor == "ray":
         from .ray_executor import RayExecutor, check_endpoints, import_ray
@@ -258,8 +268,9 @@ def run_command(
     spec.build(llm, AgentContext(user_id="agent-check", state_schema=dict(env.users[0].state_schema)))
     # Taken only once the inputs are known to be good, so bad input never leaves a directory behind.
     with run_lock(out_dir, "amemgym run"):
-        if settings_note:
-            console.print(settings_note, highlight=False, markup=False)
+        for note in (settings_note, embedded_note(cfg.llm, roles)):
+            if note:
+                console.print(note, highlight=False, markup=False)
         progress = RunProgress()
 
         runner = Runner(env, spec, out_dir, cfg, llm, env_path=env_path, off_policy=off_policy, progress=progress,
