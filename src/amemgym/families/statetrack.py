@@ -137,58 +137,9 @@ class StateTrack:
 
     def run(self, request: RunRequest, console: Console) -> int:
         """The on-policy (or replayed) run with per-period evaluation, optionally as several trials."""
-        from ..cli_common import app_config
-        from ..data.io import load_environment
-        from ..run.driver import generated_with, protocol_note, refuse_mixed_layout, run_command
-        from ..run.flags import ModelFlags
+        from ..run.command import run_request
 
-        r = request
-        flags = ModelFlags(r.model, r.user_model, r.judge_model, r.max_connections)
-        if r.judge_model is not None:
-            from ..agents.registry import resolve_agent
-            from ..llm.preflight import run_roles
-
-            # Refused before the first trial starts; an agent plug-in that declares the judge role keeps it.
-            called = run_roles(resolve_agent(r.agent).roles, off_policy=r.off_policy is not None)
-            flags.refuse_unused_judge(called, "amemgym run", "multiple-choice answers are scored exactly")
-        refuse_mixed_layout(r.out_dir, r.trials)
-        environment = load_environment(r.env) if r.env else None
-        # The environment carries the preset it was generated with, and a run takes its settings from there
-        # unless --config says otherwise (then a note says so). With neither, the bundled tiny demo runs tiny.
-        carried = generated_with(environment) if environment is not None else None
-        cfg = app_config(r.config or carried or (None if r.env else "tiny"), r.sets)
-        note = protocol_note(carried, r.config)
-        if r.serial:
-            cfg.run.serial = True
-        if r.resimulate_leaks:
-            cfg.run.resimulate_leaks = True
-        if r.no_cache:
-            cfg.llm.cache = False
-
-        def one(out_dir: Path, first: bool = True) -> int:
-            return run_command(cfg, r.env, r.agent, out_dir, off_policy=r.off_policy, console=console,
-                               executor=r.executor, ray_address=r.ray_address, models=r.models,
-                               allow_model_change=r.allow_model_change, flags=flags, limit=r.limit,
-                               environment=environment, settings_note=note if first else None)
-
-        if r.trials == 1:
-            return one(r.out_dir)
-        from ..run.trials import trial_dirs, write_trial_summary
-
-        dirs = trial_dirs(r.out_dir, r.trials)
-        base_seed = cfg.run.seed
-        codes = []
-        for k, trial_dir in enumerate(dirs, start=1):
-            cfg.run.seed = base_seed + k - 1
-            console.print(f"trial {k}/{r.trials} (seed {cfg.run.seed})", highlight=False)
-            codes.append(one(trial_dir, first=k == 1))
-        summary = write_trial_summary(r.out_dir, dirs)
-        for name, s in summary["spread"].items():
-            std = "n/a" if s["std"] is None else f"{s['std']:.4f}"
-            mean = "n/a" if s["mean"] is None else f"{s['mean']:.4f}"
-            console.print(f"{name}: mean {mean}, std between trials {std} (n={s['n']})", highlight=False)
-        console.print(f"trials summary: {r.out_dir / 'trials.json'}", highlight=False)
-        return max(codes)
+        return run_request(request, console)
 
     def report(self, run_dirs: list[Path], out_file: Path, *, env: Path | None, figures: Path | None,
                console: Console) -> int:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..agents.base import AgentContext
 from ..agents.registry import resolve_agent
-from ..config import PRESETS, AppConfig, LLMConfig
+from ..config import AppConfig, LLMConfig
 from ..data.io import load_environment
 from ..data.model import Environment
 from ..errors import ConfigError, RunError
@@ -34,49 +34,6 @@ def default_environment() -> Path:
     from ..generate.procedural import tiny_environment_path
 
     return tiny_environment_path()
-
-
-def generated_with(env: Environment) -> str | None:
-    """The preset the environment's users were generated with (``_amemgym.config_name``), if one preset.
-
-    None when the file does not say (the original release's files), names no preset (a custom config file)
-    or its users disagree.
-    """
-    names = {u.amemgym.config_name if u.amemgym else None for u in env.users}
-    name = names.pop() if len(names) == 1 else None
-    return name if name in PRESETS else None
-
-
-def protocol_note(carried: str | None, config: str | None) -> str | None:
-    """The line that says where a run's settings come from, when the environment names its preset."""
-    if carried is None:
-        return None
-    if config is None:
-        return f"settings: protocol {carried}, as the environment was generated (--config overrides)"
-    if config == carried:
-        return None
-    return (f"note: the environment was generated with config {carried}; this run uses --config {config} "
-            f"instead (its token limits and run settings), so it does not follow the {carried} protocol")
-
-
-def refuse_mixed_layout(out_dir: Path, trials: int) -> None:
-    """Refuse to put a single run and ``--trials`` output in one directory (either way round).
-
-    Readers take a directory with a ``manifest.json`` as one run and ignore its trial folders, and a
-    ``--trials`` output as its trials, so a mix would silently drop one of them from every board.
-
-    Raises:
-        ConfigError: ``out_dir`` holds the other layout.
-    """
-    from .trials import trial_run_dirs
-
-    if trials > 1 and RunDir(out_dir).manifest.exists():
-        raise ConfigError(f"{out_dir} holds a single run (manifest.json); --trials {trials} would add trial "
-                          "folders that readers of this directory never see; use a new --out directory")
-    existing = trial_run_dirs(out_dir) if out_dir.is_dir() else []
-    if trials == 1 and existing:
-        raise ConfigError(f"{out_dir} holds a --trials output ({len(existing)} trials); re-run it with --trials "
-                          f"{len(existing)} (or more) to resume it, or use a new --out directory")
 
 
 def embedded_note(llm: LLMConfig, roles: list[str]) -> str | None:
@@ -206,6 +163,14 @@ def print_summary(console: Console, metrics: dict[str, Any], rundir: Path) -> No
         f"this invocation: {usage.get('calls', 0)} model calls, {usage.get('cache_hits', 0)} cache hits, "
         f"{usage.get('prompt_tokens', 0)} prompt + {usage.get('completion_tokens', 0)} completion tokens, "
         f"{metrics.get('wall_seconds_last_invocation', 0):.1f} s", highlight=False)
+    replays = int(usage.get("cache_replays") or 0)
+    if replays:
+        # A run repeated with the same seed, model and prompts (trial 1 of a --trials run included) replays its
+        # earlier replies: cheap, but not a new sample, so it is said.
+        asked = replays + int(usage.get("calls") or 0)
+        console.print(f"note: {replays} of {asked} replies came from the response cache (an earlier call with the "
+                      "same model, prompt and seed), not from the model; pass --no-cache for fresh samples",
+                      highlight=False, markup=False)
 
 
 def run_command(
@@ -254,8 +219,8 @@ def run_command(
             raise mismatch from None
     if off_policy is not None:
         check_off_policy_source(off_policy, env)
-    roles = run_roles(spec.roles, off_policy=off_policy is not None)
-    preflight(cfg.llm, roles)
+    called = run_roles(spec.roles, off_policy=off_policy is not None)
+    preflight(cfg.llm, called)
     distributed = None
     if executor == "ray":
         from .ray_executor import RayExecutor, check_endpoints, import_ray
@@ -268,7 +233,7 @@ def run_command(
     spec.build(llm, AgentContext(user_id="agent-check", state_schema=dict(env.users[0].state_schema)))
     # Taken only once the inputs are known to be good, so bad input never leaves a directory behind.
     with run_lock(out_dir, "amemgym run"):
-        for note in (settings_note, embedded_note(cfg.llm, roles)):
+        for note in (settings_note, embedded_note(cfg.llm, called)):
             if note:
                 console.print(note, highlight=False, markup=False)
         progress = RunProgress()

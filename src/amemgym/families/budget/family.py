@@ -72,7 +72,8 @@ class Budget:
         r = request
         if r.env is None:
             raise ConfigError("a budget-family run needs --env (an episode file or a folder of them)")
-        flags = {"--off-policy": r.off_policy is not None, "--resimulate-leaks": r.resimulate_leaks}
+        flags = {"--off-policy": r.off_policy is not None, "--resimulate-leaks": r.resimulate_leaks,
+                 "--dry-run": r.dry_run, "--json": r.json}
         unsupported = [name for name, used in flags.items() if used]
         if unsupported:
             raise ConfigError(f"{', '.join(unsupported)} not supported for budget-family episodes yet")
