@@ -73,3 +73,10 @@ def test_a_budget_env_lists_its_own_agents(tmp_path: Path) -> None:
     assert res.exit_code == 2, res.output
     assert "did you mean 'vector'" in flat
     assert all(name in flat for name in ("vector", "long-context", "llm"))
+
+
+def test_off_policy_from_a_trials_output_names_a_trial(endpoint: FakeEndpoint, tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    assert CliRunner().invoke(app, ["run", "--out", str(src), "--limit", "1", "--trials", "2"]).exit_code == 0
+    res = CliRunner().invoke(app, ["run", "--out", str(tmp_path / "r"), "--limit", "1", "--off-policy", str(src)])
+    assert res.exit_code == 2 and "trial_1" in res.output and "re-run" not in res.output

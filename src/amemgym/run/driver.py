@@ -52,10 +52,13 @@ def check_off_policy_source(source: Path, env: Environment) -> None:
         RunError: ``source`` is not a run directory, lacks some of this run's users, or has not finished one.
     """
     from ..records import Manifest, read_record
+    from .trials import trial_run_dirs
 
     rd = RunDir(source)
     if not rd.manifest.exists():
-        raise RunError(f"{source}: not a run directory (no manifest.json) for --off-policy")
+        trials = trial_run_dirs(source) if source.is_dir() else []
+        hint = f"; it is a --trials output: replay one of its trials, e.g. {trials[0]}" if trials else ""
+        raise RunError(f"{source}: not a run directory (no manifest.json) for --off-policy{hint}")
     recorded = set(read_record(rd.manifest, Manifest).users)
     missing = [u.id for u in env.users if u.id not in recorded]
     if missing:
