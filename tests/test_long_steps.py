@@ -87,7 +87,7 @@ def test_the_embedded_roles_are_named_before_a_run(monkeypatch: pytest.MonkeyPat
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     cfg = load_config("tiny")
     note = embedded_note(cfg.llm, ["agent", "simulator"])
-    assert note and "agent, simulator" in note and "minutes" in note
+    assert note and "agent and simulator roles" in note and "minutes" in note
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
     assert embedded_note(cfg.llm, ["agent", "simulator"]) is None
 

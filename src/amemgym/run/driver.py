@@ -41,8 +41,9 @@ def embedded_note(llm: LLMConfig, roles: list[str]) -> str | None:
     local = [r for r in roles if r != "embedder" and llm.chat_base_url(r) is None]  # type: ignore[arg-type]
     if not local:
         return None
-    return (f"note: {', '.join(local)} run on the embedded model on this machine's CPU: one call can take "
-            "minutes, and the progress lines below move once per finished session or evaluation")
+    names = " and ".join([", ".join(local[:-1]), local[-1]] if len(local) > 1 else local)
+    return (f"note: the {names} role{'s' if len(local) > 1 else ''} run{'' if len(local) > 1 else 's'} on the "
+            "embedded model on this machine's CPU: one call can take minutes, so progress may pause for a while")
 
 
 def check_off_policy_source(source: Path, env: Environment) -> None:
