@@ -66,3 +66,14 @@ def test_a_single_run_over_trials_is_refused(endpoint: FakeEndpoint, tmp_path: P
     again = CliRunner().invoke(app, ["run", "--out", str(out), "--limit", "1"])
     assert again.exit_code == 2, again.output
     assert "--trials 2" in again.output and not (out / "manifest.json").exists()
+
+
+def test_the_inspect_task_takes_the_environments_protocol_too(tmp_path: Path) -> None:
+    pytest.importorskip("inspect_ai")
+    from inspect_ai._util.registry import registry_params
+
+    from amemgym.inspect_tasks import amemgym_memory
+
+    env = _generate(tmp_path, "v1.base")
+    cfg = json.loads(registry_params(amemgym_memory(env=str(env)).solver)["cfg_json"])
+    assert cfg["env"]["name"] == "v1.base" and cfg["run"]["reply_max_tokens"] == 8192

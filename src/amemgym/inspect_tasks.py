@@ -214,17 +214,19 @@ def amemgym_memory(env: str | None = None, agent: str = "native", config: str | 
     Args:
         env: environment file (default: the bundled tiny environment).
         agent: the memory agent (a name such as ``awe``, a ``module:factory`` plug-in or an agent file).
-        config: a preset or config file, as for ``amemgym run`` (default ``tiny`` with the bundled
-            environment, else the defaults).
+        config: a preset or config file, as for ``amemgym run`` (default: the preset the environment was
+            generated with, ``tiny`` for the bundled environment, else the defaults).
         out: where the per-user run directories go (default: a fresh temporary directory).
         limit_users: only the first N users.
     """
+    from .run.command import generated_with
     from .run.driver import default_environment
 
     env_path = Path(env) if env else default_environment()
-    cfg = load_config(config if config or env else "tiny")
     resolve_agent(agent)  # a bad name fails when the task is created, not in every sample
     environment = first_users(load_environment(env_path), limit_users)
+    # As ``amemgym run``: the preset the environment was generated with, unless ``config`` names another.
+    cfg = load_config(config or generated_with(environment) or (None if env else "tiny"))
     if len({u.id for u in environment.users}) != len(environment.users):
         raise ConfigError(f"{env_path}: user ids repeat; each sample needs its own")
     out_dir = out or tempfile.mkdtemp(prefix="amemgym-inspect-")
