@@ -14,13 +14,14 @@ from typing import TYPE_CHECKING, Any
 from ..config import PRESETS, AppConfig
 from ..data.model import Environment
 from ..errors import ConfigError
-from ..records import Metrics, as_dict, read_record
+from ..records import FailuresFile, Metrics, as_dict, read_record
 from .layout import RunDir
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from ..families import RunRequest
+    from .flags import ModelFlags
 
 
 def generated_with(env: Environment) -> str | None:
@@ -64,7 +65,6 @@ def refuse_mixed_layout(out_dir: Path, trials: int) -> None:
     if trials == 1 and existing:
         raise ConfigError(f"{out_dir} holds a --trials output ({len(existing)} trials); re-run it with --trials "
                           f"{len(existing)} (or more) to resume it, or use a new --out directory")
-
 
 
 def run_request(r: RunRequest, console: Console) -> int:
@@ -140,7 +140,7 @@ def run_request(r: RunRequest, console: Console) -> int:
 
 
 def dry_run(cfg: AppConfig, env: Environment, agent_roles: tuple[str, ...] | None, r: RunRequest,
-            flags: Any, console: Console, note: str | None) -> int:
+            flags: ModelFlags, console: Console, note: str | None) -> int:
     """Print (or emit as JSON) the estimate of :func:`amemgym.run.estimate.estimate_run`; no call, no file."""
     from rich.table import Table
 
@@ -187,10 +187,11 @@ def run_summary(rundir: Path, code: int) -> dict[str, Any]:
     usage = ((metrics.get("usage") or {}).get("last_invocation") or {}).get("total") or {}
     replays = int(usage.get("cache_replays") or 0)
     failures = RunDir(rundir).root / "failures.json"
+    failed = len(read_record(failures, FailuresFile).failures) if failures.exists() else 0
     report = RunDir(rundir).root / "report.html"
     return {
         "run_dir": str(rundir), "agent": metrics.get("agent"), "exit_code": code, "complete": metrics["complete"],
-        "degenerate": bool(flags), "flags": flags,
+        "failures": failed, "degenerate": bool(flags), "flags": flags,
         # The headline as the console shows it: undefined (null) when the run is degenerate.
         "memory_score": None if flags else (o.get("memory_score") or {}).get("mean"),
         "metrics": {m.name: o[m.name] for m in in_display_order() if m.name in o},
