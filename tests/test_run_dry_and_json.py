@@ -85,3 +85,6 @@ def test_trials_json_lists_each_trial(endpoint: FakeEndpoint, tmp_path: Path) ->
     summary = json.loads(res.stdout)
     assert [t["run_dir"] for t in summary["trials"]] == [str(tmp_path / "t" / f"trial_{k}") for k in (1, 2)]
     assert "spread" in summary and summary["exit_code"] == 0
+    assert all(t["degenerate"] for t in summary["trials"])  # the fake model's upper bound is near random
+    assert "memory_score: undefined (2 of 2 trials DEGENERATE)" in res.stderr
+    assert "memory_score: mean" not in res.stderr

@@ -126,7 +126,11 @@ def run_request(r: RunRequest, console: Console) -> int:
         console.print(f"trial {k}/{r.trials} (seed {cfg.run.seed})", highlight=False)
         codes.append(one(trial_dir, first=k == 1))
     summary = write_trial_summary(r.out_dir, dirs)
+    flagged = sum(1 for t in summary["trials"] if t["flags"])
     for name, s in summary["spread"].items():
+        if name == "memory_score" and flagged:
+            console.print(f"{name}: undefined ({flagged} of {len(dirs)} trials DEGENERATE)", highlight=False)
+            continue
         std = "n/a" if s["std"] is None else f"{s['std']:.4f}"
         mean = "n/a" if s["mean"] is None else f"{s['mean']:.4f}"
         console.print(f"{name}: mean {mean}, std between trials {std} (n={s['n']})", highlight=False)
