@@ -100,7 +100,7 @@ MEANINGS = {
 def headline_text(overall: dict[str, Any]) -> str:
     """The memory score as the console shows it: ``undefined`` for a degenerate run, whose value is noise."""
     if overall.get("flags"):
-        return "undefined (DEGENERATE run, see below)"
+        return "undefined (DEGENERATE run)"
     return _fmt(overall.get("memory_score"))
 
 
