@@ -87,7 +87,8 @@ def _contains(haystack: str, needle: str) -> bool:
     return bool(needle) and f" {needle} " in f" {haystack} "
 
 
-def _close(x: float, gold: float, integer: bool) -> bool:
+def close(x: float, gold: float, integer: bool) -> bool:
+    """Whether ``x`` matches ``gold``: exactly for integers, within the float tolerance otherwise."""
     if integer:
         return x == gold
     return abs(x - gold) <= max(FLOAT_TOLERANCE * abs(gold), 0.01)
@@ -114,9 +115,9 @@ def check(question: Question, reply: str | None, names: list[str]) -> Verdict:
             return Verdict(False, f"{len(distinct)} different numbers (one answer expected)", listed=True)
         x = found[0]
         integer = question.answer_type == "int"
-        if _close(x, float(gold), integer):
+        if close(x, float(gold), integer):
             return Verdict(True, "number matches")
-        if gold < 0 < x and _DECREASE.search(reply) and _close(-x, float(gold), integer):
+        if gold < 0 < x and _DECREASE.search(reply) and close(-x, float(gold), integer):
             return Verdict(True, "magnitude of a stated decrease matches")
         return Verdict(False, f"number {x:g} differs from {gold:g}")
     if question.answer_type == "date":

@@ -1,4 +1,9 @@
-"""Assemble one episode: world, changes, the event stream, questions and the reference write count."""
+"""Assemble one episode: world, changes, the event stream, questions and the reference write count.
+
+The reference write count (efficiency is measured against it) knows nothing of the questions: it is the
+writes that storing every fact the documents state would take, packed into notes of the cap, capped by the
+budget (docs/budget.md, Scores).
+"""
 
 from __future__ import annotations
 
@@ -10,7 +15,7 @@ from .domain import DomainTemplate, load_domain, pools
 from .model import Change, EntityRecord, Episode, Event, Question
 from .questions import Context, make_question, reasoning_question, retrieval_spec
 from .solve import REASONING_KINDS
-from .stream import changed_value, contradiction, correction_notice, document, memo
+from .stream import changed_value, correction_notice, document, documents_text, memo
 from .tiers import ABSENT_NAMES, BATCH_SIZE, NOTE_CHARS, Tier, get_tier
 from .views import final_view
 from .world import build_world
@@ -30,19 +35,34 @@ def _records(world_entities: list) -> list[EntityRecord]:
                          relations={k: list(v) for k, v in e.relations.items()}) for e in world_entities]
 
 
+#: Share of changes that arrive silently (at least one per episode).
+SILENT_SHARE = 0.4
+#: Maintenance kinds, asked in pairs: each pair puts the kind on one silent and one announced change.
+MAINTENANCE_PLAN = ("update", "delta", "counterfactual")
+
+
 def _pick_changes(domain: DomainTemplate, records: list[EntityRecord], order: list[str], tier: Tier,
                   rng: random.Random) -> list[Change]:
+    """The revised facts. Silent and announced changes alternate from the first (silent) until the silent
+    share is used, so the maintenance questions asked in pairs fall on both kinds alike."""
     numeric = {a.key for a in domain.attributes if a.numeric}
     by_name = {e.name: e for e in records}
     pairs = [(n, k) for n in order for k in sorted(by_name[n].attrs) if k in numeric]
     chosen = rng.sample(pairs, tier.corrections)
+    n_silent = max(1, round(tier.corrections * SILENT_SHARE))
     out = []
     for i, (name, key) in enumerate(chosen):
         old = by_name[name].attrs[key]
         assert isinstance(old, int | float)
         new = changed_value(domain.attribute(key), old, rng)
-        out.append(Change(entity=name, attr=key, old=old, new=new, kind="notice" if i % 3 != 2 else "silent"))
+        silent = i % 2 == 0 and i // 2 < n_silent
+        out.append(Change(entity=name, attr=key, old=old, new=new, kind="silent" if silent else "notice"))
     return out
+
+
+def maintenance_kind(i: int) -> str:
+    """The kind of the maintenance question on change ``i`` (changes alternate silent and announced)."""
+    return MAINTENANCE_PLAN[(i // 2) % len(MAINTENANCE_PLAN)]
 
 
 def build_episode(tier_name: str, domain_name: str, seed: int, salt: int = 0) -> Episode:
@@ -67,13 +87,17 @@ def build_episode(tier_name: str, domain_name: str, seed: int, salt: int = 0) ->
         slots[rng.randint(batch_of[c.entity], n_batches - 1)].append(("change", i, None))
     for _ in range(n_batches // 2 + 1):
         slots[rng.randrange(n_batches)].append(("memo", None, None))
+    # As many plain re-reports as silent changes, so a second document about an entity is no signal itself.
+    for _ in range(sum(c.kind == "silent" for c in changes)):
+        b = rng.randrange(n_batches)
+        slots[b].append(("rereport", None, rng.choice([n for n in order if batch_of[n] <= b])))
     for slot in slots:
         rng.shuffle(slot)
 
     by_name = {e.name: e for e in records}
-    later: dict[str, dict[str, int | float]] = {}
+    later: dict[str, dict[str, list[int | float]]] = {}
     for c in changes:
-        later.setdefault(c.entity, {})[c.attr] = c.new
+        later.setdefault(c.entity, {})[c.attr] = [c.new]
     rendered = {name: document(domain, by_name[name], rng, later.get(name)) for name in order}
     with_distractor = {(f.entity, f.attr) for _, fs in rendered.values() for f in fs if f.distractor is not None}
     changed = {(c.entity, c.attr) for c in changes}
@@ -99,9 +123,8 @@ def build_episode(tier_name: str, domain_name: str, seed: int, salt: int = 0) ->
     for i in range(n_retrieval):
         e, k = pick_fact(early if i < n_mid else order, distracted=i % 2 == 1)
         pending.append(("mid" if i < n_mid else "end", ("retrieval", *retrieval_spec(ctx, e, k, "retrieval"))))
-    maint_kinds = ("update", "delta", "counterfactual")
     for i, c in enumerate(changes[:n_maint]):
-        kind = maint_kinds[i % 3]
+        kind = maintenance_kind(i)
         pending.append(("end", (kind, *retrieval_spec(ctx, c.entity, c.attr, kind))))
     numeric = [a.key for a in domain.attributes if a.numeric]
     for i in range(n_abstain):
@@ -140,6 +163,16 @@ def build_episode(tier_name: str, domain_name: str, seed: int, salt: int = 0) ->
         questions.append(q)
         add("question", q.text, session, question=q.id)
 
+    # Values as the stream has stated them so far: a re-report states these, never a future value.
+    current = {e.name: dict(e.attrs) for e in records}
+    ever: dict[str, dict[str, list[int | float]]] = {}
+    for c in changes:
+        ever.setdefault(c.entity, {}).setdefault(c.attr, []).extend([c.old, c.new])
+
+    def rereport(name: str) -> tuple[str, list]:
+        record = by_name[name].model_copy(update={"attrs": dict(current[name])})
+        return document(domain, record, rng, ever.get(name))
+
     for b, names in enumerate(batches):
         s = session_of(b)
         docs, facts = [], []
@@ -147,18 +180,23 @@ def build_episode(tier_name: str, domain_name: str, seed: int, salt: int = 0) ->
             text, fs = rendered[name]
             docs.append(text)
             facts.extend(fs)
-        add("documents", f"Batch {b + 1} of {n_batches}: {len(names)} {domain.plural} documents.\n\n"
-            + "\n\n".join(docs), s, facts=facts)
-        for what, idx, _ in slots[b]:
+        add("documents", documents_text(domain, docs), s, facts=facts)
+        for what, idx, name in slots[b]:
             if what == "memo":
                 add("memo", memo(rng), s)
+            elif what == "rereport":
+                assert name is not None
+                text, fs = rereport(name)
+                add("documents", documents_text(domain, [text]), s, facts=fs)
             else:
                 assert idx is not None
                 c = changes[idx]
+                current[c.entity][c.attr] = c.new
                 if c.kind == "notice":
                     add("correction", correction_notice(domain, c), s, change=idx)
                 else:
-                    add("contradiction", contradiction(domain, c, rng), s, change=idx)
+                    text, fs = rereport(c.entity)
+                    add("contradiction", documents_text(domain, [text]), s, facts=fs, change=idx)
         if b == mid_slot:
             for q in questions_mid:
                 ask(q, s)
@@ -169,10 +207,9 @@ def build_episode(tier_name: str, domain_name: str, seed: int, salt: int = 0) ->
                       tier=tier,
                       note_chars=NOTE_CHARS, entity_names=sorted(order), absent_names=world.absent_names,
                       entities=records, changes=changes, events=events, questions=questions, reference_writes=0)
-    from .strategies import run_strategy
+    from .strategies import coverage_writes
 
-    reference = run_strategy("perfect", episode, domain).store.writes_used
-    return episode.model_copy(update={"reference_writes": reference})
+    return episode.model_copy(update={"reference_writes": min(tier.writes, coverage_writes(episode))})
 
 
 def episode_bytes(episode: Episode) -> bytes:

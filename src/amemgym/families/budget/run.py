@@ -47,8 +47,7 @@ def policy_of(agent: str) -> tuple[str, str]:
 def score_harness(harness: Harness) -> tuple[dict[str, Verdict], EpisodeScore]:
     """The verdict on every question and the episode's score, from the answers and store a harness holds."""
     verdicts = rule_verdicts(harness.episode, harness.state.answers)
-    notes = list(harness.store.notes.values())
-    return verdicts, score_episode(harness.episode, verdicts, harness.store.writes_used, notes)
+    return verdicts, score_episode(harness.episode, verdicts, harness.store.writes_used, harness.store.ledger)
 
 
 def refuse_judge(judge: bool) -> None:
@@ -131,9 +130,8 @@ async def run_episode(env: Path, agent: str, out_dir: Path, llm: LLMClient, *, t
     state = await harness.run()
     verdicts, score = score_harness(harness)
     judged = await judge_answers(llm, episode, state.answers, verdicts) if judge else {}
-    notes = list(harness.store.notes.values())
     judge_errors = sum(v.error is not None for v in judged.values())
-    score_judged = (score_episode(episode, merged(verdicts, judged), harness.store.writes_used, notes)
+    score_judged = (score_episode(episode, merged(verdicts, judged), harness.store.writes_used, harness.store.ledger)
                     if judge and not judge_errors else None)
     per_kind: dict[str, list[int]] = {}
     for q in episode.questions:
