@@ -114,11 +114,12 @@ def test_the_budget_holds_against_an_agent_that_adds_ten_times_too_much(env: Pat
     non_questions = sum(e.kind != "question" for e in episode.events)
     assert res["score"]["writes_used"] == budget
     assert max(res["writes_over_time"]) == budget
-    # Every attempt past the budget is refused and counted: the adds past the first 15, and the update on the
-    # silent contradiction (a charged change); updates during correction notices stay free.
+    # Every attempt past the budget is refused and counted: the adds past the first 15, and the update on each
+    # re-report (a silent contradiction or a plain re-report, charged alike); updates during correction notices
+    # stay free.
     notices = sum(e.kind == "correction" for e in episode.events)
-    silent = sum(e.kind == "contradiction" for e in episode.events)
-    assert res["refused_by_reason"]["budget"] == 150 * (non_questions - notices - silent) - budget + silent
+    rereports = len(_rereports(episode))
+    assert res["refused_by_reason"]["budget"] == 150 * (non_questions - notices - rereports) - budget + rereports
     assert sum(e["op"] == "update" and e["charged"] == 0 for e in res["ledger"]) == notices
     assert res["refused_writes"] == res["refused_by_reason"]["budget"]
     checkpoint = json.loads((tmp_path / "g" / "checkpoint.json").read_text())
@@ -129,11 +130,24 @@ def test_correction_edits_are_free_and_other_changes_cost_one(env: Path, episode
     res = play(env, "budget_plugins:store_agent", tmp_path / "c", Reader(episode))
     kinds = {e.index: e.kind for e in episode.events}
     updates = [e for e in res["ledger"] if e["op"] == "update"]
-    assert {kinds[e["event"]] for e in updates} == {"correction", "contradiction"}
+    assert {kinds[e["event"]] for e in updates} == {"correction", "contradiction", "documents"}
+    assert {e["event"] for e in updates if kinds[e["event"]] != "correction"} == _rereports(episode)
     assert all(e["charged"] == (0 if kinds[e["event"]] == "correction" else 1) for e in updates)
     adds = [e for e in res["ledger"] if e["op"] == "add"]
     assert res["score"]["writes_used"] == len(adds) + sum(e["charged"] for e in updates)
     assert sum(e["charged"] == 0 for e in updates) == sum(k == "correction" for k in kinds.values())
+
+
+def _rereports(episode: Episode) -> set[int]:
+    """Events that document an entity a second time (silent contradictions and plain re-reports)."""
+    seen: set[str] = set()
+    out = set()
+    for ev in episode.events:
+        names = {f.entity for f in ev.facts}
+        if names & seen:
+            out.add(ev.index)
+        seen |= names
+    return out
 
 
 def _awe_script(episode: Episode) -> Any:
@@ -145,7 +159,7 @@ def _awe_script(episode: Episode) -> Any:
             return reader(req)
         text = req.messages[-1]["content"]
         if req.tag == "memory.extract":
-            changed = "Correction notice" in text or "field report" in text
+            changed = "Correction notice" in text or "1 film document." in text
             return json.dumps({"facts": [f"{'changed' if changed else 'fact'} {len(text)}"]})
         if "- changed" in text:
             return json.dumps({"actions": [{"op": "update", "id": 0, "text": f"corrected {len(text)}"}]})
