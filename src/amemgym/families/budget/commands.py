@@ -70,7 +70,8 @@ def validate(env: Path, *, seeds: int, json_out: Path | None, console: Console) 
     for name in STRATEGIES + ATTACKS:
         comps = [c for r in results if r.scores and (c := r.scores[name].composite) is not None]
         comp = f"{sum(comps) / len(comps):.3f}" if comps else "n/a"
-        table.add_row(name, "attack" if name in ATTACKS else "strategy", f"{acc[name]:.3f}", comp)
+        pooled_acc = f"{acc[name]:.3f}" if any(r.scores for r in results) else "n/a"
+        table.add_row(name, "attack" if name in ATTACKS else "strategy", pooled_acc, comp)
     console.print(table)
     failures = [f for r in results for f in r.failures]
     pool_fails, notes = pool_failures(results, seed_of)
