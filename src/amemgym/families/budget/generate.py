@@ -15,6 +15,7 @@ from .domain import DomainTemplate, load_domain, pools
 from .model import Change, EntityRecord, Episode, Event, Question
 from .questions import Context, make_question, reasoning_question, retrieval_spec
 from .solve import REASONING_KINDS
+from . import stream
 from .stream import changed_value, correction_notice, document, documents_text, memo
 from .tiers import ABSENT_NAMES, BATCH_SIZE, NOTE_CHARS, Tier, get_tier
 from .views import final_view
@@ -196,7 +197,7 @@ def build_episode(tier_name: str, domain_name: str, seed: int, salt: int = 0) ->
                     add("correction", correction_notice(domain, c), s, change=idx)
                 else:
                     text, fs = rereport(c.entity)
-                    add("contradiction", documents_text(domain, [text]), s, facts=fs, change=idx)
+                    add("contradiction", stream.contradiction_text(domain, text), s, facts=fs, change=idx)
         if b == mid_slot:
             for q in questions_mid:
                 ask(q, s)

@@ -132,6 +132,11 @@ def documents_text(domain: DomainTemplate, docs: list[str]) -> str:
     return f"{len(docs)} {what} document{'s' if len(docs) != 1 else ''}.\n\n" + "\n\n".join(docs)
 
 
+def contradiction_text(domain: DomainTemplate, doc: str) -> str:
+    """A silent contradiction's event text: exactly what any one-document event looks like."""
+    return documents_text(domain, [doc])
+
+
 #: How the agent is told the kind of each event. A silent contradiction is shown as the documents event it
 #: looks like; only the data file (never shown to the agent) keeps the kind apart for scoring.
 SHOWN_KIND = {"documents": "documents", "memo": "memo", "correction": "correction", "contradiction": "documents",
