@@ -36,6 +36,13 @@ def _records(world_entities: list) -> list[EntityRecord]:
                          relations={k: list(v) for k, v in e.relations.items()}) for e in world_entities]
 
 
+#: Reasoning kinds whose answer is one of at most ~16 options (a name from a listed group, a small count, a
+#: trend label); together they take at most this share of an episode's questions (none in lite, one in
+#: standard and multi, two in hard), so a one-in-sixteen guess cannot lift a guesser near its ceiling.
+CHOICE_KINDS = frozenset({"synthesis_max", "synthesis_min", "outlier", "enum_filter", "multi_count", "trend_label"})
+CHOICE_SHARE = 0.05
+#: Fewest values a text attribute's pool needs for the attribute to be asked by plain retrieval.
+RETRIEVABLE_POOL = 40
 #: Share of changes that arrive silently (at least one per episode).
 SILENT_SHARE = 0.4
 #: Maintenance kinds, asked in pairs: each pair puts the kind on one silent and one announced change.
@@ -46,9 +53,16 @@ def _pick_changes(domain: DomainTemplate, records: list[EntityRecord], order: li
                   rng: random.Random) -> list[Change]:
     """The revised facts. Silent and announced changes alternate from the first (silent) until the silent
     share is used, so the maintenance questions asked in pairs fall on both kinds alike."""
-    numeric = {a.key for a in domain.attributes if a.numeric}
+    numeric = {a.key: a for a in domain.attributes if a.wide}
     by_name = {e.name: e for e in records}
-    pairs = [(n, k) for n in order for k in sorted(by_name[n].attrs) if k in numeric]
+
+    def clear(name: str, key: str) -> bool:
+        # The smallest change (15 %) must span several display units, so a delta never sits at the checker's
+        # tolerance (0.02 -> 0.03 would let "0" pass as the change).
+        old = by_name[name].attrs[key]
+        return isinstance(old, int | float) and abs(old) * 0.15 >= 5 * 10.0 ** -numeric[key].decimals
+
+    pairs = [(n, k) for n in order for k in sorted(by_name[n].attrs) if k in numeric and clear(n, k)]
     chosen = rng.sample(pairs, tier.corrections)
     n_silent = max(1, round(tier.corrections * SILENT_SHARE))
     out = []
@@ -102,8 +116,12 @@ def build_episode(tier_name: str, domain_name: str, seed: int, salt: int = 0) ->
     rendered = {name: document(domain, by_name[name], rng, later.get(name)) for name in order}
     with_distractor = {(f.entity, f.attr) for _, fs in rendered.values() for f in fs if f.distractor is not None}
     changed = {(c.entity, c.attr) for c in changes}
-    # Enum values are few, so retrieving one is guessable; enum attributes are asked through filters instead.
-    plain = [a.key for a in domain.attributes if a.type not in ("series", "enum")]
+    # Enum values and small text pools are few, so retrieving one is guessable; they are asked through filters
+    # and text matches instead.
+    text_pools = pools()
+    plain = [a.key for a in domain.attributes if a.type not in ("series", "enum")
+             and (a.type != "text" or len(text_pools.get(a.pool or "", ())) >= RETRIEVABLE_POOL)
+             and (not a.numeric or a.wide)]
     mid_slot = max(0, n_batches // 2 - 1)
     pending: list[tuple[str, tuple]] = []  # (where, (kind, spec, text))
     n_mid = n_retrieval // 2
@@ -127,7 +145,7 @@ def build_episode(tier_name: str, domain_name: str, seed: int, salt: int = 0) ->
     for i, c in enumerate(changes[:n_maint]):
         kind = maintenance_kind(i)
         pending.append(("end", (kind, *retrieval_spec(ctx, c.entity, c.attr, kind))))
-    numeric = [a.key for a in domain.attributes if a.numeric]
+    numeric = [a.key for a in domain.attributes if a.wide]
     for i in range(n_abstain):
         pending.append(("end", ("abstention", *retrieval_spec(ctx, world.absent_names[i], rng.choice(numeric),
                                                               "abstention"))))
@@ -139,15 +157,20 @@ def build_episode(tier_name: str, domain_name: str, seed: int, salt: int = 0) ->
     kinds = list(REASONING_KINDS)
     rng.shuffle(kinds)
     seen = {q.text for q in questions_mid + questions_end}
+    # Kinds answered by picking one of a few options are capped, so no episode hands a guesser its ceiling.
+    choices_left = int(tier.questions * CHOICE_SHARE)
     made, attempts = 0, 0
     while made < n_reason and attempts < n_reason * 6:
         kind = kinds[attempts % len(kinds)]
         attempts += 1
+        if kind in CHOICE_KINDS and not choices_left:
+            continue
         q2 = reasoning_question(ctx, "", kind, seen)
         if q2 is not None:
             seen.add(q2.text)
             questions_end.append(q2)
             made += 1
+            choices_left -= kind in CHOICE_KINDS
     rng.shuffle(questions_end)
 
     events: list[Event] = []
