@@ -14,9 +14,9 @@ from typer.testing import CliRunner
 from amemgym.cli import app
 from amemgym.families.budget.generate import build_episode
 from amemgym.families.budget.io import save_episode
-from amemgym.families.budget.stream import shown_kind
 from amemgym.families.budget.model import Episode
 from amemgym.families.budget.run import run_episode
+from amemgym.families.budget.stream import shown_kind
 from amemgym.llm.backends import PermanentError
 from amemgym.llm.client import LLMClient
 from amemgym.llm.types import ChatRequest
@@ -83,7 +83,8 @@ def test_a_silent_contradiction_is_shown_as_a_plain_document(episode: Episode, t
     agent = ScriptedAgent(episode)
     run(episode, agent, tmp_path)
     silent = {ev.index + 1 for ev in episode.events if ev.kind == "contradiction"}
-    rereports = {ev.index + 1 for ev in episode.events if ev.kind == "documents" and len({f.entity for f in ev.facts}) == 1}
+    rereports = {ev.index + 1 for ev in episode.events
+                 if ev.kind == "documents" and len({f.entity for f in ev.facts}) == 1}
     assert silent and rereports
     shown = {}
     for req in agent.requests:

@@ -17,8 +17,9 @@ from amemgym.families.budget.board import leaderboard, protocol_of
 from amemgym.families.budget.generate import build_episode
 from amemgym.families.budget.io import save_episode
 from amemgym.families.budget.memory_agents import shape_problem
-from amemgym.families.budget.model import Episode
+from amemgym.families.budget.model import Episode, Question
 from amemgym.families.budget.run import run_episode
+from amemgym.families.budget.world import render_date
 from amemgym.llm.types import ChatRequest
 from amemgym.testing.fake_endpoint import FakeEndpoint
 from amemgym.testing.scripted_model import HashEmbedder, scripted_client
@@ -38,6 +39,11 @@ def env(episode: Episode, tmp_path: Path) -> Path:
     return path
 
 
+def _shown(q: Question) -> str:
+    """The gold as a document writes it (dates in words)."""
+    return render_date(str(q.gold)) if q.answer_type == "date" else str(q.gold)
+
+
 class Reader:
     """A model that only reads its context: a question is answered with its gold value when that value is
     written in one of the request's other messages, else "I don't know". Event messages get a short reply."""
@@ -53,7 +59,7 @@ class Reader:
         self.answer_requests.append(messages)
         q = next(q for q in self.episode.questions if q.text in last)
         context = "\n".join(m["content"] for m in messages[:-1])
-        return str(q.gold) if q.gold is not None and str(q.gold) in context else "I don't know"
+        return str(q.gold) if q.gold is not None and _shown(q) in context else "I don't know"
 
     def __call__(self, req: ChatRequest) -> str:
         return self.reply([{"role": m["role"], "content": m["content"]} for m in req.messages])
@@ -90,13 +96,14 @@ def test_rag_runs_a_lite_episode_through_amemgym_run(episode: Episode, env: Path
 
 
 def test_answers_come_from_memory_only(episode: Episode, env: Path, tmp_path: Path) -> None:
-    # q001 asks for Wild Lantern's setting right after the first batch and a memo. Its document lies far
-    # past the first note-cap's worth of that batch, so rag never stores it; without the cut it would still
-    # be in rag's window (2 exchanges fit in rag-2-4) and the reader could answer from the conversation.
+    # q001 asks for a fact of the first batch right after it. Its document lies far past the first note-cap's
+    # worth of that batch, so rag never stores it; without the cut it would still be in rag's window
+    # (2 exchanges fit in rag-2-4) and the reader could answer from the conversation.
     q = episode.question("q001")
+    entity = q.spec.entities[0]
     batch = episode.events[0].text
-    assert "Wild Lantern" in batch and batch.index("## Wild Lantern") > episode.note_chars
-    sentence = next(line for line in batch.split(". ") if "Wild Lantern" in line and str(q.gold) in line)
+    assert batch.index(f"## {entity}") > episode.note_chars
+    sentence = next(line for line in batch.split(". ") if entity in line and _shown(q) in line)
     reader = Reader(episode)
     res = play(env, "rag", tmp_path / "run", reader)
     first = reader.answer_requests[0]

@@ -15,10 +15,10 @@ from amemgym.config import EndpointConfig, LLMConfig
 from amemgym.families.budget.generate import build_episode
 from amemgym.families.budget.harness import read_trace
 from amemgym.families.budget.io import save_episode
-from amemgym.families.budget.stream import shown_kind
 from amemgym.families.budget.model import Episode
 from amemgym.families.budget.protocol import TOOLS, function_tools, parse_call
 from amemgym.families.budget.run import run_episode
+from amemgym.families.budget.stream import shown_kind
 from amemgym.families.budget.tool_agents import (
     _PROBED,
     ENDED,

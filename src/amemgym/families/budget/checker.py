@@ -92,7 +92,8 @@ def committed_number(reply: str) -> float | None:
     """
     if _HEDGE.search(reply):
         return None
-    labelled, others = [], []
+    labelled: list[float] = []
+    others: list[float] = []
     for m in _NUMBER.finditer(reply):
         sign, whole, frac = m.groups()
         x = float(whole.replace(",", "") + (frac or ""))

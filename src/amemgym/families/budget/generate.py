@@ -11,11 +11,11 @@ import json
 import random
 
 from ...seeding import derive_seed
+from . import stream
 from .domain import DomainTemplate, load_domain, pools
 from .model import Change, EntityRecord, Episode, Event, Question
 from .questions import Context, make_question, reasoning_question, retrieval_spec
 from .solve import REASONING_KINDS
-from . import stream
 from .stream import changed_value, correction_notice, document, documents_text, memo
 from .tiers import ABSENT_NAMES, BATCH_SIZE, NOTE_CHARS, Tier, get_tier
 from .views import final_view
@@ -205,12 +205,12 @@ def build_episode(tier_name: str, domain_name: str, seed: int, salt: int = 0) ->
             docs.append(text)
             facts.extend(fs)
         add("documents", documents_text(domain, docs), s, facts=facts)
-        for what, idx, name in slots[b]:
+        for what, idx, who in slots[b]:
             if what == "memo":
                 add("memo", memo(rng), s)
             elif what == "rereport":
-                assert name is not None
-                text, fs = rereport(name)
+                assert who is not None
+                text, fs = rereport(who)
                 add("documents", documents_text(domain, [text]), s, facts=fs)
             else:
                 assert idx is not None

@@ -88,7 +88,8 @@ def originals_stored(episode: Episode, ledger: Sequence[LedgerEntry]) -> list[bo
     for e in ledger:
         if e.text and not e.refunded:
             segs = _segments(e.text, pattern)
-            stated.append((e.event, {k: [x for seg in v for x in numbers(seg)] for k, v in segs.items() if k in wanted}))
+            found = {k: [x for seg in v for x in numbers(seg)] for k, v in segs.items() if k in wanted}
+            stated.append((e.event, found))
     out = []
     for i, c in enumerate(episode.changes):
         arrived = event_of.get(i, -1)

@@ -16,7 +16,7 @@ from functools import lru_cache
 
 from ...seeding import derive_seed
 from .domain import DomainTemplate
-from .model import Episode, Event, Fact, Question
+from .model import Episode, Fact, Question
 from .solve import solve
 from .store import BudgetStore
 from .views import FactView, Missing
@@ -402,7 +402,8 @@ def _names_plus_changes(episode: Episode, domain: DomainTemplate, store: BudgetS
                 store.write(("names: " + ", ".join(fresh))[: store.note_chars])
         elif ev.kind == "correction" and ev.change is not None:
             c = episode.changes[ev.change]
-            store.write(f"{HEADER}{fact_line(c.entity, c.attr, c.new)}\n{fact_line(c.entity, c.attr + '@old', c.old)}\n")
+            lines = [fact_line(c.entity, c.attr, c.new), fact_line(c.entity, c.attr + "@old", c.old)]
+            store.write(HEADER + "".join(line + "\n" for line in lines))
         elif ev.kind == "question" and ev.question:
             q = episode.question(ev.question)
             answers[q.id] = answer_from_memory(q, store, domain)

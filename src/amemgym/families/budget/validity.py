@@ -24,8 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .checker import Verdict, check
-from .domain import load_domain
-from .domain import DomainTemplate
+from .domain import DomainTemplate, load_domain
 from .integrity import mismatch
 from .model import Episode
 from .scoring import EpisodeScore, score_episode
