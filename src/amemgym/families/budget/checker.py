@@ -31,6 +31,8 @@ _DMY = re.compile(r"\b(\d{1,2})\s+(" + "|".join(MONTHS) + r"),?\s+(\d{4})\b", re
 #: A label that marks the number right after it as a previous value, not the answer.
 _PREVIOUS = re.compile(r"\b(?:was|previously|formerly|originally|(?:revised|changed|corrected|updated|up|down) from"
                        r"|first reported as|before that)\s*:?\s*$", re.I)
+#: How far before a number (characters) its previous-value label may start.
+LABEL_REACH = 40
 #: Words that hedge between values; with one of them no number is taken as committed.
 _HEDGE = re.compile(r"\b(?:or|either|between|maybe|perhaps|possibly|probably|likely|unsure|not sure|could be"
                     r"|might be|somewhere|range)\b", re.I)
@@ -90,7 +92,7 @@ def committed_number(reply: str) -> float | None:
     Exactly one number must follow a previous-value label, exactly one other distinct number must remain,
     and no hedging word may appear; anything else is a list of candidates.
     """
-    if _HEDGE.search(reply):
+    if _HEDGE.search(reply) or len({round(x, 9) for x in numbers(reply)}) != 2:
         return None
     labelled: list[float] = []
     others: list[float] = []
@@ -98,7 +100,8 @@ def committed_number(reply: str) -> float | None:
         sign, whole, frac = m.groups()
         x = float(whole.replace(",", "") + (frac or ""))
         x = -x if sign else x
-        (labelled if _PREVIOUS.search(reply[: m.start()]) else others).append(x)
+        # A label sits right before its number; looking a short way back keeps this linear in the reply.
+        (labelled if _PREVIOUS.search(reply[max(0, m.start() - LABEL_REACH): m.start()]) else others).append(x)
     current = {round(x, 9) for x in others}
     if len(labelled) != 1 or len(current) != 1:
         return None

@@ -45,8 +45,8 @@ FULL_BUDGET_EFFICIENCY = 0.5
 #: Attacks judged on an axis rather than on the questions they target.
 AXIS_ATTACKS = {"names_plus_changes": ("maintenance", NAMES_ONLY_CEILING)}
 #: Words that would tell a silent contradiction apart from an ordinary document.
-MARKERS = re.compile(r"contradict|correct|revis|field report|updat|chang|previous|misreport|no longer|amend"
-                     r"|instead|erratum|\bwas\b|\bnow\b", re.I)
+MARKERS = re.compile(r"\b(?:contradict\w*|correct\w*|revis\w*|field report|updat\w*|chang\w*|previous\w*"
+                     r"|misreport\w*|no longer|amend\w*|instead|erratum|was|now)\b", re.I)
 
 
 @dataclass
@@ -74,6 +74,10 @@ def contradiction_marks(episode: Episode, domain: DomainTemplate) -> list[str]:
     """
     ordinary = " ".join(ev.text for ev in episode.events if ev.kind == "documents")
     out = []
+
+    def unusual(word: str) -> bool:
+        return re.search(r"\b" + re.escape(word) + r"\b", ordinary, re.I) is None
+
     for ev in episode.events:
         if ev.kind != "contradiction" or ev.change is None:
             continue
@@ -84,8 +88,7 @@ def contradiction_marks(episode: Episode, domain: DomainTemplate) -> list[str]:
             out.append(f"event {ev.index} is shown as {shown_kind(ev.kind)!r}, not as documents")
         if lines[0] != header or len(lines) < 3 or lines[2] != f"## {entity}":
             out.append(f"event {ev.index} does not open as a one-document event about {entity}")
-        extra = {m.group(0).lower() for m in MARKERS.finditer(ev.text)} - {
-            m.group(0).lower() for m in MARKERS.finditer(ordinary)}
+        extra = {w for w in {m.group(0).lower() for m in MARKERS.finditer(ev.text)} if unusual(w)}
         if extra:
             out.append(f"event {ev.index} says {', '.join(sorted(extra))!r}, which no ordinary document says")
     return out
