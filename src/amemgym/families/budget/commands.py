@@ -87,6 +87,7 @@ def validate(env: Path, *, seeds: int, json_out: Path | None, console: Console) 
     for f in failures:
         console.print(f"[red]FAIL[/]: {f}", highlight=False)
     if not failures:
-        console.print("[green]PASS[/]: perfect = 1.0, attacks score nothing, guessers and abstainers stay low, "
-                      "storing more and applying corrections pay")
+        console.print("[green]PASS[/]: perfect = 1.0 on every axis (and keeps efficiency with the whole budget spent), "
+                      "attacks score nothing (names plus changes earns no maintenance), contradictions are silent, "
+                      "guessers and abstainers stay low, storing more and applying every change pay")
     return 1 if failures else 0
