@@ -96,6 +96,7 @@ def test_every_plan_asks_a_silent_change_for_its_current_value() -> None:
         current = [(q.spec.entities[0], q.spec.attrs[0]) for q in ep.questions if q.kind in ("update", "delta")]
         on_silent, on_notice = sum(k in silent for k in current), sum(k in notice for k in current)
         assert on_silent >= 1 and on_silent == on_notice, tier
+        assert len(ep.questions) == TIERS[tier].questions
 
 
 @pytest.mark.parametrize("tier", sorted(TIERS))
