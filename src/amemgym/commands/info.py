@@ -42,16 +42,20 @@ def info(config: ConfigOpt = None, set_: SetOpt = None) -> None:
 
 
 def check_llm(config: ConfigOpt = None, set_: SetOpt = None) -> None:
-    """One real round trip per role (chat, structured output, embeddings), with latency and tokens."""
+    """One real round trip per role (chat, structured output, embeddings), with latency, tokens and the model
+    that answered. A role whose endpoint does not list its configured model fails before any call."""
     from rich.table import Table
 
     from ..llm.client import LLMClient
+    from ..llm.preflight import preflight
 
     cfg = app_config(config, set_)
+    preflight(cfg.llm, ["generator", "simulator", "agent", "memory", "judge", "embedder"])
 
     async def main() -> None:
         llm = LLMClient(cfg.llm)  # no cache: this must reach the model
         table = Table("role", "call", "seconds", "prompt tok", "completion tok", "reply")
+        answered: dict[str, str] = {}
         schema = {"type": "object", "properties": {"colour": {"type": "string", "enum": ["red", "green", "blue"]}},
                   "required": ["colour"], "additionalProperties": False}
         try:
@@ -59,6 +63,7 @@ def check_llm(config: ConfigOpt = None, set_: SetOpt = None) -> None:
                 t0 = time.perf_counter()
                 res = await llm.chat(role, [{"role": "user", "content": "Say hello in five words or fewer."}],
                                      max_tokens=24, use_cache=False, tag="check")
+                answered[role] = res.model
                 table.add_row(role, "chat", f"{time.perf_counter() - t0:.2f}", str(res.prompt_tokens),
                               str(res.completion_tokens), res.text.strip()[:60])
             t0 = time.perf_counter()
@@ -76,6 +81,9 @@ def check_llm(config: ConfigOpt = None, set_: SetOpt = None) -> None:
         finally:
             await llm.aclose()
         out.print(table)
+        # The name each reply carried: a server may answer a name with a snapshot or a different model.
+        out.print("answered by: " + ", ".join(f"{role} {model or '(unnamed)'}" for role, model in answered.items()),
+                  highlight=False, markup=False)
 
     import asyncio  # here, not at the top: --help should not load the event loop machinery
 
