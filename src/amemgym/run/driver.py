@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -159,21 +156,13 @@ def run_command(
                         allow_model_change=allow_model_change, protocol=protocol)
 
         async def go() -> Any:
-            # What the end of the run needs is loaded in a thread while the run waits on the network; started
-            # once the first calls are out, so that it does not compete with them for the interpreter.
-            loop = asyncio.get_running_loop()
-            preload: list[asyncio.Future[None]] = []
             try:
-                return await runner.run(executor=distributed,
-                                        started=lambda: preload.append(loop.run_in_executor(None, _preload)))
+                return await runner.run(executor=distributed)
             finally:
                 progress.close()
                 await llm.aclose()
-                if preload:
-                    await preload[0]
 
-        with _calm_gc():
-            outcome = asyncio.run(go())
+        outcome = asyncio.run(go())
         print_summary(console, outcome.metrics, out_dir)
         if outcome.failures:
             console.print(f"[red]{len(outcome.failures)} failure(s)[/red] (see {out_dir / 'failures.json'}); "
@@ -182,60 +171,6 @@ def run_command(
         sha = runner.environment_sha256
         write_run_report(out_dir, console, environment=(env, sha) if sha else None)
         return 1 if outcome.failures or not outcome.metrics["complete"] else 0
-
-
-def _preload() -> None:
-    """Load what a run needs only once calls are under way or done, in the order it is needed.
-
-    rich for the progress lines and the summary (a first print compiles its number highlighter's patterns),
-    the run-file validators for the metrics, the summary's warnings, then the report builder (with NumPy).
-    Only a head start: whatever fails here (a missing report extra, say) fails again where it is used, and
-    is reported there.
-    """
-    # While this thread holds the interpreter, a reply that arrives waits for it to let go: at most the
-    # switch interval, 5 ms by default, shortened here for as long as the loading lasts.
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(0.0005)
-    try:
-        _load_late_modules()
-    finally:
-        sys.setswitchinterval(interval)
-
-
-def _load_late_modules() -> None:
-    with contextlib.suppress(Exception):
-        import io
-
-        from rich.console import Console
-        from rich.table import Table
-
-        Console(file=io.StringIO()).print(Table("metric", title="results: 0"), "results: /0 (0)")
-
-        from ..records import build_models
-        from ..validity import sim_audit  # noqa: F401
-
-        build_models()
-        import amemgym.report.build  # noqa: F401
-
-
-@contextlib.contextmanager
-def _calm_gc() -> Iterator[None]:
-    """Fewer, cheaper garbage collections during a run (otherwise about a tenth of its CPU); undone after.
-
-    What is loaded before the run (modules, the environment) outlives it, so it is frozen out of the
-    collector's scans; and the youngest generation is collected every 20,000 allocations instead of 700
-    (a run allocates many short-lived request and reply objects, few of them in reference cycles).
-    """
-    import gc
-
-    threshold = gc.get_threshold()
-    gc.freeze()
-    gc.set_threshold(20_000, *threshold[1:])
-    try:
-        yield
-    finally:
-        gc.set_threshold(*threshold)
-        gc.unfreeze()
 
 
 def write_run_report(rundir: Path, console: Console, *, environment: tuple[Any, str] | None = None) -> None:
