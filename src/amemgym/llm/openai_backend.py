@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import json
+import os
 import ssl
 import time
 from time import perf_counter
@@ -103,6 +104,20 @@ def _tls_failure(exc: BaseException) -> ssl.SSLError | None:
     return None
 
 
+def _connection_text(exc: BaseException) -> str:
+    """The failure and, when the transport wrapped it ("All connection attempts failed"), the system's reason."""
+    text = str(exc) or type(exc).__name__
+    seen: BaseException | None = exc.__cause__ or exc.__context__
+    for _ in range(8):
+        if seen is None:
+            break
+        if isinstance(seen, OSError) and seen.errno:
+            reason = os.strerror(seen.errno)
+            return text if reason in text else f"{text}: {reason}"
+        seen = seen.__cause__ or seen.__context__
+    return text
+
+
 def _classify(exc: BaseException) -> TransientError | PermanentError:
     if isinstance(exc, (TransientError, PermanentError)):
         return exc
@@ -133,7 +148,7 @@ def _classify(exc: BaseException) -> TransientError | PermanentError:
     if isinstance(exc, (httpx.UnsupportedProtocol, httpx.InvalidURL)):
         return PermanentError("bad_url", str(exc))
     if isinstance(exc, (httpx.TransportError, ConnectionError, OSError)):
-        return TransientError("connection", str(exc) or type(exc).__name__)
+        return TransientError("connection", _connection_text(exc))
     if isinstance(exc, (json.JSONDecodeError, UnicodeDecodeError, ValueError, KeyError, TypeError, IndexError)):
         return TransientError("malformed_body", str(exc))
     return TransientError("unexpected", f"{type(exc).__name__}: {exc}")
