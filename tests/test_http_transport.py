@@ -559,6 +559,18 @@ async def test_a_socks_proxy_gets_a_clear_line(clean_env) -> None:
     assert "unreachable" not in str(err.value)
 
 
+def test_the_ca_store_is_the_systems_unless_ssl_cert_file_names_another(clean_env, ca) -> None:
+    from amemgym.llm.http import tls_context
+
+    system = ssl.create_default_context().get_ca_certs()
+    assert tls_context().get_ca_certs() == system  # the machine's store, not only certifi's bundle
+    clean_env.setenv("SSL_CERT_FILE", str(ca.pem_path))
+    assert [c["subject"] for c in tls_context().get_ca_certs()] != [c["subject"] for c in system]
+    clean_env.setenv("SSL_CERT_FILE", "/no/such/ca.pem")
+    with pytest.raises(PermanentError, match="SSL_CERT_FILE=/no/such/ca.pem: cannot load CA certificates"):
+        asyncio.run(chat(backend("https://models.example.test/v1")))
+
+
 # ---- TLS failures are permanent ------------------------------------------------------------------------------------
 async def test_an_untrusted_certificate_fails_once_in_one_line(serve, clean_env, ca) -> None:
     srv = serve([reply(CHAT)], tls=server_tls(ca))  # signed by a CA this machine does not trust
