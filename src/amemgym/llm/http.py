@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import importlib.util
 import os
 import ssl
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
+from urllib.request import getproxies_environment, proxy_bypass_environment  # type: ignore[attr-defined]
 
 import httpx
 
@@ -70,8 +72,6 @@ def env_proxy(url: str) -> str | None:
     Read with the standard library's parser of these variables and handed to httpx explicitly (the client
     itself does not read the environment), so the proxy in use is known and can be named in errors.
     """
-    from urllib.request import getproxies_environment, proxy_bypass_environment  # type: ignore[attr-defined]
-
     proxies = getproxies_environment()
     parts = urlsplit(url)
     if not proxies or proxy_bypass_environment(parts.hostname or "", proxies):
@@ -113,8 +113,6 @@ def make_client(root: str, timeouts: Timeouts, headers: dict[str, str]) -> tuple
     if proxy_url:
         scheme = urlsplit(proxy_url).scheme.lower()
         if scheme.startswith("socks"):
-            import importlib.util
-
             if importlib.util.find_spec("socksio") is None:
                 raise SetupError(f"the proxy {public_url(proxy_url)} is a socks proxy, which needs the socksio "
                                       "package: pip install 'httpx[socks]'")

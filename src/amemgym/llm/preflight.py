@@ -20,7 +20,10 @@ from ..config import EndpointConfig, LLMConfig
 from ..errors import BackendUnavailable, ConfigError
 from .backends import PermanentError, TransientError
 from .client import read_api_key
+from .embedded_model import model_status
+from .embedder import embedder_status
 from .http import Response, public_url
+from .openai_backend import OpenAIBackend
 from .urls import REDIRECT_ADVICE, check_base_url
 
 __all__ = ["RoleCheck", "check_roles", "preflight", "run_roles"]
@@ -65,8 +68,6 @@ def _served_models(url: str, key: str | None, ep: EndpointConfig) -> tuple[list[
 
     Read through the same client, limits and size cap as every model call (one attempt, no retries).
     """
-    from .openai_backend import OpenAIBackend
-
     async def probe() -> Response:
         backend = OpenAIBackend(url, ep.model, key, timeout_s=ep.timeout_s, connect_timeout_s=ep.connect_timeout_s,
                                 read_timeout_s=ep.read_timeout_s, max_reply_bytes=ep.max_reply_bytes)
@@ -135,8 +136,6 @@ def check_roles(cfg: LLMConfig, roles: Iterable[str]) -> list[RoleCheck]:
 
 def _check_local(cfg: LLMConfig, role: str, model: str | None) -> RoleCheck:
     if role == "embedder":
-        from .embedder import embedder_status
-
         ok, detail = embedder_status()
         return RoleCheck(role, ok, detail)
     emb = cfg.embedded.model
@@ -147,8 +146,6 @@ def _check_local(cfg: LLMConfig, role: str, model: str | None) -> RoleCheck:
     if importlib.util.find_spec("xllamacpp") is None:
         return RoleCheck(role, False, "the embedded model needs xllamacpp; install it with: "
                                       "pip install 'amemgym[local]'")
-    from .embedded_model import model_status
-
     ok, detail = model_status(emb)
     return RoleCheck(role, ok, f"embedded {detail}")
 

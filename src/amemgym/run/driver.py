@@ -4,30 +4,34 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
 
 from ..agents.base import AgentContext
 from ..agents.registry import resolve_agent
 from ..config import AppConfig
 from ..data.io import load_environment
-from ..errors import ConfigError, RunError
+from ..errors import AMemGymError, ConfigError, RunError
+from ..generate.procedural import tiny_environment_path
 from ..llm.client import LLMClient
 from ..llm.health import describe as describe_problem
 from ..llm.preflight import preflight, run_roles
+from ..scoring.metrics import RESULT_FLAGS
 from ..scoring.registry import in_display_order, registered
+from ..storage import atomic_write_text
+from ..validity.sim_audit import degenerate_warning
 from .engine import Runner, existing_manifest, protocol_of
 from .flags import ModelFlags, first_users
 from .lock import run_lock
+from .models_file import apply_models_file
 from .progress import RunProgress
-
-if TYPE_CHECKING:
-    from rich.console import Console
+from .ray_executor import RayExecutor, check_endpoints, import_ray
 
 
 def default_environment() -> Path:
     """The bundled procedural tiny environment."""
-    from ..generate.procedural import tiny_environment_path
-
     return tiny_environment_path()
 
 
@@ -45,8 +49,6 @@ def _num(value: Any) -> str:
 
 def print_summary(console: Console, metrics: dict[str, Any], rundir: Path) -> None:
     """The short summary printed after a run."""
-    from rich.table import Table
-
     o = metrics["overall"]
     table = Table("metric", "mean [95% CI over users]", title=f"{metrics.get('agent')} - {rundir}")
     cells = o.get("memory_cells") or {}
@@ -61,9 +63,6 @@ def print_summary(console: Console, metrics: dict[str, Any], rundir: Path) -> No
         name = f"{m.label} {m.group.removesuffix('s').replace('_', ' ')}" if m.group else m.label
         table.add_row(name, "n/a" if v is None else f"{v:.3f}")
     console.print(table)
-    from ..scoring.metrics import RESULT_FLAGS
-    from ..validity.sim_audit import degenerate_warning
-
     for flag in o.get("flags") or []:
         console.print(f"[red]DEGENERATE[/]: {flag} - {RESULT_FLAGS.get(flag, '')}. This run is reported but not "
                       "ranked on the leaderboard.", highlight=False)
@@ -120,8 +119,6 @@ def run_command(
     env_path = env_path or default_environment()
     env = first_users(load_environment(env_path), limit)
     if models is not None:
-        from .models_file import apply_models_file
-
         cfg.llm.roles = apply_models_file(cfg.llm.roles, models)  # type: ignore[arg-type, assignment]
     if spec.llm_overrides:
         roles = dict(cfg.llm.roles)
@@ -140,8 +137,6 @@ def run_command(
     preflight(cfg.llm, run_roles(spec.roles, off_policy=off_policy is not None))
     distributed = None
     if executor == "ray":
-        from .ray_executor import RayExecutor, check_endpoints, import_ray
-
         import_ray()  # fail before any work if the extra is missing or an endpoint is not served
         check_endpoints(cfg)
         distributed = RayExecutor(address=ray_address)
@@ -178,9 +173,6 @@ def write_run_report(rundir: Path, console: Console, *, environment: tuple[Any, 
 
     ``environment`` is the run's environment and its sha256 when the caller has them in memory.
     """
-    from ..errors import AMemGymError
-    from ..storage import atomic_write_text
-
     try:
         from ..report.build import build_report
 
