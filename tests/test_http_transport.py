@@ -219,6 +219,22 @@ async def test_a_server_closing_an_idle_connection_is_not_an_error(serve, clean_
     await be.aclose()
 
 
+async def test_concurrent_requests_spread_over_clients_of_a_bounded_size(serve, clean_env) -> None:
+    from amemgym.llm.http import Transport
+
+    def slow(req: Request, conn: socket.socket) -> None:
+        time.sleep(0.3)
+        conn.sendall(reply(CHAT, extra="Connection: close\r\n"))
+
+    srv = serve([slow])
+    be = backend(srv.url)
+    assert await asyncio.gather(*(chat(be) for _ in range(20))) == ["hello"] * 20
+    transport = be._http()
+    assert len(transport._pools) == -(-20 // Transport.SHARD) and transport._busy == [0] * len(transport._pools)
+    assert srv.connections == 20
+    await be.aclose()
+
+
 # ---- a reply belongs to its own request ----------------------------------------------------------------------------
 async def test_bytes_after_a_complete_reply_never_answer_the_next_request(serve, clean_env) -> None:
     # The first reply comes with a second, unrequested one in the same write: a client that kept the
@@ -323,8 +339,8 @@ async def test_the_connect_limit_reaches_the_client_and_its_expiry_is_a_timeout(
     from amemgym.llm.openai_backend import classify
 
     be = backend("http://127.0.0.1:9/v1", connect_timeout_s=0.3, read_timeout_s=4.0)
-    client = be._http()
-    assert (client.timeout.connect, client.timeout.read) == (0.3, 4.0)
+    limits = be._http().timeout()
+    assert (limits["connect"], limits["read"]) == (0.3, 4.0)
     assert classify(httpx.ConnectTimeout("connect timed out")).kind == "timeout"
     await be.aclose()
 

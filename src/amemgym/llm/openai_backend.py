@@ -21,7 +21,7 @@ import httpx
 import numpy as np
 
 from .backends import PermanentError, TransientError
-from .http import ReplyTooLarge, Response, SetupError, fetch, make_client, public_url
+from .http import ReplyTooLarge, Response, SetupError, Transport, public_url
 from .redact import redact, register_secret
 from .timeouts import resolve_timeouts
 from .types import ChatRequest, ChatResult, ToolCallOut
@@ -180,8 +180,7 @@ class OpenAIBackend:
         self._headers = {"Content-Type": "application/json", "Authorization": f"Bearer {api_key or 'not-needed'}"}
         self.timeouts = resolve_timeouts(base_url, connect_timeout_s, read_timeout_s, timeout_s)
         self.max_reply_bytes = max_reply_bytes
-        self._client: httpx.AsyncClient | None = None
-        self._proxy: str | None = None
+        self._transport: Transport | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
     @property
@@ -191,15 +190,15 @@ class OpenAIBackend:
     def _url(self, route: str) -> str:
         return f"{self._root}{route}" + (f"?{self._query}" if self._query else "")
 
-    def _http(self) -> httpx.AsyncClient:
+    def _http(self) -> Transport:
         loop = asyncio.get_running_loop()
         if self._loop is not loop:
             # Connections belong to the loop that opened them: a backend used again under a new loop (one
-            # asyncio.run after another) starts a fresh client; the old loop's sockets went with that loop.
-            self._client, self._loop = None, loop
-        if self._client is None:
-            self._client, self._proxy = make_client(self._root, self.timeouts, self._headers)
-        return self._client
+            # asyncio.run after another) starts afresh; the old loop's sockets went with that loop.
+            self._transport, self._loop = None, loop
+        if self._transport is None:
+            self._transport = Transport(self._root, self.timeouts, self._headers)
+        return self._transport
 
     async def send(self, method: str, route: str, body: dict[str, Any] | None = None) -> Response:
         """One request under the endpoint's limits; any status comes back (the preflight reads them itself).
@@ -208,11 +207,13 @@ class OpenAIBackend:
             TransientError, PermanentError: the transport failed (see :func:`classify`).
         """
         data = None if body is None else json.dumps(body, ensure_ascii=False).encode("utf-8")
+        transport = None
         try:
-            return await fetch(self._http(), method, self._url(route), data, max_body=self.max_reply_bytes,
-                               total=self.timeouts.total)
+            transport = self._http()
+            return await transport.fetch(method, self._url(route), data, max_body=self.max_reply_bytes,
+                                         total=self.timeouts.total)
         except Exception as exc:  # noqa: BLE001 - classified and re-raised
-            raise classify(exc, self._proxy) from exc
+            raise classify(exc, transport.proxy if transport else None) from exc
 
     async def _request(self, method: str, route: str, body: dict[str, Any] | None = None) -> Any:
         resp = await self.send(method, route, body)
@@ -320,10 +321,10 @@ class OpenAIBackend:
         return vecs / np.maximum(norms, 1e-12)
 
     async def aclose(self) -> None:
-        """Close the HTTP client and its connections."""
-        if self._client is not None:
-            await self._client.aclose()
-        self._client = None
+        """Close the HTTP clients and their connections."""
+        if self._transport is not None:
+            await self._transport.aclose()
+        self._transport = None
 
 
 def _chat_result(resp: Any, model: str, seconds: float) -> ChatResult:
