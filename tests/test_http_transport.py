@@ -309,6 +309,15 @@ async def test_broken_replies_map_onto_the_retry_kinds(serve, clean_env, raw: by
     await be.aclose()
 
 
+async def test_a_request_that_cannot_be_sent_is_permanent(serve, clean_env) -> None:
+    srv = serve([reply(CHAT)])
+    be = OpenAIBackend(srv.url, "m", "key-with\nnewline")  # e.g. a key file with a line break inside
+    with pytest.raises(PermanentError) as err:
+        await chat(be)
+    assert err.value.kind == "bad_request" and srv.requests == []
+    await be.aclose()
+
+
 # ---- limits ----------------------------------------------------------------------------------------------------------
 async def test_read_idle_and_total_limits(serve, clean_env) -> None:
     def trickle(req: Request, conn: socket.socket) -> None:

@@ -145,6 +145,8 @@ def _classify(exc: BaseException) -> TransientError | PermanentError:
         return TransientError("malformed_body", f"reply body cannot be decoded: {exc}")
     if isinstance(exc, (httpx.UnsupportedProtocol, httpx.InvalidURL)):
         return PermanentError("bad_url", str(exc))
+    if isinstance(exc, httpx.LocalProtocolError):  # our own request cannot be sent (say, a header value)
+        return PermanentError("bad_request", f"the request cannot be sent: {exc}")
     if isinstance(exc, (httpx.TransportError, ConnectionError, OSError)):
         return TransientError("connection", _connection_text(exc))
     if isinstance(exc, (json.JSONDecodeError, UnicodeDecodeError, ValueError, KeyError, TypeError, IndexError)):
