@@ -1,4 +1,4 @@
-"""The HTTP transport of every model call and of the preflight's model list: one httpx client per endpoint.
+"""The HTTP transport of every model call and of the preflight's model list: httpx, one Transport per endpoint.
 
 httpx (the OpenAI SDK's own transport) does the protocol: keep-alive pooling, TLS, proxies (``http://``
 and ``https://``; ``socks5://`` with the ``socksio`` package), chunked and compressed bodies. This module
@@ -44,7 +44,7 @@ class SetupError(Exception):
 
 @dataclass(frozen=True)
 class Response:
-    """A complete response: status, headers (names lower-cased, the last value of a repeated one) and body."""
+    """A complete response: status, headers (names lower-cased, a repeated one's values joined by commas), body."""
 
     status: int
     headers: dict[str, str]
