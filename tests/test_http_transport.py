@@ -422,10 +422,17 @@ async def test_http_proxy_gets_absolute_targets_and_credentials(serve, clean_env
     await be.aclose()
 
 
-async def test_no_proxy_bypasses_the_proxy(serve, clean_env) -> None:
+async def test_no_proxy_and_loopback_addresses_bypass_the_proxy(serve, clean_env) -> None:
+    from amemgym.llm.http import env_proxy
+
+    clean_env.setenv("HTTP_PROXY", "http://10.0.0.9:3128")
+    clean_env.setenv("NO_PROXY", "models.internal")
+    assert env_proxy("http://models.internal/v1") is None
+    assert env_proxy("http://other.example/v1") == "http://10.0.0.9:3128"
+    # A proxy cannot reach this machine's loopback (the embedded server listens there), NO_PROXY or not.
+    for url in ("http://127.0.0.1:8080/v1", "http://localhost:8080/v1", "http://[::1]:8080/v1"):
+        assert env_proxy(url) is None, url
     origin = serve([reply(CHAT)])
-    clean_env.setenv("HTTP_PROXY", "http://127.0.0.1:9")  # nothing listens there
-    clean_env.setenv("NO_PROXY", "127.0.0.1")
     be = backend(origin.url)
     assert await chat(be) == "hello"
     await be.aclose()
@@ -442,12 +449,18 @@ def ca(tmp_path: Path) -> Any:
 
 def server_tls(ca: Any) -> ssl.SSLContext:
     ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    ca.issue_cert("127.0.0.1").configure_cert(ctx)
+    ca.issue_cert("127.0.0.1", ORIGIN).configure_cert(ctx)
     return ctx
 
 
+#: The name the tests' proxied origins go by: loopback addresses never go through a proxy, and the proxy
+#: below takes every name to this machine.
+ORIGIN = "models.test"
+
+
 class ConnectProxy:
-    """A CONNECT (tunnelling) and forwarding proxy in a thread, itself over TLS when ``tls`` is given."""
+    """A CONNECT (tunnelling) and forwarding proxy in a thread, itself over TLS when ``tls`` is given; every
+    host it is asked for is this machine."""
 
     def __init__(self, tls: ssl.SSLContext | None = None, refuse: int | None = None) -> None:
         self.tls, self.refuse = tls, refuse
@@ -482,14 +495,13 @@ class ConnectProxy:
                 return
             method, target, _ = req.line.split(" ")
             if method == "CONNECT":
-                host, port = target.rsplit(":", 1)
-                upstream = socket.create_connection((host, int(port)))
+                port = target.rsplit(":", 1)[1]
+                upstream = socket.create_connection(("127.0.0.1", int(port)))
                 conn.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
                 self._pipe(conn, upstream, bytes(buf))
             else:  # forward an absolute-form request to the origin it names
-                hostport = target.split("/")[2]
-                host, port = hostport.rsplit(":", 1)
-                upstream = socket.create_connection((host, int(port)))
+                port = target.split("/")[2].rsplit(":", 1)[1]
+                upstream = socket.create_connection(("127.0.0.1", int(port)))
                 upstream.sendall(req.head.encode("latin-1") + b"\r\n\r\n" + req.body)
                 self._pipe(conn, upstream, bytes(buf))
         except (OSError, ssl.SSLError):
@@ -529,9 +541,9 @@ async def test_https_with_ssl_cert_file_direct_and_through_a_connect_proxy(serve
     assert await chat(direct) == "hello"
     proxy = ConnectProxy()
     clean_env.setenv("HTTPS_PROXY", proxy.url)
-    via = backend(origin.url)
+    via = backend(f"https://{ORIGIN}:{origin.port}/v1")
     assert await chat(via) == "hello"
-    assert proxy.lines == [f"CONNECT 127.0.0.1:{origin.port} HTTP/1.1"]
+    assert proxy.lines == [f"CONNECT {ORIGIN}:{origin.port} HTTP/1.1"]
     assert origin.requests[-1].line == "POST /v1/chat/completions HTTP/1.1"
     proxy.close()
     await direct.aclose()
@@ -543,14 +555,14 @@ async def test_an_https_proxy_carries_plain_and_tls_requests(serve, clean_env, c
     proxy = ConnectProxy(tls=server_tls(ca))  # the client speaks TLS to the proxy itself
     plain = serve([reply(chat_body("plain"))])
     clean_env.setenv("HTTP_PROXY", proxy.url)
-    be = backend(plain.url)
+    be = backend(f"http://{ORIGIN}:{plain.port}/v1")
     assert await chat(be) == "plain"
-    assert proxy.lines == [f"POST http://127.0.0.1:{plain.port}/v1/chat/completions HTTP/1.1"]
+    assert proxy.lines == [f"POST http://{ORIGIN}:{plain.port}/v1/chat/completions HTTP/1.1"]
     secure = serve([reply(chat_body("tls in tls"))], tls=server_tls(ca))
     clean_env.setenv("HTTPS_PROXY", proxy.url)
-    tunnelled = backend(secure.url)
+    tunnelled = backend(f"https://{ORIGIN}:{secure.port}/v1")
     assert await chat(tunnelled) == "tls in tls"
-    assert proxy.lines[-1] == f"CONNECT 127.0.0.1:{secure.port} HTTP/1.1"
+    assert proxy.lines[-1] == f"CONNECT {ORIGIN}:{secure.port} HTTP/1.1"
     proxy.close()
     await be.aclose()
     await tunnelled.aclose()

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import importlib.util
+import ipaddress
 import os
 import ssl
 from dataclasses import dataclass
@@ -67,16 +68,28 @@ def public_url(url: str) -> str:
 
 
 def env_proxy(url: str) -> str | None:
-    """The proxy that ``HTTP(S)_PROXY`` / ``ALL_PROXY`` / ``NO_PROXY`` choose for ``url``, or None.
+    """The proxy that ``HTTP(S)_PROXY`` / ``ALL_PROXY`` / ``NO_PROXY`` choose for ``url``, or None (always None
+    for a loopback address).
 
     Read with the standard library's parser of these variables and handed to httpx explicitly (the client
     itself does not read the environment), so the proxy in use is known and can be named in errors.
     """
     proxies = getproxies_environment()
     parts = urlsplit(url)
-    if not proxies or proxy_bypass_environment(parts.hostname or "", proxies):
+    host = parts.hostname or ""
+    if not proxies or _loopback(host) or proxy_bypass_environment(host, proxies):
         return None
     return proxies.get(parts.scheme) or proxies.get("all")
+
+
+def _loopback(host: str) -> bool:
+    # A proxy cannot reach this machine's loopback (the embedded server, a local vLLM): never send it there.
+    if host.lower() in ("localhost", "localhost.") or host.lower().endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def tls_context() -> ssl.SSLContext:
