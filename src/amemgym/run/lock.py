@@ -72,6 +72,8 @@ def _nested_holder(directory: Path) -> tuple[Path, str] | None:
             return parent, "inside"
     for root, dirs, files in os.walk(directory):
         dirs.sort()
+        if "manifest.json" in files and "users" in dirs:
+            dirs.remove("users")  # a run's per-user folders (thousands of them) hold no run of their own
         if LOCK_NAME in files and Path(root) != directory and _held_elsewhere(Path(root) / LOCK_NAME):
             return Path(root), "around"
     return None
