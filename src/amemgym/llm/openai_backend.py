@@ -109,7 +109,7 @@ def _connection_text(exc: BaseException) -> str:
     for _ in range(8):
         if seen is None:
             break
-        if isinstance(seen, OSError) and seen.errno:
+        if isinstance(seen, OSError) and not isinstance(seen, ssl.SSLError) and seen.errno:
             reason = os.strerror(seen.errno)
             return text if reason in text else f"{text}: {reason}"
         seen = seen.__cause__ or seen.__context__
