@@ -36,7 +36,7 @@ from ...storage import append_jsonl, atomic_write_json
 from .domain import load_domain
 from .harness import env_digest, trim_trace, wall_clock
 from .model import Episode, Event
-from .scoring import score_episode
+from .scoring import DEFINITIONS, score_episode
 from .store import LedgerEntry
 from .stream import shown_kind
 from .validity import judge
@@ -511,14 +511,6 @@ class MemoryAgentHarness:
             store.touched.clear()
         return await self._call("snapshot", agent.snapshot())
 
-    def memory_texts(self) -> list[str]:
-        """What the agent's memory holds at the end, one text per memory (for the storage gate)."""
-        memory = (self.state.snapshot or {}).get("memory", {})
-        if self.plan.memory == "notes":
-            return [f"{k}: {v}" for k, v in memory.get("notes", {}).items()]
-        self._agent(self.state.snapshot)  # the records are read back through a store restored from the snapshot
-        return [r.text for r in self.stores[0].records()]
-
 
 async def run_memory_episode(env: Path, episode: Episode, raw: bytes, name: str, out_dir: Path,
                              llm: LLMClient) -> dict[str, Any]:
@@ -553,9 +545,7 @@ async def run_memory_episode(env: Path, episode: Episode, raw: bytes, name: str,
         "usage": llm.ledger.to_dict(),
         "wall_seconds_last_invocation": round(wall_clock() - t0, 3),
         "definitions": {
-            "composite": "0.30 breadth + 0.25 maintenance + 0.25 reasoning + 0.20 efficiency",
-            "maintenance": "update-kind accuracy x storage gate",
-            "efficiency": "non-abstention accuracy x min(1, reference writes / writes used)",
+            **DEFINITIONS,
             "writes_used": "memories added or changed, as the harness's meter charged them (changes free during a "
                            "correction notice)",
             "refused_writes": "writes the meter refused: budget spent, during a question, empty text, or a "

@@ -13,7 +13,7 @@ from .harness import Harness, ToolAgent, env_digest, wall_clock
 from .io import load_episode
 from .judging import judge_answers, judge_identity, merged
 from .model import Episode
-from .scoring import EpisodeScore, score_episode
+from .scoring import DEFINITIONS, EpisodeScore, score_episode
 from .tool_agents import (
     ProtocolChoice,
     ToolAgentContext,
@@ -158,9 +158,7 @@ async def run_episode(env: Path, agent: str, out_dir: Path, llm: LLMClient, *, t
         "ledger": [e.__dict__ for e in harness.store.ledger],
         "usage": llm.ledger.to_dict(),
         "wall_seconds_last_invocation": round(wall_clock() - t0, 3),
-        "definitions": {"composite": "0.30 breadth + 0.25 maintenance + 0.25 reasoning + 0.20 efficiency",
-                        "maintenance": "update-kind accuracy x storage gate",
-                        "efficiency": "non-abstention accuracy x min(1, reference writes / writes used)",
+        "definitions": {**DEFINITIONS,
                         "score_judged": "the same scores with the answers the judge found right counted right "
                                         "(rule verdicts elsewhere); null without a judge or when a judge call "
                                         "failed"},

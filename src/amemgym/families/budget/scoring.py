@@ -29,6 +29,15 @@ from .store import LedgerEntry
 
 WEIGHTS: dict[str, float] = {"breadth": 0.30, "maintenance": 0.25, "reasoning": 0.25, "efficiency": 0.20}
 AXES = tuple(WEIGHTS)
+#: How the composite and the axes that are not plain accuracies are computed, written into every results file.
+DEFINITIONS: dict[str, str] = {
+    "composite": "0.30 breadth + 0.25 maintenance + 0.25 reasoning + 0.20 efficiency",
+    "maintenance": "share of update, delta and counterfactual questions answered right whose original value was "
+                   "stored (next to the entity's name) by a write made before the change arrived",
+    "efficiency": "non-abstention accuracy x min(1, reference writes / writes used); the reference is the writes "
+                  "storing every documented fact would take, capped by the budget (it does not know the questions)",
+    "storage_gate": "share of maintenance questions whose original value was stored before the change arrived",
+}
 
 
 @dataclass(frozen=True)
