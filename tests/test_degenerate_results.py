@@ -217,6 +217,8 @@ def test_the_console_headline_of_a_degenerate_run_reads_undefined(runs) -> None:
     assert "undefined" in row and "1.000" not in row, row
     # Nowhere on the console does the perfect-looking number stand as amemgym's memory score.
     assert not re.search(r"amemgym's: 1\.000", shown) and "1.000 [1.000, 1.000]" not in shown
+    original = " ".join(shown.split()).split("original aggregation", 1)[1][:120]
+    assert "noise: DEGENERATE run" in original, original
 
 
 def test_the_console_says_what_each_number_means(runs) -> None:

@@ -154,7 +154,8 @@ def print_summary(console: Console, metrics: dict[str, Any], rundir: Path) -> No
     orig = o.get("memory_score_original")
     if orig is not None:
         console.print(f"memory score, original aggregation (mean over all user x period cells, unguarded): "
-                      f"{_num(orig)}; amemgym's: {headline_text(o)} over users, "
+                      f"{_num(orig)}{' (noise: DEGENERATE run)' if flags else ''}; amemgym's: {headline_text(o)} "
+                      "over users, "
                       f"{o.get('undefined_memory_cells', 0)} undefined cell(s) excluded", highlight=False)
     for diff in (metrics.get("protocol_settings") or {}).get("differences_from_original", []):
         console.print(f"note: {diff}; numbers are not comparable with published results", highlight=False)
