@@ -98,9 +98,9 @@ class StateTrack:
     def validate(self, request: ValidateRequest, console: Console) -> int:
         """Shortcut strategies against random, the reference agents, the data audit; 1 if any check fails."""
         from ..cli_common import app_config, err
-        from ..commands.validate import pick_embedder, print_report
+        from ..commands.validate import ValidateProgress, pick_embedder, print_report
         from ..data.io import load_environment
-        from ..validity import TextVectors, run_suite
+        from ..validity import FAMILIES, TextVectors, run_suite
 
         r = request
         if not 0 <= r.margin < 1:
@@ -125,8 +125,13 @@ class StateTrack:
                     await llm.aclose()
 
             exposure = asyncio.run(read())
-        report = run_suite(environment, TextVectors(embed), margin=r.margin, seed=r.seed, embedder=name,
-                           gate_prior=r.gate_prior, text_exposure=exposure)
+        # Steps: embeddings, text reader, one per family, gates.
+        progress = ValidateProgress(len(FAMILIES) + 3)
+        try:
+            report = run_suite(environment, TextVectors(embed), margin=r.margin, seed=r.seed, embedder=name,
+                               gate_prior=r.gate_prior, text_exposure=exposure, progress=progress)
+        finally:
+            progress.close()
         if note:
             report.notes.append(note)
         print_report(report)
