@@ -134,3 +134,18 @@ def test_turn_copying_the_opening_and_a_clean_turn(original_env_path: Path) -> N
     session = user.periods[0].sessions[0]
     assert lexical_flags(user, session, session.query)[0] == ["copies_opening"]
     assert lexical_flags(user, session, "Thanks! Could you give me a sample week?")[0] == []
+
+
+def test_a_run_on_a_file_whose_exposure_cannot_be_checked_says_so_in_metrics(original_env_path: Path,
+                                                                            tmp_path: Path) -> None:
+    from amemgym.generate.procedural import tiny_environment_path
+    from amemgym.validity.exposure import unchecked_reason
+
+    asyncio.run(make_run(original_env_path, tmp_path / "run", tmp_path))
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert "exposure unchecked" in metrics["exposure_unchecked"] and "--judge" in metrics["exposure_unchecked"]
+    # A file of the built-in pack is read from its text, metadata or not.
+    procedural = load_environment(tiny_environment_path())
+    for user in procedural.users:
+        user.amemgym = None
+    assert unchecked_reason(procedural) is None

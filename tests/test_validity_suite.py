@@ -228,3 +228,16 @@ def test_gate_bound_counts_repeated_answers_of_a_question_once() -> None:
     tight = gate_stat(a, b, user, np.arange(40), 0.05)
     assert loose.gate_lo is not None and tight.gate_lo is not None
     assert loose.gate_lo < 0.25 < tight.gate_lo
+
+
+def test_a_file_within_noise_of_the_margin_is_borderline_with_its_interval_at_every_seed() -> None:
+    env = plant_longest(synthetic_env())
+    margin = round(by_name(suite(env))["longest"].excess, 3)
+    for seed in range(5):
+        report = suite(env, margin=margin, seed=seed)
+        longest = by_name(report)["longest"]
+        assert longest.verdict == "borderline" and longest.lo is not None
+        assert longest.lo - longest.baseline < margin < longest.hi - longest.baseline
+        assert report.passed, report.failures
+        assert any(line.startswith("longest scores") and f"[{longest.lo:.3f}, {longest.hi:.3f}]" in line
+                   for line in report.borderline)

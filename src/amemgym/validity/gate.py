@@ -113,12 +113,16 @@ def gate_stat(a: np.ndarray, b: np.ndarray, user: np.ndarray, cluster: np.ndarra
 
 
 def decide(stat: GateStat, margin: float) -> str:
-    """``fail`` (beats its baseline by more than ``margin``, and surely beats it), ``borderline`` (surely
-    beats it, by an amount the interval cannot place below or above the margin) or ``pass``."""
-    surely = stat.gate_lo is not None and stat.gate_lo > stat.baseline + 1e-12
-    if surely and stat.excess > margin:
+    """``fail`` when the lower bound of the excess is above ``margin`` (the strategy surely beats its baseline
+    by more than the margin); ``borderline`` when the strategy surely beats its baseline but its interval
+    holds the margin (within noise of it: reported with the interval, never a verdict that flips with the
+    sample); else ``pass``."""
+    if stat.gate_lo is None:
+        return "pass"
+    lower = stat.gate_lo - stat.baseline
+    if lower > margin:
         return "fail"
-    upper = stat.hi if stat.hi is not None else stat.accuracy
-    if surely and upper - stat.baseline >= margin:
+    upper = (stat.hi if stat.hi is not None else stat.accuracy) - stat.baseline
+    if lower > 1e-12 and upper >= margin:
         return "borderline"
     return "pass"

@@ -5,14 +5,16 @@ Decision rule (``DECISION_RULE`` is printed and written with the results):
 
 - every strategy is scored by its exact expected accuracy per item (ties are a uniform draw), so the
   verdict does not depend on ``--seed``; the cross-fitted learners use a split fixed by the user ids.
-- a gated strategy *fails* when its excess over its baseline (random; the honest recency reader for
-  window strategies) is above ``margin`` **and** its 95 % lower bound is above the baseline (see
-  ``gate``). It is tested pooled over all periods and at each period on its own (a tell can sit in one
+- a gated strategy *fails* when the 95 % lower bound of its excess over its baseline (random; the honest
+  recency reader for window strategies) is above ``margin`` (see ``gate``): it surely beats the baseline
+  by more than the margin. It is tested pooled over all periods and at each period on its own (a tell can sit in one
   period, e.g. the last, where the memory curve is read). The per-period layer multiplies the number of
   tests by the number of periods, so its bounds are Bonferroni-corrected for strategies x periods; the
   pooled layer keeps one 95 % test per strategy, guarded by the margin as before.
-- a strategy whose lower bound is above its baseline without failing, but whose interval reaches the
-  margin, is *borderline*: reported loudly with its interval, not failed.
+- a strategy whose lower bound is above its baseline but whose interval holds the margin is *borderline*:
+  within noise of the margin, reported loudly with its interval and not failed. (Failing on the point
+  estimate instead made a file whose best shortcut sat 0.0004 above the margin fail, and one 0.0002
+  below pass: a verdict decided by noise.)
 - gated kinds: ``options``, ``context`` and ``window``; ``prior`` strategies (which know earlier periods'
   correct answers, i.e. a stale memory) are reported and gated only on request.
 - ``perfect_memory`` must score exactly 1.0 with exactly one option matching the state per item, and
@@ -44,11 +46,11 @@ from .withinuser import within_user_strategies
 
 DECISION_RULE = (
     "each strategy is scored by its exact expected accuracy (verdict independent of --seed); fail if a gated "
-    "strategy beats its baseline (random; the honest recency reader for window strategies) by more than the "
-    "margin AND its 95% lower bound (the smaller of a t-interval over users and a Wilson bound with the effective "
-    "size of answers clustered by (user, question)) is above the baseline, pooled or at any one period "
-    "(per-period bounds Bonferroni-corrected for strategies x periods); "
-    "borderline if the bound is above the baseline and the interval reaches the margin; fail if perfect_memory "
+    "strategy's 95% lower bound (the smaller of a t-interval over users and a Wilson bound with the effective "
+    "size of answers clustered by (user, question)) is above its baseline (random; the honest recency reader for "
+    "window strategies) + margin, pooled or at any one period (per-period bounds Bonferroni-corrected for "
+    "strategies x periods); borderline (reported, exit 0) if the bound is above the baseline and the interval "
+    "holds the margin; fail if perfect_memory "
     "< 1.0 (or an item has several matching options), if no_memory's exact expected score differs from random, "
     "if a question repeats an option text, or if a change is not stated by its period's opening text (text "
     "reader) or not exposed in the metadata"
@@ -368,16 +370,16 @@ def _gates(env: Environment, items: _Items, scored: list[tuple[Strategy, np.ndar
             if v != "pass":
                 flags.append(PeriodFlag(p, v, st.accuracy, st.baseline, st.lo, st.hi, st.gate_lo))
         if verdict == "fail":
-            failures.append(f"shortcut {s.name} scores {pooled.accuracy:.3f} (corrected lower bound "
+            failures.append(f"shortcut {s.name} scores {pooled.accuracy:.3f} (95% lower bound "
                             f"{pooled.gate_lo:.3f}) against {against} {pooled.baseline:.3f}: "
-                            f"+{pooled.excess:.3f} > margin {margin}")
+                            f"+{pooled.gate_lo - pooled.baseline:.3f} > margin {margin} at the lower bound")
         elif verdict == "borderline":
             borderline.append(_borderline_line(s.name, "", pooled, against, margin))
         for f in flags:
             if f.verdict == "fail":
-                failures.append(f"shortcut {s.name} at period {f.period} scores {f.accuracy:.3f} (corrected lower "
-                                f"bound {f.gate_lo:.3f}) against {against} {f.baseline:.3f}: "
-                                f"+{f.accuracy - f.baseline:.3f} > margin {margin}")
+                failures.append(f"shortcut {s.name} at period {f.period} scores {f.accuracy:.3f} (lower bound "
+                                f"{f.gate_lo:.3f}, Bonferroni-corrected) against {against} {f.baseline:.3f}: "
+                                f"+{(f.gate_lo or 0.0) - f.baseline:.3f} > margin {margin} at the lower bound")
             else:
                 st = GateStat(f.accuracy, f.baseline, f.accuracy - f.baseline, f.lo, f.hi, f.gate_lo, 0)
                 borderline.append(_borderline_line(s.name, f" at period {f.period}", st, against, margin))
@@ -394,8 +396,9 @@ def _gates(env: Environment, items: _Items, scored: list[tuple[Strategy, np.ndar
 
 def _borderline_line(name: str, where: str, st: GateStat, against: str, margin: float) -> str:
     ci = "n/a" if st.lo is None or st.hi is None else f"[{st.lo:.3f}, {st.hi:.3f}]"
-    return (f"{name}{where} scores {st.accuracy:.3f} {ci} against {against} {st.baseline:.3f}: it beats the "
-            f"baseline, and its interval reaches the margin {margin} (+{st.excess:.3f})")
+    return (f"{name}{where} scores {st.accuracy:.3f} {ci} against {against} {st.baseline:.3f} "
+            f"(+{st.excess:.3f}): it surely beats the baseline, but whether by more than the margin {margin} is "
+            "within noise")
 
 
 def _leaky(env: Environment, items: _Items, strategy: Strategy, a: np.ndarray) -> list[LeakyQuestion]:
