@@ -99,8 +99,8 @@ def plant_window_tell(env: Environment) -> Environment:
             changed = set(user.periods[p].updates)
             quiet = [q for q, qa in enumerate(user.qas) if not changed & set(qa.required_info)]
             for q in quiet[:3]:
-                gold = matching_options(user, p, q)[0]
-                user.periods[p].sessions[0].query += f" A friend's advice stuck with me: {user.qas[q].answer_choices[gold].answer}"
+                gold = user.qas[q].answer_choices[matching_options(user, p, q)[0]].answer
+                user.periods[p].sessions[0].query += f" A friend's advice stuck with me: {gold}"
     return env
 
 
