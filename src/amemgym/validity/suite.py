@@ -370,9 +370,10 @@ def _gates(env: Environment, items: _Items, scored: list[tuple[Strategy, np.ndar
             if v != "pass":
                 flags.append(PeriodFlag(p, v, st.accuracy, st.baseline, st.lo, st.hi, st.gate_lo))
         if verdict == "fail":
+            lower = pooled.gate_lo or 0.0  # a fail always has a bound
             failures.append(f"shortcut {s.name} scores {pooled.accuracy:.3f} (95% lower bound "
-                            f"{pooled.gate_lo:.3f}) against {against} {pooled.baseline:.3f}: "
-                            f"+{pooled.gate_lo - pooled.baseline:.3f} > margin {margin} at the lower bound")
+                            f"{lower:.3f}) against {against} {pooled.baseline:.3f}: "
+                            f"+{lower - pooled.baseline:.3f} > margin {margin} at the lower bound")
         elif verdict == "borderline":
             borderline.append(_borderline_line(s.name, "", pooled, against, margin))
         for f in flags:
