@@ -149,3 +149,38 @@ def test_a_run_on_a_file_whose_exposure_cannot_be_checked_says_so_in_metrics(ori
     for user in procedural.users:
         user.amemgym = None
     assert unchecked_reason(procedural) is None
+
+
+def test_progress_on_a_terminal_is_one_live_line_that_goes_away() -> None:
+    import io
+
+    from rich.console import Console
+
+    from amemgym.commands.validate import ValidateProgress
+
+    buffer = io.StringIO()
+    progress = ValidateProgress(3, Console(file=buffer, force_terminal=True, width=100), live=True)
+    for step in ("embeddings", "fixed", "gates"):
+        progress(step, None)
+        progress(step, 0.1)
+    progress.close()
+    assert progress.done == 3
+    text = buffer.getvalue()
+    assert "validate:" in text and "done in" not in text  # the live line, never the plain lines
+
+
+def test_progress_without_a_terminal_prints_each_step_once() -> None:
+    import io
+
+    from rich.console import Console
+
+    from amemgym.commands.validate import ValidateProgress
+
+    buffer = io.StringIO()
+    progress = ValidateProgress(2, Console(file=buffer, width=100), live=False)
+    for step in ("embeddings", "gates"):
+        progress(step, None)
+        progress(step, 0.25)
+    progress.close()
+    assert buffer.getvalue().splitlines() == ["validate: embeddings done in 0.2 s (1/2)",
+                                              "validate: gates done in 0.2 s (2/2)"]

@@ -51,16 +51,17 @@ class ValidateProgress:
     """Which step of ``validate`` is running: a live line on a terminal, one plain line per finished step
     otherwise (never a repeated heartbeat)."""
 
-    def __init__(self, steps: int) -> None:
+    def __init__(self, steps: int, console: Any = None, live: bool | None = None) -> None:
+        """Show ``steps`` steps on ``console`` (default stderr), live when it is a terminal (or ``live``)."""
         import sys
 
         from ..cli_common import err
 
-        self.console = err
+        self.console = console if console is not None else err
         self.steps = steps
         self.done = 0
         self._bar: Any = None
-        if sys.stderr.isatty():
+        if sys.stderr.isatty() if live is None else live:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
             self._bar = Progress(TextColumn("validate: {task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -159,7 +160,8 @@ def register(app: typer.Typer) -> None:
         env: Annotated[Path, typer.Option("--env", help="Environment file to check.")],
         margin: Annotated[float, typer.Option("--margin", help="How far above random a shortcut may score.")]
         = 0.03,
-        seed: Annotated[int, typer.Option("--seed", help="Seed of tie-breaks and random draws.")] = 0,
+        seed: Annotated[int, typer.Option("--seed", help="Recorded with the results; the verdict does not depend "
+                                          "on it (every strategy is scored by its exact expectation).")] = 0,
         embedder: Annotated[str, typer.Option("--embedder", help="auto (MiniLM if installed, else hash), "
                                               "minilm or hash.")] = "auto",
         json_out: Annotated[Path | None, typer.Option("--json", help="Also write the full results here.")] = None,
@@ -167,15 +169,16 @@ def register(app: typer.Typer) -> None:
                                                  "(they know earlier periods' answers).")] = False,
         judge: Annotated[bool, typer.Option("--judge/--no-judge", help="Have the judge model read each period's "
                                             "opening texts to check that every change is stated (one call per "
-                                            "user and period); without it, procedural environments are read "
-                                            "with the content pack's phrasings and others from metadata only.")]
+                                            "user and period); without it, files of the built-in content pack "
+                                            "are read with its phrasings and others are reported as exposure "
+                                            "UNCHECKED.")]
         = False,
         config: ConfigOpt = None,
         set_: SetOpt = None,
         seeds: Annotated[int, typer.Option("--seeds", help="budget family: also validate seeds 0..N-1 of every "
                                            "domain at the file's tier.")] = 0,
     ) -> None:
-        """Check that no shortcut beats random and that the reference agents hold (exit 1 if not)."""
+        """Check that no memoryless strategy beats its baseline and that the reference agents hold (exit 1 if not)."""
         from ..families import ValidateRequest, family_for_env
 
         request = ValidateRequest(env=env, margin=margin, seed=seed, embedder=embedder, json_out=json_out,

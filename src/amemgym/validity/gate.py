@@ -22,8 +22,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import norm
-from scipy.stats import t as student_t
 
 #: Error rate of a pooled test, and family-wise error rate of the per-period layer.
 ALPHA = 0.05
@@ -53,6 +51,10 @@ class GateStat:
 
 def quantile(alpha: float, df: int | None = None) -> float:
     """Two-sided critical value at level ``alpha`` (normal, or Student's t with ``df`` degrees of freedom)."""
+    # scipy.stats is slow to import, and the run imports this package to write its metrics.
+    from scipy.stats import norm
+    from scipy.stats import t as student_t
+
     p = 1 - alpha / 2
     return float(norm.ppf(p) if df is None else student_t.ppf(p, df))
 
