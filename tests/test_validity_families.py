@@ -303,3 +303,14 @@ def test_without_a_terminal_progress_is_one_plain_line_per_step(tmp_path: Path) 
     lines = [x for x in result.output.splitlines() if x.startswith("validate: ")]
     steps = [x.split(" done in ")[0] for x in lines]
     assert len(steps) == len(set(steps)) >= 8 and "validate: window" in steps
+
+
+def test_one_user_outside_the_pack_does_not_switch_the_text_check_off_for_the_others() -> None:
+    from test_validity_planted import plant_silent_session
+
+    env = plant_silent_session(clean())
+    odd = env.users[-1]
+    odd.state_schema = {f"custom_{k}": v for k, v in odd.state_schema.items()}
+    report = suite(env)
+    assert any("not stated by any opening text" in f for f in report.failures), report.failures
+    assert report.exposure_unchecked and f"1 of {len(env.users)} users" in report.exposure_unchecked

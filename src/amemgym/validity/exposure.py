@@ -59,6 +59,7 @@ class TextExposure:
     findings: list[TextExposureFinding]
     stated: dict[tuple[str, int], set[tuple[str, str]]] = field(default_factory=dict, repr=False)
     caveat: str | None = None
+    unread_users: list[str] = field(default_factory=list)
 
     def count(self, check: str) -> int:
         """Findings of one check."""
@@ -67,6 +68,7 @@ class TextExposure:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready."""
         return {"reader": self.reader, "changes": self.changes, "caveat": self.caveat,
+                "unread_users": self.unread_users,
                 "counts": {c: self.count(c) for c in ("unrevealed_change", "text_contradicts_state",
                                                        "unread_period")},
                 "findings": [asdict(f) for f in self.findings]}
@@ -90,22 +92,37 @@ def _phrasing_index(domains: tuple[Any, ...]) -> tuple[tuple[str, str, str], ...
     return tuple(sorted(rows, key=lambda r: -len(r[0])))
 
 
-def recognise_pack(env: Environment) -> tuple[list[str], str]:
-    """The built-in domains ``env``'s variables come from, recognised from the schemas alone.
+def recognise_user(user: UserEnv) -> tuple[set[str], str]:
+    """The built-in domains one user's variables come from, recognised from the schema alone.
 
     Returns:
-        The domain names, or an empty list and why the pack is not recognised.
+        The domain names, or an empty set and why the user's variables are not the pack's.
     """
     by_variable = {var.name: (d.name, {v.name for v in var.values})
                    for d in _builtin_domains().values() for var in d.variables}
     used: set[str] = set()
+    for var, values in user.state_schema.items():
+        known = by_variable.get(var)
+        if known is None or not set(values) <= known[1]:
+            return set(), f"variable {var!r} is not a built-in content-pack variable"
+        used.add(known[0])
+    return used, ""
+
+
+def recognise_pack(env: Environment) -> tuple[list[str], dict[str, str]]:
+    """The built-in domains ``env``'s recognised users draw from, and why each other user is not read.
+
+    Recognition is per user, so one odd user cannot switch the check off for the rest of the file.
+    """
+    domains: set[str] = set()
+    unread: dict[str, str] = {}
     for user in env.users:
-        for var, values in user.state_schema.items():
-            known = by_variable.get(var)
-            if known is None or not set(values) <= known[1]:
-                return [], f"user {user.id}'s variable {var!r} is not a built-in content-pack variable"
-            used.add(known[0])
-    return sorted(used), ""
+        found, why = recognise_user(user)
+        if found:
+            domains |= found
+        else:
+            unread[user.id] = why
+    return sorted(domains), unread
 
 
 def _claimed_other_pack(env: Environment, domains: list[str]) -> str | None:
@@ -152,15 +169,15 @@ def states(text: str, phrasing: str) -> bool:
 
 
 def pack_reader(env: Environment) -> tuple[Reader | None, str, str | None]:
-    """The lexical reader for ``env`` when its variables are the built-in pack's, else None.
+    """The lexical reader for the users of ``env`` whose variables are the built-in pack's, else None.
 
     Returns:
         The reader (or None), its name (or why there is none) and a caveat when the metadata says the users
         come from edited pack files (the built-in phrasings could then miss a change that is stated).
     """
-    domains, why = recognise_pack(env)
+    domains, unread = recognise_pack(env)
     if not domains:
-        return None, why, None
+        return None, next(iter(unread.values()), "no users"), None
     builtin = _builtin_domains()
     index = _phrasing_index(tuple(builtin[d] for d in domains))
 
@@ -181,11 +198,12 @@ def unchecked_reason(env: Environment) -> str | None:
 
     A run's ``metrics.json`` carries this line, so a result on such a file never looks fully validated.
     """
-    domains, why = recognise_pack(env)
-    if domains:
+    _, unread = recognise_pack(env)
+    if not unread:
         return None
-    return (f"exposure unchecked: the openings cannot be read without a model ({why}); only "
-            "`amemgym validate --judge` checks that every change is stated")
+    which = "every user" if len(unread) == len(env.users) else f"{len(unread)} of {len(env.users)} users"
+    return (f"exposure unchecked for {which}: their openings cannot be read without a model "
+            f"({next(iter(unread.values()))}); only `amemgym validate --judge` checks that every change is stated")
 
 
 def check_changes(user: UserEnv, period: int, stated: set[tuple[str, str]]) -> list[TextExposureFinding]:
@@ -204,17 +222,20 @@ def check_changes(user: UserEnv, period: int, stated: set[tuple[str, str]]) -> l
     return out
 
 
-def read_exposure(env: Environment, reader: Reader, name: str, caveat: str | None = None) -> TextExposure:
-    """Run ``reader`` over every period of every user."""
+def read_exposure(env: Environment, reader: Reader, name: str, caveat: str | None = None,
+                  skip: set[str] | None = None) -> TextExposure:
+    """Run ``reader`` over every period of every user (but those in ``skip``, which stay unread)."""
     findings: list[TextExposureFinding] = []
     stated: dict[tuple[str, int], set[tuple[str, str]]] = {}
     changes = 0
     for user in env.users:
+        if skip and user.id in skip:
+            continue
         for p, period in enumerate(user.periods):
             changes += len(period.updates)
             stated[(user.id, p)] = reader(user, p)
             findings += check_changes(user, p, stated[(user.id, p)])
-    return TextExposure(name, changes, findings, stated, caveat)
+    return TextExposure(name, changes, findings, stated, caveat, sorted(skip or ()))
 
 
 async def read_exposure_async(env: Environment, reader: AsyncReader, name: str, concurrency: int = 8) -> TextExposure:

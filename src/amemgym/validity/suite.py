@@ -38,7 +38,7 @@ from ..data.model import Environment
 from ..errors import DataError
 from .audit import DataAudit, audit_environment
 from .crossuser import cross_user_strategies, duplicate_options, option_strategies
-from .exposure import TextExposure, pack_reader, read_exposure
+from .exposure import TextExposure, pack_reader, read_exposure, recognise_pack
 from .gate import ALPHA, GateStat, decide, gate_stat
 from .strategies import Strategy, TextVectors, all_texts, matching_options, reference_strategies, shortcut_strategies
 from .window import recency_reader, window_strategies
@@ -222,7 +222,13 @@ def _text_exposure(env: Environment, given: TextExposure | None) -> tuple[TextEx
     if reader is None:
         return None, (f"exposure UNCHECKED: no text reader for this file ({name}); the changes were checked "
                       "against the metadata only. Pass --judge to have the judge role read every opening")
-    return read_exposure(env, reader, name, caveat), None
+    _, unread = recognise_pack(env)
+    exposure = read_exposure(env, reader, name, caveat, skip=set(unread))
+    if unread:
+        first = next(iter(unread.items()))
+        return exposure, (f"exposure UNCHECKED for {len(unread)} of {len(env.users)} users (user {first[0]}: "
+                          f"{first[1]}); the others were read from their text. Pass --judge to read every opening")
+    return exposure, None
 
 
 def run_suite(env: Environment, vectors: TextVectors, *, margin: float = 0.03, seed: int = 0,

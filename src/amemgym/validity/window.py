@@ -56,7 +56,9 @@ def allowed_options(stated: Stated | None, size: int) -> Callable[[UserEnv, int,
         if key not in cache:
             known: dict[str, str] = {}
             for p in range(max(0, period - size + 1), period + 1):
-                found = stated.get((user.id, p), set()) if stated is not None else metadata_facts(user, p)
+                # A period no reader could read falls back to what the metadata says it states.
+                read = stated is not None and (user.id, p) in stated
+                found = stated[(user.id, p)] if stated is not None and read else metadata_facts(user, p)
                 # A later period's statement of a variable replaces an earlier one.
                 known.update(dict(sorted(found)))
             cache[key] = known
