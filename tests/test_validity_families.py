@@ -104,6 +104,18 @@ def plant_window_tell(env: Environment) -> Environment:
     return env
 
 
+def plant_period_words(env: Environment) -> Environment:
+    """Every option correct at period p carries the word for p, the same words for every user: pooled over
+    periods each word marks an option that is right only now and then."""
+    names = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo")
+    for user in env.users:
+        for q, qa in enumerate(user.qas):
+            for p in range(len(user.periods)):
+                for i in matching_options(user, p, q):
+                    qa.answer_choices[i].answer += f" {names[p]}"
+    return env
+
+
 def plant_within_user_tell(env: Environment) -> Environment:
     """Each user's modal options end with a word of that user's own, the other options with another word;
     the words differ from user to user, so no model fitted across users can learn them."""
@@ -142,6 +154,7 @@ PLANTS: dict[str, tuple[Callable[[Environment], Environment], str]] = {
     "last_period": (plant_last_period_tell, "shortcut longest at period"),
     "window": (plant_window_tell, "shortcut window1_"),
     "within_user": (plant_within_user_tell, "shortcut within_user_markers"),
+    "period_words": (plant_period_words, "shortcut marker_words_by_period"),
     "denied_phrasing": (plant_denied_phrasing, "not stated by any opening text"),
 }
 

@@ -310,6 +310,36 @@ def option_strategies(env: Environment, vectors: TextVectors) -> list[Strategy]:
     return _option_strategies(vectors, max_options)
 
 
+def _correct_at(period: int) -> Callable[[UserEnv, int], list[int]]:
+    def gold(user: UserEnv, q: int) -> list[int]:
+        found = matching_options(user, period, q) if period < len(user.periods) else []
+        return [int(len(found) == 1 and i == found[0]) for i in range(len(user.qas[q].answer_choices))]
+
+    return gold
+
+
+def _marker_by_period(env: Environment) -> Pick:
+    """Markers fitted, per period index, on which options were correct at that period for other users."""
+    a, b = _halves(env)
+    scores: dict[tuple[str, int, int], list[float]] = {}
+    periods = max(len(u.periods) for u in env.users)
+    for train, test in ((a, b), (b, a)):
+        if not train or not test:
+            continue
+        for p in range(periods):
+            score = fit_markers(examples([u for u in train if len(u.periods) > p]), text_features, _correct_at(p))
+            for user in test:
+                if len(user.periods) > p:
+                    for q in range(len(user.qas)):
+                        scores[(user.id, q, p)] = score(user, q)
+
+    def pick(user: UserEnv, period: int, question: int) -> tuple[int, ...]:
+        s = scores.get((user.id, question, period))
+        return all_options(user, question) if s is None else top_options(s)
+
+    return pick
+
+
 def cross_user_strategies(env: Environment) -> list[Strategy]:
     """The cross-fitted learned strategies for ``env`` (fitted on its users, two halves in turn)."""
     learned: list[tuple[str, str, Fit]] = [
@@ -319,8 +349,13 @@ def cross_user_strategies(env: Environment) -> list[Strategy]:
         ("learned_text_model", "a softmax model of question + option words and position fitted on other users "
                                "(cross-fitted)", _fit_logit),
     ]
-    return [Strategy(name, "options", description, picker(_crossfit(env, fit)), "cross-user")
-            for name, description, fit in learned]
+    out = [Strategy(name, "options", description, picker(_crossfit(env, fit)), "cross-user")
+           for name, description, fit in learned]
+    # A tell can mean something different at each period index: this learner is conditioned on it.
+    out.append(Strategy("marker_words_by_period", "options", "the word or word pair that marks the option correct "
+                        "at this period index for other users (cross-fitted, one model per period)",
+                        _marker_by_period(env), "cross-user"))
+    return out
 
 
 def duplicate_options(env: Environment, limit: int = 50) -> tuple[int, list[dict[str, object]]]:
