@@ -184,3 +184,19 @@ def test_progress_without_a_terminal_prints_each_step_once() -> None:
     progress.close()
     assert buffer.getvalue().splitlines() == ["validate: embeddings done in 0.2 s (1/2)",
                                               "validate: gates done in 0.2 s (2/2)"]
+
+
+def test_validate_with_the_judge_fails_a_file_whose_openings_the_judge_finds_silent(
+        original_env_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from amemgym.testing.fake_endpoint import FakeEndpoint
+
+    # A judge that reads no fact in any opening: every change is unstated, whatever the metadata claims.
+    with FakeEndpoint(responder=lambda body: '{"stated": []}') as ep:
+        monkeypatch.setenv("OPENAI_BASE_URL", ep.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        monkeypatch.setenv("AMEMGYM_CACHE_DIR", str(tmp_path / "cache"))
+        res = invoke("validate", "--env", str(original_env_path), "--embedder", "hash", "--judge",
+                     "--set", "llm.default.model=fake-model", "--set", "llm.default.max_retries=1")
+    assert res.exit_code == 1, res.output
+    assert "not stated by any opening text" in res.output and "LLM judge" in res.output
+    assert "validate: judge reads" in res.output and "UNCHECKED" not in res.output

@@ -238,7 +238,8 @@ def test_without_a_judge_an_unreadable_file_is_loudly_unchecked(original_env_pat
 def test_judge_reader_passes_revealed_changes_and_fails_a_silent_one(original_env_path: Path) -> None:
     env = _judge_env(original_env_path)
     ok = run_suite(env, TextVectors(HashEmbedder().embed_sync), text_exposure=_read(env, _truthful_judge(env)))
-    assert ok.passed, ok.failures
+    assert ok.passed and ok.exposure_unchecked is None, ok.failures
+    assert any("only as good as its reading" in n for n in ok.notes)
     # The metadata still claims the change; only the judge's reading of the text catches it.
     silent = env.users[0].periods[1].sessions[0].query
     bad = run_suite(env, TextVectors(HashEmbedder().embed_sync),

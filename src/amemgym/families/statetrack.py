@@ -110,24 +110,30 @@ class StateTrack:
         if note:
             err.print(note, highlight=False, markup=False)
         exposure = None
-        if r.judge:
-            import asyncio
-
-            from ..llm.client import LLMClient
-            from ..validity.exposure import judge_reader, read_exposure_async
-
-            llm = LLMClient.from_config(app_config(r.config, r.sets).llm)
-
-            async def read() -> Any:
-                try:
-                    return await read_exposure_async(environment, judge_reader(llm), "LLM judge")
-                finally:
-                    await llm.aclose()
-
-            exposure = asyncio.run(read())
-        # Steps: embeddings, text reader, one per family, gates.
-        progress = ValidateProgress(len(FAMILIES) + 3)
+        # Steps: the judge's reading (if asked), embeddings, text reader, one per family, gates.
+        progress = ValidateProgress(len(FAMILIES) + 3 + int(r.judge))
         try:
+            if r.judge:
+                import asyncio
+                import time
+
+                from ..llm.client import LLMClient
+                from ..validity.exposure import judge_reader, read_exposure_async
+
+                llm = LLMClient.from_config(app_config(r.config, r.sets).llm)
+
+                async def read() -> Any:
+                    try:
+                        return await read_exposure_async(environment, judge_reader(llm), "LLM judge")
+                    finally:
+                        await llm.aclose()
+
+                periods = sum(len(u.periods) for u in environment.users)
+                step = f"judge reads {periods} periods (one call each; minutes on a CPU-served model)"
+                progress(step, None)
+                started = time.perf_counter()
+                exposure = asyncio.run(read())
+                progress(step, time.perf_counter() - started)
             report = run_suite(environment, TextVectors(embed), margin=r.margin, seed=r.seed, embedder=name,
                                gate_prior=r.gate_prior, text_exposure=exposure, progress=progress)
         finally:
