@@ -327,3 +327,15 @@ def test_one_user_outside_the_pack_does_not_switch_the_text_check_off_for_the_ot
     report = suite(env)
     assert any("not stated by any opening text" in f for f in report.failures), report.failures
     assert report.exposure_unchecked and f"1 of {len(env.users)} users" in report.exposure_unchecked
+
+
+def test_no_planted_file_passes_once_its_metadata_is_gone() -> None:
+    import test_validity_planted as older
+
+    plants = {**{k: v[0] for k, v in PLANTS.items()}, **{f"old_{k}": v[0] for k, v in older.PLANTS.items()}}
+    for name, plant in plants.items():
+        env = plant(clean())
+        for user in env.users:
+            user.amemgym = None
+        report = suite(env)
+        assert not report.passed and report.exposure_unchecked is None, name
