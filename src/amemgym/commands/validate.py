@@ -55,9 +55,10 @@ class ValidateProgress:
         """Show ``steps`` steps on ``console`` (default stderr), live when it is a terminal (or ``live``)."""
         import sys
 
-        from ..cli_common import err
+        from rich.console import Console
 
-        self.console = console if console is not None else err
+        # A real Console: rich's live display enters it as a context manager, which the CLI's lazy one is not.
+        self.console = console if console is not None else Console(stderr=True)
         self.steps = steps
         self.done = 0
         self._bar: Any = None
