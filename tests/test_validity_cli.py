@@ -200,3 +200,17 @@ def test_validate_with_the_judge_fails_a_file_whose_openings_the_judge_finds_sil
     assert res.exit_code == 1, res.output
     assert "not stated by any opening text" in res.output and "LLM judge" in res.output
     assert "validate: judge reads" in res.output and "UNCHECKED" not in res.output
+
+
+def test_the_default_progress_runs_live_when_stderr_is_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from amemgym.commands.validate import ValidateProgress
+
+    # The default console must be one rich's live display can enter (the CLI's lazy console was not).
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    progress = ValidateProgress(2)
+    progress("fixed", None)
+    progress("fixed", 0.1)
+    progress.close()
+    assert progress._bar is not None and progress.done == 1
