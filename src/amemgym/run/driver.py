@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..agents.base import AgentContext
+from ..agents.guard import set_call_limit
 from ..agents.registry import resolve_agent
 from ..config import AppConfig
 from ..data.io import load_environment
@@ -172,6 +173,7 @@ def run_command(
                 if preload:
                     await preload[0]
 
+        set_call_limit(cfg.run.agent_call_timeout)
         with _calm_gc():
             outcome = asyncio.run(go())
         print_summary(console, outcome.metrics, out_dir)

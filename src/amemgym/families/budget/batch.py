@@ -22,6 +22,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Column, Table
 
+from ...agents.guard import set_call_limit
 from ...config import AppConfig
 from ...errors import AMemGymError, ConfigError, DataError, RunError
 from ...llm.client import LLMClient
@@ -339,6 +340,7 @@ def run_batch(cfg: AppConfig, env: Path, out_dir: Path, opts: RunOptions, *, con
     out_dir.mkdir(parents=True, exist_ok=True)
     with run_lock(out_dir, "amemgym run"):
         skipped.update(ep.rel for ep in eps if _finished(out_dir / ep.rel, ep, settings))
+        set_call_limit(cfg.run.agent_call_timeout)
         asyncio.run(go())
         rows: list[tuple[EpisodeFile, dict[str, Any] | None, str]] = []
         found: list[RunResult] = []
