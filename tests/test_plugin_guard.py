@@ -167,7 +167,9 @@ def test_a_statetrack_plugin_is_told_no_state_schema(tmp_path: Path) -> None:
     plugin = tmp_path / "seer.py"
     plugin.write_text("from amemgym.agents.native import NativeAgent\n"
                       "seen = []\n"
-                      "def make(llm, ctx):\n    seen.append(dict(ctx.state_schema))\n    return NativeAgent(llm, ctx)\n")
+                      "def make(llm, ctx):\n"
+                      "    seen.append(dict(ctx.state_schema))\n"
+                      "    return NativeAgent(llm, ctx)\n")
     spec = resolve_agent(f"{plugin}:make")
     spec.build(None, AgentContext(user_id="u", state_schema={"city": ["Paris", "Rome"]}))  # type: ignore[arg-type]
     import sys

@@ -1,7 +1,9 @@
 """Crash-safe file writes: atomic replace for whole files, recoverable appends for JSONL.
 
 Every file amemgym writes goes through here, so a process killed at any instant leaves either the
-old content or the new one, never a truncated mix.
+old content or the new one, never a truncated mix. Every text written here is also scrubbed of API keys
+(:func:`amemgym.redact.redact_content`): a server that echoes the key in a reply or a model name must not
+put it into a run file, a trace or a report.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from .redact import redact_content
 
 
 def fsync_dir(directory: Path) -> None:
@@ -60,8 +64,8 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    """Atomically write UTF-8 text."""
-    atomic_write_bytes(path, text.encode("utf-8"))
+    """Atomically write UTF-8 text, with any API key in it masked."""
+    atomic_write_bytes(path, redact_content(text).encode("utf-8"))
 
 
 def dumps(obj: Any) -> str:
@@ -87,7 +91,7 @@ def append_jsonl(path: Path, records: list[dict[str, Any]]) -> None:
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    payload = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+    payload = redact_content("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
     with open(path, "a+b") as fh:
         fh.seek(0, os.SEEK_END)
         if fh.tell() > 0:

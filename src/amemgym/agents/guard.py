@@ -34,7 +34,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import AMemGymError, AgentError
+from ..errors import AgentError, AMemGymError
 
 #: A plug-in call without a reply for this long is reported (as a model call waiting that long is).
 STALL_SECONDS = 30.0

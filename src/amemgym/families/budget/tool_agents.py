@@ -354,5 +354,6 @@ def resolve_tool_agent(name: str, llm: LLMClient, ctx: ToolAgentContext) -> Tool
     return PluginToolAgent(obj, name)
 
 
-__all__ = ["EpisodeView", "EventView", "NativeToolAgent", "PluginToolAgent", "ProtocolChoice", "ToolAgentContext", "canonical_reply", "choose_protocol",
-           "probe_native", "resolve_tool_agent", "to_native", "tool_agent_problem"]
+__all__ = ["EpisodeView", "EventView", "NativeToolAgent", "PluginToolAgent", "ProtocolChoice", "ToolAgentContext",
+           "canonical_reply", "choose_protocol", "probe_native", "resolve_tool_agent", "to_native",
+           "tool_agent_problem"]
