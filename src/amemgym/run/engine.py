@@ -29,6 +29,7 @@ from ..storage import atomic_write_json
 from .episode import RUN_ROLES, Episode, EpisodeEvents, PeriodHook
 from .layout import RunDir, adopt_legacy_folders, folder_clashes, prepare_out_dir, user_folder
 from .progress import RunProgress
+from .ranking_flags import source_sessions_sha256
 from .results import compute_metrics, protocol_settings, write_trace
 
 #: How often a running invocation writes its usage so far (a SIGKILL loses at most this much of it).
@@ -72,6 +73,8 @@ def protocol_of(env: Environment, spec: AgentSpec, cfg: AppConfig, off_policy: P
         "rounds": {"init": cfg.env.num_rounds_init, "update": cfg.env.num_rounds_update},
         "run": cfg.run.model_dump(exclude={"serial", "user_concurrency"}),
         "off_policy": str(off_policy) if off_policy else None,
+        # What was replayed, by content: runs replaying different conversations are never grouped together.
+        **({"off_policy_sessions_sha256": source_sessions_sha256(off_policy)} if off_policy else {}),
     }
 
 
