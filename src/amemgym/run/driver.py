@@ -122,7 +122,7 @@ def run_command(
         raise ConfigError("--ray-address needs --executor ray")
     spec = resolve_agent(agent)
     env_path = env_path or default_environment()
-    env = first_users(load_environment(env_path), limit)
+    env = first_users(load_environment(env_path, limit=limit), limit)
     if models is not None:
         from .models_file import apply_models_file
 
