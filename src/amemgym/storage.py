@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -39,6 +40,28 @@ def _umask() -> int:
 
 
 _MODE = 0o666 & ~_umask()
+
+
+#: The names of the temp files of :func:`atomic_write_bytes` (``.NAME.XXXXXXXX.tmp``) and of the write probe of
+#: ``run.layout.prepare_out_dir``: what a process killed mid-write leaves behind.
+_STALE = re.compile(r"^\.(?:.+\.[a-z0-9_]{8}\.tmp|write-check\.[a-z0-9_]{8})$")
+
+
+def remove_stale_temps(root: Path) -> int:
+    """Delete the temp files killed writers left under ``root``; returns how many.
+
+    Call it only while holding ``root``'s run lock: then no other process can be writing one right now.
+    """
+    removed = 0
+    for folder, _, files in os.walk(root):
+        for name in files:
+            if _STALE.match(name):
+                try:
+                    os.unlink(os.path.join(folder, name))
+                    removed += 1
+                except FileNotFoundError:
+                    pass
+    return removed
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:

@@ -25,7 +25,7 @@ from ..llm.redact import redact_obj
 from ..llm.usage import UsageLedger
 from ..prompts import template_hashes
 from ..records import RUN_FORMAT_VERSION, Manifest, PendingUsage, UsageFile, as_dict, read_record, versioned
-from ..storage import atomic_write_json
+from ..storage import atomic_write_json, remove_stale_temps
 from .episode import RUN_ROLES, Episode, EpisodeEvents, PeriodHook
 from .layout import RunDir, adopt_legacy_folders, folder_clashes, prepare_out_dir, user_folder
 from .progress import RunProgress
@@ -237,6 +237,7 @@ class Runner:
         if self.off_policy is not None and not self.off_policy.manifest.exists():
             raise RunError(f"{self.off_policy.root}: not a run directory (no manifest.json) for --off-policy")
         prepare_out_dir(self.rundir.root)
+        remove_stale_temps(self.rundir.root)  # left by a killed invocation; the caller holds the lock
         # Every call of this run (each trial has its own seed) is a fresh sample, cached under that seed.
         self.llm.sample_seed = self.cfg.run.seed
         old = self._check_protocol()  # before any call: another run's directory is refused even offline
