@@ -313,3 +313,75 @@ def test_ctrl_c_reaches_a_plugin_that_blocks_the_loop() -> None:
         asyncio.run(call_plugin("stuck", "act", Stuck().act))
     assert time.monotonic() - t0 < 30
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+# ---- Ctrl-C through the command line ------------------------------------------------------------------------
+BLOCKING_ONCE = '''
+import json, os, time
+from amemgym.agents.native import NativeAgent
+
+FLAG, ENTERED = os.environ["PLUGIN_TEST_FLAG"], os.environ["PLUGIN_TEST_ENTERED"]
+
+
+def block_if_flagged():
+    if os.path.exists(FLAG):
+        open(ENTERED, "w").close()
+        time.sleep(3600)  # a synchronous call with no timeout
+
+
+class Memory(NativeAgent):
+    async def reply(self, message, *, time):
+        block_if_flagged()
+        return await super().reply(message, time=time)
+
+
+class Tool:
+    async def act(self, messages, *, event):
+        block_if_flagged()
+        if event.kind == "question":
+            return json.dumps({"tool": "submit_answer", "args": {"answer": "I don't know"}})
+        return json.dumps({"tool": "done", "args": {}})
+
+
+def memory(llm, ctx): return Memory(llm, ctx)
+def tool(llm, ctx): return Tool()
+'''
+
+
+@pytest.mark.parametrize("family", ["statetrack", "budget"])
+def test_ctrl_c_stops_a_run_stuck_in_a_plugin_and_the_run_resumes(family: str, episode: Episode, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    import subprocess
+
+    from amemgym.testing.runs import start_run
+
+    plugin = tmp_path / "blocking_once.py"
+    plugin.write_text(BLOCKING_ONCE)
+    flag, entered = tmp_path / "block.flag", tmp_path / "entered"
+    flag.touch()
+    out = tmp_path / "run"
+    if family == "statetrack":
+        args = ["run", "--out", str(out), "--agent", f"{plugin}:memory", "--limit", "1", *FAST]
+    else:
+        args = ["run", "--env", str(budget_env(episode, tmp_path)), "--out", str(out), "--agent", f"{plugin}:tool",
+                *FAST]
+    monkeypatch.setenv("PLUGIN_TEST_FLAG", str(flag))
+    monkeypatch.setenv("PLUGIN_TEST_ENTERED", str(entered))
+    with FakeEndpoint() as ep:
+        proc = start_run(ep, args, tmp_path / "cache", pythonpath=Path(__file__).parents[1] / "src")
+        deadline = time.monotonic() + 120
+        while not entered.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert entered.exists(), proc.communicate()[0]
+        proc.send_signal(signal.SIGINT)
+        try:
+            output = proc.communicate(timeout=60)[0]
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            pytest.fail("Ctrl-C did not stop a run stuck in a plug-in")
+        assert proc.returncode == 130, output
+        assert "interrupted; re-run the same command to resume" in output and "Traceback" not in output
+        flag.unlink()
+        resumed = start_run(ep, args, tmp_path / "cache", pythonpath=Path(__file__).parents[1] / "src")
+        output = resumed.communicate(timeout=300)[0]
+        assert resumed.returncode == 0, output
