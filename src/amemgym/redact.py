@@ -40,15 +40,15 @@ _PATTERNS = (
 
 
 # Credential shapes that can be told from prose: a bearer token or an ``sk-`` key with at least one digit, and
-# ``user:password@`` after a URL scheme. None of them crosses a quote, a backslash or whitespace.
+# ``user:password@`` after a URL scheme. None of them crosses a quote, a backslash or whitespace. Each is
+# matched only where ``str.find`` sees its literal start (the regex engine alone scans a long text about ten
+# times slower): (the literals, where the match starts after one, the pattern matched there).
 _TOKEN = r"(?=[A-Za-z._~+/=-]*[0-9])[A-Za-z0-9._~+/=-]"
-_CONTENT_PATTERNS = (
-    re.compile(rf"(?i)\b(bearer)\s+{_TOKEN}{{12,}}"),
-    re.compile(rf"\b(?:sk|pk|rk)-{_TOKEN}{{16,}}"),
-    re.compile(r"(?<=://)[^/\s:@\"'\\]+:[^/\s@\"'\\]+@"),
+_CONTENT_PATTERNS: tuple[tuple[tuple[str, ...], int, re.Pattern[str]], ...] = (
+    (("bearer", "Bearer", "BEARER"), 0, re.compile(rf"(?i)(bearer)\s+{_TOKEN}{{12,}}")),
+    (("sk-", "pk-", "rk-"), 0, re.compile(rf"(?:sk|pk|rk)-{_TOKEN}{{16,}}")),
+    (("://",), 3, re.compile(r"[^/\s:@\"'\\]+:[^/\s@\"'\\]+@")),
 )
-#: A cheap first look: text without any of these needs no pattern at all.
-_CONTENT_HINT = re.compile(r"(?i)bearer|[spr]k-|://[^/\s]*@")
 
 
 def register_secret(value: str | None) -> None:
@@ -97,10 +97,32 @@ def redact_content(text: str) -> str:
     for secret in known:
         if secret in text:
             text = text.replace(secret, MASK)
-    if _CONTENT_HINT.search(text):
-        for pattern in _CONTENT_PATTERNS:
-            text = pattern.sub(_sub, text)
-    return text
+    spans = sorted(_token_spans(text))
+    if not spans:
+        return text
+    out, last = [], 0
+    for start, end, mask in spans:
+        if start >= last:
+            out += [text[last:start], mask]
+            last = end
+    out.append(text[last:])
+    return "".join(out)
+
+
+def _token_spans(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, replacement) of every credential shape of :data:`_CONTENT_PATTERNS` in ``text``."""
+    spans = []
+    for literals, offset, pattern in _CONTENT_PATTERNS:
+        for literal in literals:
+            i = text.find(literal)
+            while i != -1:
+                # A literal inside a word ("task-", "unbearer") does not start a token.
+                if offset or not i or not (text[i - 1].isalnum() or text[i - 1] == "_"):
+                    m = pattern.match(text, i + offset)
+                    if m:
+                        spans.append((m.start(), m.end(), _sub(m)))
+                i = text.find(literal, i + 1)
+    return spans
 
 
 def redact_obj(obj: Any) -> Any:
