@@ -89,6 +89,14 @@ def test_a_budget_run_resumed_on_another_model_is_flagged_and_not_ranked(envs, t
     board = budget_leaderboard([out])
     row = next(r for r in board.rows if "model-b" in r)  # the episodes played after the change
     assert row[1] == "-" and "model changed during the run (agent model-a -> model-b)" in row[-1]
+    assert CliRunner().invoke(app, ["compare", str(out), str(out)]).exit_code == 2  # two models on a side: refused
+    changed = out / "films" / "seed0"  # an episode played after the change
+    compared = CliRunner().invoke(app, ["compare", str(changed), str(changed)])
+    assert compared.exit_code == 0, compared.output
+    assert "FLAGGED run B" in compared.output and "model changed during the run" in compared.output
+    report = CliRunner().invoke(app, ["report", str(out), "--out", str(tmp_path / "r.html")])
+    assert report.exit_code == 0, report.output
+    assert "model changed during the run" in (tmp_path / "r.html").read_text()
 
 
 def test_off_policy_runs_group_by_the_conversations_they_replayed(tmp_path: Path,
