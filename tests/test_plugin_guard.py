@@ -385,3 +385,20 @@ def test_ctrl_c_stops_a_run_stuck_in_a_plugin_and_the_run_resumes(family: str, e
         resumed = start_run(ep, args, tmp_path / "cache", pythonpath=Path(__file__).parents[1] / "src")
         output = resumed.communicate(timeout=300)[0]
         assert resumed.returncode == 0, output
+
+
+def test_a_timeout_inside_the_plugin_is_its_own_error_not_the_limit() -> None:
+    async def own_timeout() -> str:
+        raise TimeoutError("socket timed out")
+
+    set_call_limit(60.0)
+    with pytest.raises(AgentError, match="reply raised TimeoutError: socket timed out"):
+        asyncio.run(call_plugin("p", "reply", own_timeout))
+
+
+def test_a_blocking_synchronous_method_fails_at_the_limit() -> None:
+    from amemgym.agents.guard import call_plugin_sync
+
+    set_call_limit(0.5)
+    with pytest.raises(AgentError, match="restore gave no reply within 0.5 s"):
+        call_plugin_sync("p", "restore", time.sleep, 3600)

@@ -268,20 +268,23 @@ async def call_plugin(agent: str, method: str, fn: Callable[..., Any], *args: An
             raised inside it (a failed model call) pass unchanged; so does Ctrl-C.
     """
     call = _Call(agent, method, call_limit(), _STALL.get())
+    deadline = asyncio.timeout(call.limit)
     with _WATCHDOG.watching(call):
         try:
             # asyncio.timeout, not wait_for: the call stays in this task, so a Ctrl-C raised inside the plug-in
             # unwinds through here (restoring the SIGINT handler) before the event loop stops.
-            async with asyncio.timeout(call.limit):
+            async with deadline:
                 if inspect.iscoroutinefunction(fn):
                     result = await _Stepped(fn(*args, **kwargs), call)
                 else:
                     result = await _in_thread(fn, args, kwargs)
                 if inspect.isawaitable(result):  # a plain function that returned a coroutine
                     result = await _Stepped(result, call)
-        except (TimeoutError, _Overdue):
-            raise AgentError(f"agent {agent!r}: {method} gave no reply within {call.limit:g} s "
-                             "(run.agent_call_timeout)") from None
+        except _Overdue:
+            raise _overdue(call) from None
+        except TimeoutError as exc:
+            # The limit's own expiry, or a timeout inside the plug-in (a socket's, say): told apart.
+            raise (_overdue(call) if deadline.expired() else _failure(agent, method, exc)) from None
         except AMemGymError:
             raise
         except (KeyboardInterrupt, asyncio.CancelledError):
@@ -291,17 +294,33 @@ async def call_plugin(agent: str, method: str, fn: Callable[..., Any], *args: An
     return _check_type(agent, method, result, expect)
 
 
+def _overdue(call: _Call) -> AgentError:
+    return AgentError(f"agent {call.agent!r}: {call.method} gave no reply within {call.limit:g} s "
+                      "(run.agent_call_timeout)")
+
+
 def call_plugin_sync(agent: str, method: str, fn: Callable[..., Any], *args: Any,
                      expect: type | tuple[type, ...] | None = None, **kwargs: Any) -> Any:
     """A synchronous plug-in method (``restore``, ``memory_view``, ``stats``), run in place, one line on failure."""
     call = _Call(agent, method, call_limit(), _STALL.get())
+    on_main = threading.current_thread() is threading.main_thread()
     with _WATCHDOG.watching(call):
+        # The call blocks whatever runs on this thread, as a step of an async method does: watched the same way.
+        call.step_since = time.monotonic()
+        if on_main:
+            _WATCHDOG.step = call
         try:
             result = fn(*args, **kwargs)
+        except _Overdue:
+            raise _overdue(call) from None
         except AMemGymError:
             raise
         except KeyboardInterrupt:
             raise
         except BaseException as exc:  # noqa: BLE001 - as in call_plugin
             raise _failure(agent, method, exc) from None
+        finally:
+            if on_main:
+                _WATCHDOG.step = None
+            call.step_since = None
     return _check_type(agent, method, result, expect)
