@@ -264,15 +264,22 @@ class Wrong(NativeAgent):
         return None
 
 
+class Raising(NativeAgent):
+    async def answer(self, prompt):
+        raise ValueError("the plug-in's own bug")
+
+
 def blocking(llm, ctx): return Blocking(llm, ctx)
 def exiting(llm, ctx): return Exiting(llm, ctx)
 def wrong(llm, ctx): return Wrong(llm, ctx)
+def raising(llm, ctx): return Raising(llm, ctx)
 '''
 
 
 @pytest.mark.parametrize(("factory", "line"), [("blocking", "reply gave no reply within 1 s"),
                                                ("exiting", "reply called sys.exit(0)"),
-                                               ("wrong", "reply returned NoneType, expected str")])
+                                               ("wrong", "reply returned NoneType, expected str"),
+                                               ("raising", "answer raised ValueError: the plug-in's own bug")])
 def test_a_misbehaving_statetrack_plugin_is_a_recorded_failure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                factory: str, line: str) -> None:
     plugin = tmp_path / "memory_plugins.py"
