@@ -350,13 +350,22 @@ class Tool:
         return json.dumps({"tool": "done", "args": {}})
 
 
+class SyncTool(Tool):
+    def act(self, messages, *, event):  # a plain function: run in a thread
+        block_if_flagged()
+        return json.dumps({"tool": "submit_answer" if event.kind == "question" else "done",
+                           "args": {"answer": "I don't know"} if event.kind == "question" else {}})
+
+
 def memory(llm, ctx): return Memory(llm, ctx)
 def tool(llm, ctx): return Tool()
+def sync_tool(llm, ctx): return SyncTool()
 '''
 
 
-@pytest.mark.parametrize("family", ["statetrack", "budget"])
-def test_ctrl_c_stops_a_run_stuck_in_a_plugin_and_the_run_resumes(family: str, episode: Episode, tmp_path: Path,
+@pytest.mark.parametrize(("family", "factory"), [("statetrack", "memory"), ("budget", "tool"), ("budget", "sync_tool")])
+def test_ctrl_c_stops_a_run_stuck_in_a_plugin_and_the_run_resumes(family: str, factory: str, episode: Episode,
+                                                                  tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     import subprocess
 
@@ -368,9 +377,9 @@ def test_ctrl_c_stops_a_run_stuck_in_a_plugin_and_the_run_resumes(family: str, e
     flag.touch()
     out = tmp_path / "run"
     if family == "statetrack":
-        args = ["run", "--out", str(out), "--agent", f"{plugin}:memory", "--limit", "1", *FAST]
+        args = ["run", "--out", str(out), "--agent", f"{plugin}:{factory}", "--limit", "1", *FAST]
     else:
-        args = ["run", "--env", str(budget_env(episode, tmp_path)), "--out", str(out), "--agent", f"{plugin}:tool",
+        args = ["run", "--env", str(budget_env(episode, tmp_path)), "--out", str(out), "--agent", f"{plugin}:{factory}",
                 *FAST]
     monkeypatch.setenv("PLUGIN_TEST_FLAG", str(flag))
     monkeypatch.setenv("PLUGIN_TEST_ENTERED", str(entered))
