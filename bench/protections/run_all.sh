@@ -36,10 +36,10 @@ cases=(
   "break_env_folder tests/test_small_hardening.py::test_a_fifo_in_an_env_folder_is_an_error_not_a_skip"
 )
 [ $# -gt 0 ] && cases=("$@")
-one() {  # plugin, test -> the pytest output; exit status 0 when the test failed as it must
+one() {  # plugin, test, temp folder -> the pytest output; exit status 0 when the test failed as it must
   local out rc
   out=$(PYTHONPATH=src:tests:bench/protections timeout 300 "$py" -m pytest -p "$1" "$2" -x -q \
-        -p no:cacheprovider 2>&1)
+        -p no:cacheprovider --basetemp "$3" 2>&1)
   rc=$?
   echo "$out" | grep -E "^FAILED|^E  +[A-Za-z]|passed|failed|error" | head -4
   # pytest exits 1 when a test failed; 0 means the protection is not guarded, anything else that it did not run.
@@ -52,7 +52,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 for i in "${!cases[@]}"; do
   read -r plugin test <<<"${cases[$i]}"
-  one "$plugin" "$test" >"$tmp/$i.out" 2>&1 && echo ok >"$tmp/$i.rc" || echo bad >"$tmp/$i.rc" &
+  one "$plugin" "$test" "$tmp/base$i" >"$tmp/$i.out" 2>&1 && echo ok >"$tmp/$i.rc" || echo bad >"$tmp/$i.rc" &
   while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
 done
 wait
