@@ -23,6 +23,9 @@ cases=(
   "break_user_folder tests/test_trust_identity.py::test_user_ids_that_differ_only_in_unsafe_characters_get_their_own_folders"
   "break_lock tests/test_hostile_endpoint.py::test_a_lock_left_by_a_killed_holder_is_taken_over"
   "break_redact tests/test_hostile_endpoint.py::test_an_echoed_key_reaches_no_file_and_no_output"
+  "break_overrun tests/test_http_transport.py::test_bytes_after_a_complete_reply_never_answer_the_next_request"
+  "break_tls tests/test_http_transport.py::test_an_untrusted_certificate_fails_once_in_one_line"
+  "break_nested_lock tests/test_run_lock.py::test_a_directory_inside_a_held_one_is_refused_and_not_created"
   # Issue 30: plug-ins, keys on the success path, ranking, large inputs, small hardening.
   "break_plugin_view tests/test_plugin_guard.py::test_a_tool_plugin_cannot_read_the_golds_through_its_context"
   "break_plugin_guard tests/test_plugin_guard.py::test_sys_exit_in_a_tool_plugin_is_a_failure_not_a_clean_exit"
