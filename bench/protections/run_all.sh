@@ -26,6 +26,8 @@ cases=(
   "break_overrun tests/test_http_transport.py::test_bytes_after_a_complete_reply_never_answer_the_next_request"
   "break_tls tests/test_http_transport.py::test_an_untrusted_certificate_fails_once_in_one_line"
   "break_nested_lock tests/test_run_lock.py::test_a_directory_inside_a_held_one_is_refused_and_not_created"
+  "break_episode_check tests/test_budget_integrity.py::test_run_refuses_a_tampered_episode_in_one_line"
+  "break_maintenance_gate tests/test_budget_scoring.py::test_a_note_of_names_earns_no_maintenance"
   # Issue 30: plug-ins, keys on the success path, ranking, large inputs, small hardening.
   "break_plugin_view tests/test_plugin_guard.py::test_a_tool_plugin_cannot_read_the_golds_through_its_context"
   "break_plugin_guard tests/test_plugin_guard.py::test_sys_exit_in_a_tool_plugin_is_a_failure_not_a_clean_exit"
