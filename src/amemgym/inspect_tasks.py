@@ -224,7 +224,7 @@ def amemgym_memory(env: str | None = None, agent: str = "native", config: str | 
 
     env_path = Path(env) if env else default_environment()
     resolve_agent(agent)  # a bad name fails when the task is created, not in every sample
-    environment = first_users(load_environment(env_path), limit_users)
+    environment = first_users(load_environment(env_path, limit=limit_users), limit_users)
     # As ``amemgym run``: the preset the environment was generated with, unless ``config`` names another.
     cfg = load_config(config or generated_with(environment) or (None if env else "tiny"))
     if len({u.id for u in environment.users}) != len(environment.users):

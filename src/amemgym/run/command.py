@@ -89,7 +89,7 @@ def run_request(r: RunRequest, console: Console) -> int:
         flags.refuse_unused_judge(called, "amemgym run", "multiple-choice answers are scored exactly")
     if not r.dry_run:
         refuse_mixed_layout(r.out_dir, r.trials)
-    environment = load_environment(r.env) if r.env else None
+    environment = load_environment(r.env, limit=r.limit) if r.env else None  # --limit reads only N users
     # The environment carries the preset it was generated with, and a run takes its settings from there
     # unless --config says otherwise (then a note says so). With neither, the bundled tiny demo runs tiny.
     carried = generated_with(environment) if environment is not None else None
