@@ -44,20 +44,9 @@ def strategy_scores() -> dict[str, Any]:
     return out
 
 
-def episode_scores(out: Path) -> dict[str, Any]:
-    """Each episode's score record of a run directory, by the episode's folder."""
-    from amemgym.families.budget.pool import read_results
-
-    found = {}
-    for path in sorted(out.rglob("data.json")):
-        rel = path.parent.relative_to(out).as_posix()
-        results = read_results(path.parent)
-        found[rel] = None if results is None else results["score"]
-    return found
-
-
 def run_scores(tmp: Path) -> dict[str, Any]:
-    from amemgym.families.budget.batch import RunOptions, run_batch
+    from amemgym.engine.runner import RunOptions, run_units
+    from amemgym.families.budget.units import UNITS
 
     env = tmp / "env"
     episodes = write_episodes(env, RUN_EPISODES)
@@ -66,7 +55,7 @@ def run_scores(tmp: Path) -> dict[str, Any]:
                                 ("long-context", "long-context", ())):
         script = BudgetScript(episodes, wrong_domains=wrong)
         run_dir = tmp / label
-        code = run_batch(load_config("tiny"), env, run_dir, RunOptions(agent=agent, serial=True),
+        code = run_units(UNITS, load_config("tiny"), env, run_dir, RunOptions(agent=agent, serial=True),
                          console=Console(file=io.StringIO()), make_client=client_factory(script))
         assert code == 0
         for rel, results in sorted((p.parent.relative_to(run_dir).as_posix(), p) for p in run_dir.rglob("*")
