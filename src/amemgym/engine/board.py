@@ -56,7 +56,7 @@ def _cell(x: Any) -> str:
 
 
 def board_table(family: str, run_dirs: Sequence[Path], panel: BoardPanel | None = None, *, noun: str = "units",
-                group_noun: str = "group") -> BoardTable:
+                group_noun: str = "unit group") -> BoardTable:
     """One row per folder given, agent (name, variant, served model), group and protocol (see the module)."""
     from ..report.leaderboard import markdown_cell
 
@@ -158,15 +158,16 @@ class Pairing:
     trials: tuple[int, int] = (1, 1)
 
 
-def _by_unit(family: str, root: Path, noun: str) -> tuple[dict[str, tuple[str, float | None, int]], set[str]]:
+def _by_unit(family: str, root: Path, noun: str,
+             group_noun: str) -> tuple[dict[str, tuple[str, float | None, int]], set[str]]:
     found, _ = load_found([root], family)
     if not found:
         raise RunError(f"{root}: no {family}-family results here or up to {MAX_DEPTH} levels below")
     entries = build_entries(found)
     if len(entries) > 1:
         names = "; ".join(f"{e.agent}/{e.variant}/{e.model}/{e.group}/{e.protocol}" for e in entries)
-        raise RunError(f"{root}: holds runs of more than one agent, group or protocol ({names}); compare needs one "
-                       "per side")
+        raise RunError(f"{root}: holds runs of more than one agent, {group_noun} or protocol ({names}); compare "
+                       "needs one per side")
     (entry,) = entries
     twice = entry.repeated_seeds()
     if twice:
@@ -178,14 +179,14 @@ def _by_unit(family: str, root: Path, noun: str) -> tuple[dict[str, tuple[str, f
     return ({d: (labels[d], v, counts[d]) for d, v in entry.unit_value(head).items()}, {entry.protocol})
 
 
-def pair_runs(family: str, run_a: Path, run_b: Path, *, noun: str = "units") -> Pairing:
+def pair_runs(family: str, run_a: Path, run_b: Path, *, noun: str = "units", group_noun: str = "unit group") -> Pairing:
     """Match two run collections by unit (the digest of its file) on the headline metric, trials averaged.
 
     Raises:
         RunError: a side has no run, mixes agents, groups or protocols, runs a unit twice under one seed, or no
             unit has a value on both sides.
     """
-    (a, pa), (b, pb) = _by_unit(family, run_a, noun), _by_unit(family, run_b, noun)
+    (a, pa), (b, pb) = _by_unit(family, run_a, noun, group_noun), _by_unit(family, run_b, noun, group_noun)
     shared = sorted(k for k in a.keys() & b.keys() if a[k][1] is not None and b[k][1] is not None)
     if not shared:
         raise RunError(f"{run_a} and {run_b} share no {noun.rstrip('s')} with a value on both sides")

@@ -10,10 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigError, RunError
+from ..errors import ConfigError
 from ..records import run_family
 from .contract import UnitFamily
-from .read import family_of_tree, load_found, runs_under
+from .read import family_of_tree, require_results, runs_under
 from .runner import RunOptions, run_units
 from .trials import run_unit_trials
 
@@ -80,16 +80,8 @@ class EngineFamily:
         return run_unit_trials(self.units, cfg, r.env, r.out_dir, opts, r.trials, console=console)
 
     def require_results(self, run_dirs: list[Path]) -> None:
-        """Refuse, in one line, a folder with no finished unit (its numbers do not exist yet).
-
-        Raises:
-            RunError: naming the first such folder.
-        """
-        for d in run_dirs:
-            found, planned = load_found([Path(d)], self.name)
-            if not found:
-                raise RunError(f"{d}: no {self.units.noun} finished yet ({len(planned)} planned); run `amemgym run` "
-                               "again with the same --out to resume")
+        """Refuse, in one line, a folder with no finished unit (see :func:`.read.require_results`)."""
+        require_results(run_dirs, self.name, self.units.noun)
 
     def report(self, run_dirs: list[Path], out_file: Path, *, env: Path | None, figures: Path | None,
                console: Console) -> int:
@@ -112,7 +104,8 @@ class EngineFamily:
 
         self.require_results(run_dirs)
         panel: Any = self.units if hasattr(self.units, "board_flags") else None
-        t = board_table(self.name, run_dirs, panel, noun=self.units.noun)
+        t = board_table(self.name, run_dirs, panel, noun=self.units.noun,
+                        group_noun=getattr(self.units, "group_noun", "unit group"))
         return Board(family=self.name, title=t.title, columns=t.columns, rows=t.rows, notes=t.notes,
                      markdown=t.markdown, csv=t.csv)
 
@@ -126,7 +119,7 @@ class EngineFamily:
 
         self.require_results([run_a, run_b])
         noun, head = self.units.noun, headline_of(self.name)
-        p = pair_runs(self.name, run_a, run_b, noun=noun)
+        p = pair_runs(self.name, run_a, run_b, noun=noun, group_noun=getattr(self.units, "group_noun", "unit group"))
         res = paired_comparison(p.diffs, resamples=bootstrap, seed=seed)
         n = len(p.diffs)
         table = Table("quantity", "value", title=f"{run_b} (B) vs {run_a} (A): {self.name} {head.label}, B - A")
@@ -142,8 +135,9 @@ class EngineFamily:
         console.print(table)
         for side, only in (("A", p.only_a), ("B", p.only_b)):
             if only:
-                console.print(f"note: {len(only)} {noun} of {side} have no scored counterpart and are left out: "
-                              f"{', '.join(only[:5])}{' ...' if len(only) > 5 else ''}", highlight=False, markup=False)
+                console.print(f"note: {len(only)} {noun.rstrip('s')}(s) of {side} have no scored counterpart and "
+                              f"are left out: {', '.join(only[:5])}{' ...' if len(only) > 5 else ''}",
+                              highlight=False, markup=False)
         if p.protocols[0] != p.protocols[1]:
             console.print("note: the two sides ran under different protocols", highlight=False, markup=False)
         return 0

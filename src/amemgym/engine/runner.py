@@ -97,9 +97,9 @@ def check_protocol(family: UnitFamily, rd: UnitRunDir, protocol: Mapping[str, An
     return old
 
 
-def _identity(unit: Unit, plan: AgentPlan) -> dict[str, str]:
-    """Who writes a unit's checkpoint: the unit's file, the agent and the plan's text settings."""
-    return {"digest": unit.digest, "agent": plan.agent,
+def _identity(family: str, unit: Unit, plan: AgentPlan) -> dict[str, str]:
+    """Who writes a unit's checkpoint: the family, the unit's file, the agent and the plan's text settings."""
+    return {"family": family, "digest": unit.digest, "agent": plan.agent,
             **{k: v for k, v in plan.protocol.items() if isinstance(v, str)}}
 
 
@@ -277,7 +277,7 @@ async def play_and_write(family: UnitFamily, unit: Unit, plan: AgentPlan, pins: 
     view = counted_view(llm)
     try:
         record = await family.play(unit, plan, pins, view, cfg,
-                                   Checkpoint(rd.unit_dir(unit.id), _identity(unit, plan)))
+                                   Checkpoint(rd.unit_dir(unit.id), _identity(family.name, unit, plan)))
     finally:
         llm.ledger.merge(view.ledger)
     full = {**record, "family": family.name, "unit": unit.id, "group": unit.group, "label": unit.label,

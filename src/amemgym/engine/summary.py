@@ -79,8 +79,10 @@ def print_entries(console: Console, family: UnitFamily, entries: list[Entry]) ->
         head = headline_of(family.name)
     except LookupError:
         return
+    group_noun = getattr(family, "group_noun", "unit group")
     for e in entries:
-        console.print(f"{e.agent} on {e.group} ({e.protocol}), {len(e.unit_set)} {family.noun}: {head.label} "
+        console.print(f"{e.agent} on {group_noun} {e.group} ({e.protocol}), {len(e.unit_set)} "
+                      f"{family.noun.rstrip('s')}(s): {head.label} "
                       f"{ci_text(e.stat(head), family.noun)}", highlight=False, markup=False)
     if len(entries) > 1:
         console.print(f"note: the {family.noun} span several groups or protocols; each is summarised on its own, "

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ...engine.checkpoint import read_trace
-from ...engine.read import load_found
+from ...engine.read import load_found, require_results
 from ...errors import ConfigError, RunError
 from ...storage import atomic_write_text
 from .. import ExportResult
@@ -62,10 +62,8 @@ def export_budget_run(run_dir: Path, out: Path, *, fmt: str = "openai-chat", uni
         raise ConfigError(f"a budget-family run exports one line per event; --unit {unit!r} does not apply "
                           "(leave it out, or pass --unit event)")
     root = Path(run_dir)
+    require_results([root], FAMILY, "episodes")
     found, planned = load_found([root], FAMILY)
-    if not found:
-        raise RunError(f"{root}: no finished budget episode to export ({len(planned)} planned); resume it with "
-                       "`amemgym run` first")
     lines: list[dict[str, Any]] = []
     counts: dict[str, int] = {}
     details = []

@@ -51,6 +51,8 @@ class BudgetUnits:
 
     name: str = FAMILY
     noun: str = "episodes"
+    #: What a unit's group is called on boards (units of two tiers are never averaged together).
+    group_noun: str = "tier"
 
     def units(self, env: Path, limit: int | None) -> list[Unit]:
         """The episodes of ``--env`` (a file, or a folder of ``data.json`` files), the first ``limit`` of them.
@@ -119,6 +121,11 @@ class BudgetUnits:
                                     choice=ProtocolChoice(str(pin["protocol"]), str(pin["reason"])),
                                     judge=bool(plan.options["judge"]))
         return {**record, "protocol": protocol_label(record), "variant": record.get("store")}
+
+    def describe(self, record: Mapping[str, Any]) -> dict[str, Any]:
+        """The pooling fields of a record written on its own (no run directory around it)."""
+        return {"group": str(record.get("tier")), "protocol": protocol_label(record), "variant": record.get("store"),
+                "label": f"{record.get('tier')}/{record.get('domain')}/seed{record.get('seed')}"}
 
     # ---- panels --------------------------------------------------------------------------------------
     def summary(self, console: Console, rows: list[UnitRow]) -> None:
