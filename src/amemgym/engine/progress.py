@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..llm.usage import UsageLedger
@@ -46,10 +47,14 @@ def ledger_info(ledger: UsageLedger, stall_seconds: float = STALL_SECONDS) -> st
 
 
 class UnitProgress:
-    """Counts finished units of a run (``noun`` names them) with the calls of its ledger."""
+    """Counts finished units of a run (``noun`` names them) with the calls of its ledger.
+
+    A call is reported once it has waited ``stall_seconds``, at the next tick: with the defaults, no later
+    than :data:`STALL_SECONDS` after it was sent.
+    """
 
     def __init__(self, console: Console | None = None, *, noun: str = "units", live: bool | None = None,
-                 tick_seconds: float = TICK_SECONDS, stall_seconds: float = STALL_SECONDS) -> None:
+                 tick_seconds: float = TICK_SECONDS, stall_seconds: float = STALL_SECONDS - TICK_SECONDS) -> None:
         self._console = console
         self.noun = noun
         self.live = sys.stderr.isatty() if live is None else live
@@ -57,7 +62,7 @@ class UnitProgress:
         self.stall_seconds = stall_seconds
         self._progress: Progress | None = None
         self._task: object = None
-        self._ledger = UsageLedger()
+        self._source: Callable[[], UsageLedger] = UsageLedger
         self._ticker: asyncio.Task[None] | None = None
         self._last_log = 0.0
         self.done = 0
@@ -72,9 +77,11 @@ class UnitProgress:
             self._console = Console(stderr=True)
         return self._console
 
-    def start(self, total: int, ledger: UsageLedger) -> None:
-        """Show ``total`` units to go, counting the calls of ``ledger``; ticks while the event loop runs."""
-        self.total, self._ledger = total, ledger
+    def start(self, total: int, ledger: UsageLedger | Callable[[], UsageLedger]) -> None:
+        """Show ``total`` units to go, counting the calls of ``ledger`` (or of the ledger it returns, read at
+        each refresh); ticks while the event loop runs."""
+        self.total = total
+        self._source = ledger if callable(ledger) else (lambda: ledger)
         if self.live:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -98,12 +105,13 @@ class UnitProgress:
             self._update(heartbeat=True)
 
     def _update(self, heartbeat: bool = False) -> None:
-        info = ledger_info(self._ledger, self.stall_seconds)
+        ledger = self._source()
+        info = ledger_info(ledger, self.stall_seconds)
         if self._progress is not None:
             self._progress.update(self._task, completed=self.done, info=info)  # type: ignore[arg-type]
             return
         now = time.monotonic()
-        if heartbeat and not self._ledger.stalled(self.stall_seconds)[0]:
+        if heartbeat and not ledger.stalled(self.stall_seconds)[0]:
             return  # plain logs only speak up between units when something is stuck
         if heartbeat or now - self._last_log >= 5 or self.done == self.total:
             self._last_log = now

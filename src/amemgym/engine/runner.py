@@ -39,7 +39,7 @@ from .pool import Found
 from .progress import UnitProgress
 from .rundir import UnitRunDir
 from .summary import print_run_summary
-from .usage import UsageBook
+from .usage import LiveUsage, UsageBook
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -188,6 +188,7 @@ def run_units(family: UnitFamily, cfg: AppConfig, env: Path, out_dir: Path, opts
         todo = [u for u in units if u.id not in skipped]
         book = UsageBook(out_dir)
         book.fold_pending()
+        live = LiveUsage(llm.ledger)
 
         async def go() -> None:
             invocation = uuid.uuid4().hex
@@ -201,8 +202,8 @@ def run_units(family: UnitFamily, cfg: AppConfig, env: Path, out_dir: Path, opts
                 first = served.get(plan.roles[0]) if plan.roles else None
                 run_fields = {"run_seed": cfg.run.seed, "agent_model": first,
                               "model_changes": [*(old or {}).get("model_changes", []), *changes]}
-                flusher = asyncio.create_task(book.flush_forever(invocation, llm.ledger))
-                progress.start(len(todo), llm.ledger)
+                flusher = asyncio.create_task(book.flush_forever(invocation, live.now))
+                progress.start(len(todo), live.now)
                 if opts.executor == "ray":
                     from .ray import play_on_ray
 
@@ -214,7 +215,7 @@ def run_units(family: UnitFamily, cfg: AppConfig, env: Path, out_dir: Path, opts
 
                 async def one(unit: Unit) -> None:
                     async with gate:
-                        failure = await play_one(family, unit, plan, pins, llm, cfg, rd, run_fields)
+                        failure = await play_one(family, unit, plan, pins, llm, cfg, rd, run_fields, live)
                     if failure is not None:
                         failures.append(failure)
                     progress.unit_done()
@@ -256,14 +257,15 @@ def run_units(family: UnitFamily, cfg: AppConfig, env: Path, out_dir: Path, opts
 
 
 async def play_one(family: UnitFamily, unit: Unit, plan: AgentPlan, pins: Mapping[str, Any], llm: LLMClient,
-                   cfg: AppConfig, rd: UnitRunDir, run_fields: Mapping[str, Any]) -> dict[str, Any] | None:
+                   cfg: AppConfig, rd: UnitRunDir, run_fields: Mapping[str, Any],
+                   live: LiveUsage | None = None) -> dict[str, Any] | None:
     """Play one unit on a view of ``llm`` and write its record; the failure to record when it failed.
 
     Raises:
         ConfigError, DataError: bad input is one line and exit 2, not one failed unit among others.
     """
     try:
-        await play_and_write(family, unit, plan, pins, llm, cfg, rd, run_fields)
+        await play_and_write(family, unit, plan, pins, llm, cfg, rd, run_fields, live)
     except (ConfigError, DataError):
         raise
     except AMemGymError as exc:
@@ -272,12 +274,15 @@ async def play_one(family: UnitFamily, unit: Unit, plan: AgentPlan, pins: Mappin
 
 
 async def play_and_write(family: UnitFamily, unit: Unit, plan: AgentPlan, pins: Mapping[str, Any], llm: LLMClient,
-                         cfg: AppConfig, rd: UnitRunDir, run_fields: Mapping[str, Any]) -> dict[str, Any]:
-    """Play one unit on a view of ``llm`` (its calls merged into ``llm``'s ledger) and write its record."""
+                         cfg: AppConfig, rd: UnitRunDir, run_fields: Mapping[str, Any],
+                         live: LiveUsage | None = None) -> dict[str, Any]:
+    """Play one unit on a view of ``llm`` (its calls merged into ``llm``'s ledger at the end, and seen by ``live``
+    meanwhile) and write its record."""
     view = counted_view(llm)
     try:
-        record = await family.play(unit, plan, pins, view, cfg,
-                                   Checkpoint(rd.unit_dir(unit.id), _identity(family.name, unit, plan)))
+        with live.unit(view.ledger) if live is not None else contextlib.nullcontext(view.ledger):
+            record = await family.play(unit, plan, pins, view, cfg,
+                                       Checkpoint(rd.unit_dir(unit.id), _identity(family.name, unit, plan)))
     finally:
         llm.ledger.merge(view.ledger)
     full = {**record, "family": family.name, "unit": unit.id, "group": unit.group, "label": unit.label,

@@ -10,7 +10,8 @@ pending file from counting the same calls twice.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from ..llm.usage import UsageLedger
 from ..records import PendingUsage, UsageFile, as_dict, read_record, versioned
 from ..storage import atomic_write_json
 
-__all__ = ["FLUSH_SECONDS", "UsageBook"]
+__all__ = ["FLUSH_SECONDS", "LiveUsage", "UsageBook"]
 
 #: How often a running invocation writes its usage so far (a SIGKILL loses at most this much of it).
 FLUSH_SECONDS = 2.0
@@ -61,11 +62,45 @@ class UsageBook:
             return
         self.save(pending.invocation, ledger)
 
-    async def flush_forever(self, invocation: str, ledger: UsageLedger, ready: Awaitable[Any] | None = None,
-                            every: float = FLUSH_SECONDS) -> None:
-        """Write ``ledger`` to ``usage.pending.json`` every ``every`` seconds until cancelled (after ``ready``)."""
+    async def flush_forever(self, invocation: str, ledger: UsageLedger | Callable[[], UsageLedger],
+                            ready: Awaitable[Any] | None = None, every: float = FLUSH_SECONDS) -> None:
+        """Write ``ledger`` (or what it returns) to ``usage.pending.json`` every ``every`` seconds until cancelled
+        (after ``ready``)."""
         if ready is not None:
             await asyncio.shield(ready)  # cancelling the flusher must not cancel what it waits for
         while True:
             await asyncio.sleep(every)
-            atomic_write_json(self.pending, versioned({"invocation": invocation, "usage": ledger.to_dict()}))
+            now = ledger() if callable(ledger) else ledger
+            atomic_write_json(self.pending, versioned({"invocation": invocation, "usage": now.to_dict()}))
+
+
+class LiveUsage:
+    """A run's ledger together with the ledgers of the units playing right now.
+
+    Each unit counts its calls in its own ledger (its record reports them) and adds them to the run's when it
+    ends; until then the flushed usage and the progress line must still see them, or a kill in the middle of
+    a long unit would lose its calls and a hung call in it would go unreported.
+    """
+
+    def __init__(self, base: UsageLedger) -> None:
+        self.base = base
+        self._units: list[UsageLedger] = []
+
+    @contextmanager
+    def unit(self, ledger: UsageLedger) -> Iterator[UsageLedger]:
+        """Count ``ledger`` as live while the block runs; the caller merges it into the base afterwards."""
+        self._units.append(ledger)
+        try:
+            yield ledger
+        finally:
+            self._units.remove(ledger)
+
+    def now(self) -> UsageLedger:
+        """A snapshot: every counter, the calls on the wire with their start times, the endpoints' limits."""
+        out = UsageLedger()
+        out.limiters = self.base.limiters
+        for n, ledger in enumerate([self.base, *self._units]):
+            out.merge(ledger)
+            out.in_flight += ledger.in_flight
+            out._started.update({n * 1_000_000_000 + token: t for token, t in list(ledger._started.items())})
+        return out
