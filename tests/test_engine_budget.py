@@ -73,6 +73,9 @@ def test_the_run_records_the_model_that_answered(env: tuple[Path, list[Any]], tm
     assert res.exit_code == 0, res.output
     manifest = json.loads((tmp_path / "o" / "manifest.json").read_text())
     assert manifest["models"]["agent"]["served"] == "served-model"
+    # The same root files as a statetrack run, report included.
+    assert {p.name for p in (tmp_path / "o").iterdir() if p.is_file()} >= {
+        "manifest.json", "metrics.json", "usage.json", "failures.json", "report.html"}
     assert json.loads((tmp_path / "o" / "results.json").read_text())["agent_model"] == "served-model"
 
 

@@ -76,8 +76,26 @@ class EngineFamily:
         opts = RunOptions(agent=r.agent, serial=r.serial, allow_model_change=r.allow_model_change, limit=r.limit,
                           executor=r.executor, ray_address=r.ray_address)
         if r.trials == 1:
-            return run_units(self.units, cfg, r.env, r.out_dir, opts, console=console)
+            code = run_units(self.units, cfg, r.env, r.out_dir, opts, console=console)
+            self.write_run_report(r.out_dir, console)
+            return code
         return run_unit_trials(self.units, cfg, r.env, r.out_dir, opts, r.trials, console=console)
+
+    def write_run_report(self, run_dir: Path, console: Console) -> None:
+        """``RUNDIR/report.html`` after a run, as a statetrack run writes it (skipped, with a note, when no unit
+        has finished)."""
+        from ..errors import AMemGymError
+        from ..storage import atomic_write_text
+        from .report import build_unit_report
+
+        panels: Any = self.units if hasattr(self.units, "report_panels") else None
+        try:
+            page = build_unit_report(self.name, [run_dir], panels, noun=self.units.noun)
+        except AMemGymError as exc:
+            console.print(f"report skipped: {exc}", highlight=False, markup=False)
+            return
+        atomic_write_text(run_dir / "report.html", page)
+        console.print(f"report: {run_dir / 'report.html'}", highlight=False)
 
     def require_results(self, run_dirs: list[Path]) -> None:
         """Refuse, in one line, a folder with no finished unit (see :func:`.read.require_results`)."""
