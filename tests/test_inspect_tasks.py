@@ -107,14 +107,15 @@ def test_a_budget_file_is_one_sample_per_episode_scored_like_amemgym_run(monkeyp
     script = BudgetScript(episodes, wrong_domains=("films",))
     with FakeEndpoint(responder=script.body_reply) as ep:
         monkeypatch.setenv("OPENAI_BASE_URL", ep.base_url)
-        monkeypatch.setenv("FAKE_BASE_URL", ep.base_url)
-        monkeypatch.setenv("FAKE_API_KEY", "not-a-real-key")
+        # A service name of its own: Inspect keeps a model per name, and another test's endpoint is gone.
+        monkeypatch.setenv("FAKEBUDGET_BASE_URL", ep.base_url)
+        monkeypatch.setenv("FAKEBUDGET_API_KEY", "not-a-real-key")
         res = CliRunner().invoke(app, ["run", "--env", str(tmp_path / "env"), "--out", str(tmp_path / "run"),
                                        "--set", "budget.tools=text"])
         assert res.exit_code == 0, res.output
         logs = inspect_eval(amemgym_memory(env=str(tmp_path / "env"), out=str(tmp_path / "inspect"),
                                            config=None),
-                            model="openai-api/fake/fake-model", log_dir=str(tmp_path / "logs"), display="none",
+                            model="openai-api/fakebudget/fake-model", log_dir=str(tmp_path / "logs"), display="none",
                             task_args={})
     log = logs[0]
     assert log.status == "success", log.error
