@@ -38,8 +38,7 @@ def strategy_scores() -> dict[str, Any]:
         template = load_domain(domain)
         for name in STRATEGIES + ATTACKS:
             run = run_strategy(name, episode, template)
-            score = score_episode(episode, judge(episode, run.answers), run.store.writes_used,
-                                  list(run.store.notes.values()))
+            score = score_episode(episode, judge(episode, run.answers), run.store.writes_used, run.store.ledger)
             out[f"{tier}/{domain}/seed{seed}/{name}"] = score.to_dict()
     return out
 

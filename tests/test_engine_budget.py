@@ -87,13 +87,13 @@ def test_an_unreachable_url_exits_2(env: tuple[Path, list[Any]], tmp_path: Path,
 
 
 class _KeyRequired(BaseHTTPRequestHandler):
-    """A server that answers 401 to any request without a bearer key (and counts what reaches it)."""
+    """A server that answers 401 to any request without its bearer key (and counts what reaches it)."""
 
     hits = 0
 
     def do_GET(self) -> None:  # noqa: N802 - the http.server hook name
         type(self).hits += 1
-        if not self.headers.get("Authorization"):
+        if self.headers.get("Authorization") != "Bearer the-right-key":
             self.send_response(401)
             self.end_headers()
             return

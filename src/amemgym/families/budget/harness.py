@@ -23,6 +23,7 @@ from .domain import load_domain
 from .model import Episode, Event
 from .protocol import ProtocolError, parse_call
 from .store import BudgetStore, LedgerEntry
+from .stream import shown_kind
 from .tiers import MAX_STEPS_PER_EVENT
 
 POLICIES = ("budget", "long-context")
@@ -30,7 +31,7 @@ INSTRUCTIONS = {
     "documents": "Save what you judge worth keeping, then call done.",
     "memo": "Save anything worth keeping (often nothing), then call done.",
     "correction": "A correction notice: edits are free while it is on screen. Update your memory, then call done.",
-    "contradiction": "Save what you judge worth keeping, then call done.",
+    "contradiction": "Save what you judge worth keeping, then call done.",  # shown as documents (stream.py)
     "question": "Answer with submit_answer (search or read your notes first if you need to).",
 }
 
@@ -154,7 +155,7 @@ class Harness:
 
     def _opening(self, ev: Event) -> str:
         return render("budget_agent_event", summary=self.store.summary(), index=ev.index + 1,
-                      total=len(self.episode.events), kind=ev.kind.replace("_", " "), text=ev.text,
+                      total=len(self.episode.events), kind=shown_kind(ev.kind), text=ev.text,
                       instruction=INSTRUCTIONS[ev.kind])
 
     async def _event(self, ev: Event) -> None:
