@@ -288,3 +288,28 @@ def test_a_trials_folder_exports_every_episode_of_every_trial(env: tuple[Path, l
     rows = [json.loads(x) for x in (tmp_path / "all.jsonl").read_text().splitlines()]
     assert {r["run"] for r in rows} == {f"trial_{k}/{e}/seed0" for k in (1, 2) for e in ("cities", "films")}
     assert res.lines == len(rows) > 2 * one.lines
+
+
+# ---- files written before the engine ------------------------------------------------------------------------
+def test_a_checkpoint_written_before_the_engine_resumes(env: tuple[Path, list[Any]], tmp_path: Path) -> None:
+    from amemgym.families.budget.run import run_episode
+    from amemgym.llm.client import LLMClient
+    from amemgym.testing.scripted_model import ScriptedBackend
+
+    def client(script: BudgetScript) -> LLMClient:
+        return LLMClient(backends={"agent": ScriptedBackend(script)})
+
+    reference = BudgetScript(env[1])
+    full = asyncio.run(run_episode(one_episode(env), "native", tmp_path / "ref", client(reference)))
+    killed = BudgetScript(env[1])
+    killed.kill_at = 9
+    with pytest.raises(KeyboardInterrupt):
+        asyncio.run(run_episode(one_episode(env), "native", tmp_path / "old", client(killed)))
+    # The harness's own flat format: identity keys beside the state, no format_version.
+    path = tmp_path / "old" / "checkpoint.json"
+    saved = json.loads(path.read_text())
+    path.write_text(json.dumps({"digest": saved["identity"]["digest"], "policy": "budget", **saved["state"]}))
+    again = BudgetScript(env[1])
+    res = asyncio.run(run_episode(one_episode(env), "native", tmp_path / "old", client(again)))
+    # Resumed from the migrated checkpoint (not from the first event), to the same score.
+    assert res["score"] == full["score"] and 0 < sum(again.calls.values()) < sum(reference.calls.values())
