@@ -38,17 +38,21 @@ def unit_trial_dirs(root: Path) -> list[Path]:
 def run_unit_trials(family: UnitFamily, cfg: AppConfig, env: Path, out_dir: Path, opts: RunOptions, trials: int, *,
                     console: Console, make_client: ClientFactory | None = None) -> int:
     """Run ``trials`` trials, write ``trials.json`` and print the spread; the worst trial's exit code."""
+    from ..run.lock import run_lock
+
     units = family.units(env, opts.limit)
     base = cfg.run.seed
     codes = []
-    for k in range(1, trials + 1):
-        trial_cfg = cfg.model_copy(deep=True)
-        trial_cfg.run.seed = base + k - 1
-        console.print(f"trial {k}/{trials} (run seed {trial_cfg.run.seed})", highlight=False)
-        codes.append(run_units(family, trial_cfg, env, out_dir / f"trial_{k}", opts, console=console, units=units,
-                               make_client=make_client))
-    summary = trial_summary(family.name, out_dir, trials)
-    atomic_write_json(out_dir / "trials.json", summary)
+    # OUT is held for the whole set, so no other run starts beside the trials; each trial holds its own folder.
+    with run_lock(out_dir, "amemgym run --trials"):
+        for k in range(1, trials + 1):
+            trial_cfg = cfg.model_copy(deep=True)
+            trial_cfg.run.seed = base + k - 1
+            console.print(f"trial {k}/{trials} (run seed {trial_cfg.run.seed})", highlight=False)
+            codes.append(run_units(family, trial_cfg, env, out_dir / f"trial_{k}", opts, console=console,
+                                   units=units, make_client=make_client))
+        summary = trial_summary(family.name, out_dir, trials)
+        atomic_write_json(out_dir / "trials.json", summary)
     head = headline_of(family.name)
     for key, t in summary["pooled"].items():
         std = "n/a" if t["spread"]["std"] is None else f"{t['spread']['std']:.4f}"
