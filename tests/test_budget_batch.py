@@ -29,6 +29,8 @@ from amemgym.testing.scripted_model import ScriptedBackend
 EPISODES = (("lite", "cities", 0), ("lite", "companies", 0), ("lite", "films", 0))
 #: The scripted tool agent: writes each document batch once, answers with the gold (or abstains on wrong domains).
 Agent = BudgetScript
+#: A run's client factory answering every call with the script (other test modules import it by this name).
+factory = client_factory
 
 
 @pytest.fixture(scope="module")

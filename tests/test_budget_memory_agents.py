@@ -250,7 +250,7 @@ def test_the_harness_embeds_what_is_stored(env: Path, episode: Episode, tmp_path
     ("budget_plugins:around_the_meter", RunError, "around the harness's meter"),
     ("budget_plugins:self_loader", AgentError, "restored by the harness"),
     ("budget_plugins:hoarder", RunError, "outside its metered memory"),
-    ("budget_plugins:buggy", RunError, "reply raised ValueError: off by one"),
+    ("budget_plugins:buggy", AgentError, "reply raised ValueError: off by one"),
 ])
 def test_agents_that_dodge_the_meter_are_stopped(env: Path, episode: Episode, tmp_path: Path, plugin: str,
                                                  error: type[Exception], words: str) -> None:

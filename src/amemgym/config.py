@@ -201,6 +201,10 @@ class RunSettings(_Strict):
         64, ge=1, description="Users simulated at once (the endpoints' adaptive limits pace the calls)."
     )
     serial: bool = Field(False, description="One call at a time, for debugging.")
+    agent_call_timeout: float = Field(
+        900.0, gt=0, description="Seconds one call into a plug-in agent (reply, act, answer, ...) may take, model "
+        "calls included, before it is recorded as a failure; a call silent for 30 s is reported before that.",
+    )
     seed: int = 0
     eval_max_tokens: int = Field(96, ge=8)
     reply_max_tokens: int = Field(256, ge=8)

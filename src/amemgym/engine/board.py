@@ -22,7 +22,7 @@ from .pool import Entry, build_entries
 from .read import MAX_DEPTH, load_entries, load_found
 from .summary import headline_of
 
-__all__ = ["BoardPanel", "BoardTable", "Pairing", "board_table", "pair_runs"]
+__all__ = ["BoardPanel", "BoardTable", "Pairing", "board_table", "entry_flags", "pair_runs"]
 
 
 class BoardPanel(Protocol):
@@ -71,7 +71,7 @@ def board_table(family: str, run_dirs: Sequence[Path], panel: BoardPanel | None 
     full: list[list[Any]] = []
     notes: list[str] = []
     for g, ((grp, proto, _), members) in enumerate(groups.items(), start=1):
-        flagged = {id(e): _flags(e, head, panel, noun) for e in members}
+        flagged = {id(e): entry_flags(e, head, panel, noun) for e in members}
         scored = sorted((e for e in members if flagged[id(e)][1]),
                         key=lambda e: (-round(e.stat(head)["mean"] or 0.0, 3), e.agent, e.model))
         shown = [round(e.stat(head)["mean"] or 0.0, 3) for e in scored]
@@ -120,7 +120,11 @@ def board_table(family: str, run_dirs: Sequence[Path], panel: BoardPanel | None 
                       buf.getvalue())
 
 
-def _flags(e: Entry, head: Any, panel: BoardPanel | None, noun: str) -> tuple[list[str], bool]:
+def entry_flags(e: Entry, head: Any, panel: BoardPanel | None, noun: str) -> tuple[list[str], bool]:
+    """An entry's flags and whether it may be ranked (a unit without the headline, unfinished units, or a model
+    changed during the run keep it off the ranking; the family's flags and repeated seeds do not)."""
+    from ..run.ranking_flags import model_change_flag
+
     flags, rankable = [], True
     missing = e.units_without(head)
     if missing:
@@ -128,6 +132,10 @@ def _flags(e: Entry, head: Any, panel: BoardPanel | None, noun: str) -> tuple[li
         rankable = False
     if e.unfinished:
         flags.append(f"unfinished: {len(e.unfinished)} planned {noun.rstrip('s')}(s) have no results")
+        rankable = False
+    changed = model_change_flag([c for r in e.runs for c in r.record.get("model_changes") or []])
+    if changed:
+        flags.append(changed)
         rankable = False
     if panel is not None:
         flags += panel.board_flags(e)

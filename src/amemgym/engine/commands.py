@@ -158,6 +158,15 @@ class EngineFamily:
                               highlight=False, markup=False)
         if p.protocols[0] != p.protocols[1]:
             console.print("note: the two sides ran under different protocols", highlight=False, markup=False)
+        from ..run.ranking_flags import model_change_flag
+        from .read import load_found
+
+        for side, run in (("A", run_a), ("B", run_b)):
+            found, _ = load_found([run], self.name)
+            flag = model_change_flag([c for f in found for c in f.record.get("model_changes") or []])
+            if flag:
+                console.print(f"FLAGGED run {side} ({run}): {flag}; the difference is not one model's",
+                              highlight=False, markup=False)
         return 0
 
     def run_dirs(self, root: Path) -> list[Path]:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..scoring.registry import unit_metrics
+from .board import entry_flags
 from .pool import build_entries
 from .read import load_found
 from .summary import headline_of
@@ -119,6 +120,7 @@ def build_unit_report(family: str, run_dirs: list[Path], panels: ReportPanels | 
     unit_rows = [(f.root, f.label, str(f.record.get("agent")), *(f.value(m) for m in metrics),
                   (f.record.get("usage") or {}).get("total", {}).get("calls", 0)) for f in found]
     entries = build_entries(found, planned)
+    board_panel: Any = panels if hasattr(panels, "board_flags") else None
     entry_rows = []
     for e in entries:
         stat = e.stat(head)
@@ -126,7 +128,7 @@ def build_unit_report(family: str, run_dirs: list[Path], panels: ReportPanels | 
         trials = e.trials(head)
         entry_rows.append((e.root, e.agent, e.variant, e.model, e.group, e.protocol, len(e.unit_set),
                            1 if trials is None else trials["k"], stat["mean"], ci,
-                           "; ".join(f"unfinished: {u}" for u in e.unfinished)))
+                           "; ".join(entry_flags(e, head, board_panel, noun)[0])))
     notes = "".join(f"<li>{escape(m.label)}: {escape(m.description)}</li>" for m in unit_metrics(family))
     sections = [f'<section id="sec-summary"><h2>Summary</h2><ul class="notes">{notes}</ul>'
                 + _table(("run", noun.rstrip("s"), "agent", *(m.label for m in metrics), "calls"), unit_rows)

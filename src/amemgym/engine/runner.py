@@ -25,12 +25,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import __version__
+from ..agents.guard import set_call_limit
 from ..config import AppConfig
 from ..errors import AMemGymError, ConfigError, DataError, RunError
 from ..llm.client import LLMClient
 from ..llm.health import endpoint_problems
 from ..llm.redact import redact
 from ..llm.usage import UsageLedger
+from ..storage import remove_stale_temps
 from .checkpoint import Checkpoint
 from .contract import AgentPlan, Unit, UnitFamily, UnitRow
 from .metrics import unit_run_metrics
@@ -182,6 +184,7 @@ def run_units(family: UnitFamily, cfg: AppConfig, env: Path, out_dir: Path, opts
     skipped: set[str] = set()
     t0 = time.perf_counter()
     with run_lock(out_dir, "amemgym run"):
+        remove_stale_temps(out_dir)  # left by a killed invocation; this one holds the lock
         for u in units:
             if finished_record(rd, u) is not None:
                 skipped.add(u.id)
@@ -230,6 +233,7 @@ def run_units(family: UnitFamily, cfg: AppConfig, env: Path, out_dir: Path, opts
                 book.save(invocation, llm.ledger)
                 await llm.aclose()
 
+        set_call_limit(cfg.run.agent_call_timeout)  # plug-in calls are guarded with the run's limit
         asyncio.run(go())
         rows, found = [], []
         failed = {f["user"]: f["error"] for f in failures}
@@ -300,6 +304,7 @@ async def play_file(family: UnitFamily, env: Path, agent: str, out_dir: Path, ll
         AMemGymError: whatever the unit's play raised.
     """
     (unit,) = family.units(env, None)
+    set_call_limit(cfg.run.agent_call_timeout)
     plan = family.plan(agent, cfg, llm, unit)
     pins = await family.pins(plan, cfg, llm, {})
     return await play_and_write(family, unit, plan, pins, llm, cfg, UnitRunDir(out_dir), {"run_seed": cfg.run.seed})

@@ -220,6 +220,7 @@ class StateTrack:
         from ..report.aggregate import cell_counts, degeneracy_flags
         from ..report.load import load_runs
         from ..report.stats import cell_differences, paired_comparison, result_rows
+        from ..run.ranking_flags import shown
 
         a, b = load_runs([run_a, run_b])
         if a.environment_sha256 != b.environment_sha256:
@@ -240,7 +241,7 @@ class StateTrack:
             if total:
                 table.add_row(f"cells excluded from {name}'s memory score (UB <= R)", f"{excluded}/{total}")
             flags = degeneracy_flags(run.metrics)
-            table.add_row(f"flags of {name}", "; ".join(f"DEGENERATE: {f}" for f in flags) or "-")
+            table.add_row(f"flags of {name}", "; ".join(shown(f) for f in flags) or "-")
         from ..report.leaderboard import trials_flag
 
         for name, run in (("A", a), ("B", b)):

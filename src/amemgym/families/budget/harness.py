@@ -166,13 +166,13 @@ class Harness:
         messages = [{"role": "system", "content": self.system}, *history,
                     {"role": "user", "content": self._opening(ev)}]
         for step in range(self.max_steps):
+            prompt = messages[-1]["content"]  # read before the agent sees the list: the trace records what it was shown
             try:
                 reply = await self.agent.act(messages, event=ev)
             except LLMError as exc:
                 # A failed call is recorded, never turned into an answer; the question stays unanswered.
                 self._trace({"event": ev.index, "step": step, "error": str(exc)})
                 break
-            prompt = messages[-1]["content"]
             messages.append({"role": "assistant", "content": reply})
             finished, feedback, record = await self._apply(ev, reply)
             self._trace({"event": ev.index, "kind": ev.kind, "step": step, "prompt": prompt, "reply": reply,

@@ -14,7 +14,7 @@ from .io import load_episode
 from .judging import judge_answers, judge_identity, merged
 from .model import Episode
 from .scoring import DEFINITIONS, EpisodeScore, score_episode
-from .tool_agents import ProtocolChoice, ToolAgentContext, builtin_tool_agent, resolve_tool_agent
+from .tool_agents import EpisodeView, ProtocolChoice, ToolAgentContext, builtin_tool_agent, resolve_tool_agent
 from .validity import judge as rule_verdicts
 
 #: Agent names this family runs -> (harness policy, store): the tool-using LLM agent with the notes store
@@ -55,14 +55,15 @@ def refuse_judge(judge: bool) -> None:
 
 
 def plugin_context(episode: Episode) -> ToolAgentContext:
-    """The context a plug-in factory gets: the episode for a tool agent, a metered store for a memory agent.
+    """The context a plug-in factory gets: the episode's rules for a tool agent, a metered store for a memory
+    agent; never its content (questions, golds, events, changes).
 
     Deciding which contract a plug-in implements means building it once; the store it may build then is a
     throwaway with no budget (the memory path builds the agent again with the episode's meter).
     """
     from .memory_agents import Meter, MeteredVectorStore
 
-    return ToolAgentContext(user_id=f"{episode.domain}-seed{episode.seed}", episode=episode,
+    return ToolAgentContext(user_id=f"{episode.domain}-seed{episode.seed}", episode=EpisodeView.of(episode),
                             store_factory=lambda: MeteredVectorStore(Meter(0, 1)))
 
 
