@@ -17,9 +17,9 @@ from typer.testing import CliRunner
 
 from amemgym.agents.guard import call_plugin, set_call_limit
 from amemgym.cli import app
+from amemgym.engine.checkpoint import read_trace
 from amemgym.errors import AgentError
 from amemgym.families.budget.generate import build_episode
-from amemgym.engine.checkpoint import read_trace
 from amemgym.families.budget.io import save_episode
 from amemgym.families.budget.model import Episode
 from amemgym.testing.fake_endpoint import FakeEndpoint
