@@ -88,3 +88,11 @@ def test_trials_json_lists_each_trial(endpoint: FakeEndpoint, tmp_path: Path) ->
     assert all(t["degenerate"] for t in summary["trials"])  # the fake model's upper bound is near random
     assert "memory_score: undefined (2 of 2 trials DEGENERATE)" in res.stderr
     assert "memory_score: mean" not in res.stderr
+
+
+def test_a_budget_env_refuses_dry_run_and_json_in_one_line(tmp_path: Path) -> None:
+    gen = CliRunner().invoke(app, ["generate", "--family", "budget", "--domain", "films", "--out", str(tmp_path / "e")])
+    assert gen.exit_code == 0, gen.output
+    env = next((tmp_path / "e").rglob("data.json"))
+    res = CliRunner().invoke(app, ["run", "--env", str(env), "--out", str(tmp_path / "r"), "--dry-run", "--json"])
+    assert res.exit_code == 2 and "--dry-run, --json not supported" in res.output and not (tmp_path / "r").exists()
