@@ -20,44 +20,14 @@ from amemgym.families.budget.stream import shown_kind
 from amemgym.llm.backends import PermanentError
 from amemgym.llm.client import LLMClient
 from amemgym.llm.types import ChatRequest
+from amemgym.testing.budget import OPENING as _OPENING
+from amemgym.testing.budget import BudgetScript, served_episode
+from amemgym.testing.budget import tool_call as call
 from amemgym.testing.fake_endpoint import FakeEndpoint
 from amemgym.testing.scripted_model import ScriptedBackend
 
-_OPENING = re.compile(r"Event (\d+) of \d+ \((\w+)\)")
 
-
-def call(tool: str, **args: object) -> str:
-    return json.dumps({"tool": tool, "args": args})
-
-
-class ScriptedAgent:
-    """Writes ``writes_per_doc`` notes per document event and submits the gold answer to each question."""
-
-    def __init__(self, episode: Episode, writes_per_doc: int = 1, prose_first: bool = False,
-                 answer: bool = True) -> None:
-        self.episode, self.writes_per_doc, self.prose_first, self.answer = episode, writes_per_doc, prose_first, answer
-        self.requests: list[ChatRequest] = []
-
-    def __call__(self, req: ChatRequest) -> str:
-        self.requests.append(req)
-        opening = next(m["content"] for m in reversed(req.messages) if _OPENING.search(m["content"]))
-        index, kind = _OPENING.search(opening).groups()  # type: ignore[union-attr]
-        ev = self.episode.events[int(index) - 1]
-        start = next(i for i, m in enumerate(req.messages) if m["content"] == opening)
-        steps = sum(1 for m in req.messages[start:] if m["role"] == "assistant")
-        if self.prose_first and steps == 0:
-            return "Sure! I will store that."
-        if kind == "question":
-            if not self.answer:
-                return call("list")
-            q = self.episode.question(ev.question or "")
-            return call("submit_answer", answer="I don't know" if q.gold is None else str(q.gold))
-        if kind == "documents" and steps < self.writes_per_doc + self.prose_first:
-            return call("write", text=ev.text[:300])
-        return call("done")
-
-
-def run(episode: Episode, agent: ScriptedAgent, tmp_path: Path, name: str = "agent") -> dict:
+def run(episode: Episode, agent: BudgetScript, tmp_path: Path, name: str = "agent") -> dict:
     env = tmp_path / "data.json"
     save_episode(episode, env)
     llm = LLMClient(backends={"agent": ScriptedBackend(agent)})
@@ -70,7 +40,7 @@ def episode() -> Episode:
 
 
 def test_a_scripted_agent_runs_end_to_end(episode: Episode, tmp_path: Path) -> None:
-    res = run(episode, ScriptedAgent(episode), tmp_path)
+    res = run(episode, BudgetScript([episode]), tmp_path)
     assert res["score"]["accuracy"] == 1.0
     docs = sum(shown_kind(e.kind) == "documents" for e in episode.events)  # silent contradictions look like documents
     assert res["score"]["writes_used"] == docs
@@ -80,7 +50,7 @@ def test_a_scripted_agent_runs_end_to_end(episode: Episode, tmp_path: Path) -> N
 
 def test_a_silent_contradiction_is_shown_as_a_plain_document(episode: Episode, tmp_path: Path) -> None:
     # Before: its opening said "(contradiction)" and its document was headed "(field report)".
-    agent = ScriptedAgent(episode)
+    agent = BudgetScript([episode])
     run(episode, agent, tmp_path)
     silent = {ev.index + 1 for ev in episode.events if ev.kind == "contradiction"}
     rereports = {ev.index + 1 for ev in episode.events
@@ -101,7 +71,7 @@ def test_a_silent_contradiction_is_shown_as_a_plain_document(episode: Episode, t
 
 
 def test_the_context_is_cut_after_every_event(episode: Episode, tmp_path: Path) -> None:
-    agent = ScriptedAgent(episode)
+    agent = BudgetScript([episode])
     run(episode, agent, tmp_path)
     for req in agent.requests:
         openings = [m for m in req.messages if _OPENING.search(m["content"])]
@@ -110,27 +80,27 @@ def test_the_context_is_cut_after_every_event(episode: Episode, tmp_path: Path) 
 
 
 def test_the_budget_is_enforced_whatever_the_agent_does(episode: Episode, tmp_path: Path) -> None:
-    res = run(episode, ScriptedAgent(episode, writes_per_doc=10), tmp_path)
+    res = run(episode, BudgetScript([episode], writes_per_doc=10), tmp_path)
     assert res["score"]["writes_used"] == episode.tier.writes
     trace = [json.loads(line) for line in (tmp_path / "agent" / "trace.jsonl").read_text().splitlines()]
     assert any(t.get("result", "").startswith("write budget exhausted") for t in trace)
 
 
 def test_a_prose_reply_gets_protocol_feedback_and_the_agent_recovers(episode: Episode, tmp_path: Path) -> None:
-    agent = ScriptedAgent(episode, prose_first=True)
+    agent = BudgetScript([episode], prose_first=True)
     res = run(episode, agent, tmp_path)
     assert res["score"]["accuracy"] == 1.0
     assert any("protocol error" in m["content"] for r in agent.requests for m in r.messages if m["role"] == "user")
 
 
 def test_an_unanswered_question_counts_as_wrong(episode: Episode, tmp_path: Path) -> None:
-    res = run(episode, ScriptedAgent(episode, answer=False), tmp_path)
+    res = run(episode, BudgetScript([episode], answer=False), tmp_path)
     assert res["score"]["accuracy"] == 0.0
     assert res["score"]["skipped"] == len(episode.questions)
 
 
 def test_a_finished_run_resumes_without_calls(episode: Episode, tmp_path: Path) -> None:
-    first = run(episode, ScriptedAgent(episode), tmp_path)
+    first = run(episode, BudgetScript([episode]), tmp_path)
 
     def broken(req: ChatRequest) -> Exception:
         return PermanentError("must not be called")
@@ -143,17 +113,7 @@ def test_a_finished_run_resumes_without_calls(episode: Episode, tmp_path: Path) 
 
 def _served_episode(episode: Episode, tmp_path: Path) -> tuple[Path, Any]:
     """The episode saved as a data file, and a fake-endpoint responder playing a scripted agent on it."""
-    env = tmp_path / "data.json"
-    save_episode(episode, env)
-    agent = ScriptedAgent(episode)
-
-    def respond(body: dict) -> str:
-        if not any(_OPENING.search(str(m.get("content"))) for m in body["messages"]):
-            return "I have no function calls."  # the tool probe of budget.tools=auto: this agent speaks text
-        msgs = tuple({"role": m["role"], "content": m["content"]} for m in body["messages"])
-        return agent(ChatRequest(role="agent", messages=msgs))
-
-    return env, respond
+    return served_episode(episode, tmp_path)
 
 
 def test_cli_run_detects_the_family(episode: Episode, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -169,7 +129,7 @@ def test_cli_run_detects_the_family(episode: Episode, tmp_path: Path, monkeypatc
 def test_the_long_context_reference_keeps_the_stream_and_has_no_budget(episode: Episode, tmp_path: Path) -> None:
     env = tmp_path / "data.json"
     save_episode(episode, env)
-    agent = ScriptedAgent(episode, writes_per_doc=20)
+    agent = BudgetScript([episode], writes_per_doc=20)
     llm = LLMClient(backends={"agent": ScriptedBackend(agent)})
     res = asyncio.run(run_episode(env, "long-context", tmp_path / "lc", llm))
     assert res["score"]["writes_used"] > episode.tier.writes
@@ -177,13 +137,12 @@ def test_the_long_context_reference_keeps_the_stream_and_has_no_budget(episode: 
     assert sum(1 for m in last.messages if _OPENING.search(m["content"])) == len(episode.events)
 
 
-class Searcher(ScriptedAgent):
+class Searcher(BudgetScript):
     """Searches its notes once before answering each question."""
 
     def __call__(self, req: ChatRequest) -> str:
         last = req.messages[-1]["content"]
         if _OPENING.search(last) and "(question)" in last:
-            self.requests.append(req)
             return call("search", query="revenue")
         return super().__call__(req)
 
@@ -203,7 +162,7 @@ def test_search_uses_the_embedder_in_both_stores(episode: Episode, tmp_path: Pat
             return await _orig(texts)
 
         embedder.embed = counted  # type: ignore[method-assign]
-        llm = LLMClient(backends={"agent": ScriptedBackend(Searcher(episode))}, embedder=embedder)
+        llm = LLMClient(backends={"agent": ScriptedBackend(Searcher([episode]))}, embedder=embedder)
         res = asyncio.run(run_episode(env, agent_name, tmp_path / agent_name, llm))
         assert res["store"] == ("vector" if agent_name == "vector" else "notes")
         assert calls and res["search_embedder_problem"] is None
@@ -213,7 +172,7 @@ def test_search_uses_the_embedder_in_both_stores(episode: Episode, tmp_path: Pat
 def test_an_interrupted_run_resumes_from_its_checkpoint(episode: Episode, tmp_path: Path) -> None:
     env = tmp_path / "data.json"
     save_episode(episode, env)
-    agent = ScriptedAgent(episode)
+    agent = BudgetScript([episode])
     budget = {"calls": 0}
 
     def flaky(req: ChatRequest) -> str:
@@ -243,7 +202,7 @@ def test_unsupported_run_flags_exit_2(episode: Episode, tmp_path: Path) -> None:
 
 
 def test_the_report_shows_axes_kinds_budget_and_trace(episode: Episode, tmp_path: Path) -> None:
-    run(episode, ScriptedAgent(episode), tmp_path)
+    run(episode, BudgetScript([episode]), tmp_path)
     result = CliRunner().invoke(app, ["report", str(tmp_path / "agent"), "--out", str(tmp_path / "r.html")])
     assert result.exit_code == 0, result.output
     page = (tmp_path / "r.html").read_text()

@@ -30,9 +30,11 @@ from amemgym.families.budget.tool_agents import (
 from amemgym.llm.cache import ResponseCache
 from amemgym.llm.client import LLMClient
 from amemgym.llm.types import ChatRequest, ChatResult, ToolCallOut
+from amemgym.testing.budget import OPENING as _OPENING
+from amemgym.testing.budget import BudgetScript, NativeBudgetScript, native_body, native_result, served_episode
+from amemgym.testing.budget import tool_call as call
 from amemgym.testing.fake_endpoint import FakeEndpoint
 from amemgym.testing.scripted_model import ScriptedBackend
-from test_budget_harness import _OPENING, ScriptedAgent, call
 
 
 @pytest.fixture(scope="module")
@@ -45,46 +47,18 @@ def _fresh_probes() -> None:
     _PROBED.clear()  # every test's endpoint is new; a probe result must not leak between tests
 
 
-def as_native(text_reply: str) -> ChatResult:
-    """A text-protocol decision returned as one native function call (empty content)."""
-    obj = json.loads(text_reply)
-    return ChatResult(text="", model="scripted", tool_calls=(ToolCallOut("c1", obj["tool"], json.dumps(obj["args"])),))
-
-
-class NativeScripted:
-    """The same decisions as :class:`ScriptedAgent`, made as native calls; records each request."""
-
-    def __init__(self, agent: ScriptedAgent) -> None:
-        self.agent, self.requests = agent, []  # type: ignore[var-annotated]
-
-    def __call__(self, req: ChatRequest) -> ChatResult | str:
-        self.requests.append(req)
-        if not any(_OPENING.search(str(m.get("content"))) for m in req.messages):
-            return ChatResult(text="", model="scripted", tool_calls=(ToolCallOut("p", "done", "{}"),))  # the probe
-        return as_native(self.agent(req))
-
-
 def served(episode: Episode, tmp_path: Path, *, native: bool, judge: Any = None) -> tuple[Path, Any]:
-    """The episode as a file, and a fake-endpoint responder playing ScriptedAgent (natively or in text)."""
-    env = tmp_path / "data.json"
-    save_episode(episode, env)
-    agent = ScriptedAgent(episode)
+    """The episode as a file, and a fake-endpoint responder playing the budget stand-in (natively or in text)."""
+    env, text_reply = served_episode(episode, tmp_path)
 
     def respond(body: dict[str, Any]) -> Any:
         first = str(body["messages"][0].get("content"))
         if judge is not None and "You grade one answer" in first:
             return judge(body)
         if not any(_OPENING.search(str(m.get("content"))) for m in body["messages"]):
-            return ({"content": None, "tool_calls": [{"id": "p", "type": "function",
-                                                      "function": {"name": "done", "arguments": "{}"}}]}
-                    if native else "I cannot call functions.")
-        msgs = tuple({"role": m["role"], "content": m.get("content") or ""} for m in body["messages"])
-        reply = agent(ChatRequest(role="agent", messages=msgs))
-        if not native:
-            return reply
-        obj = json.loads(reply)
-        return {"content": None, "tool_calls": [{"id": "x", "type": "function", "function": {
-            "name": obj["tool"], "arguments": json.dumps(obj["args"])}}]}
+            return native_body(call("done"), "p") if native else "I cannot call functions."
+        reply = text_reply(body)
+        return native_body(reply) if native else reply
 
     return env, respond
 
@@ -144,7 +118,7 @@ def test_one_call_becomes_the_canonical_reply_and_several_are_a_protocol_error()
 def test_several_calls_run_nothing_and_the_agent_is_told(episode: Episode, tmp_path: Path) -> None:
     env = tmp_path / "data.json"
     save_episode(episode, env)
-    agent = ScriptedAgent(episode, writes_per_doc=2)  # it counts the rejected reply as its first step
+    agent = BudgetScript([episode], writes_per_doc=2)  # it counts the rejected reply as its first step
     seen: list[ChatRequest] = []
 
     def script(req: ChatRequest) -> ChatResult:
@@ -152,7 +126,7 @@ def test_several_calls_run_nothing_and_the_agent_is_told(episode: Episode, tmp_p
         if req.messages[-1]["role"] == "user" and "(documents)" in req.messages[-1]["content"]:
             return ChatResult(text="", model="s", tool_calls=(ToolCallOut("a", "write", '{"text": "a"}'),
                                                               ToolCallOut("b", "write", '{"text": "b"}')))
-        return as_native(agent(req))
+        return native_result(agent(req))
 
     llm = LLMClient(backends={"agent": ScriptedBackend(script)})
     res = asyncio.run(run_episode(env, "native", tmp_path / "r", llm, tools="native"))
@@ -169,8 +143,8 @@ def test_a_native_session_scores_exactly_as_the_same_decisions_in_text(episode: 
     env = tmp_path / "data.json"
     save_episode(episode, env)
     text = asyncio.run(run_episode(env, "native", tmp_path / "text",
-                                   LLMClient(backends={"agent": ScriptedBackend(ScriptedAgent(episode))})))
-    scripted = NativeScripted(ScriptedAgent(episode))
+                                   LLMClient(backends={"agent": ScriptedBackend(BudgetScript([episode]))})))
+    scripted = NativeBudgetScript([episode])
     native = asyncio.run(run_episode(env, "native", tmp_path / "nat", LLMClient(backends={"agent": ScriptedBackend(
         scripted)}), tools="native"))
     assert native["tool_protocol"] == "native" and text["tool_protocol"] == "text"
@@ -336,7 +310,7 @@ def test_a_plugin_tool_agent_runs_an_episode_end_to_end(episode: Episode, tmp_pa
 
 
 # ---- the judge ----------------------------------------------------------------------------------------
-class Guesser(ScriptedAgent):
+class Guesser(BudgetScript):
     """Right on even-numbered questions; on odd ones a wrong committed answer, a refusal, or a list."""
 
     def __call__(self, req: ChatRequest) -> str:
@@ -345,7 +319,8 @@ class Guesser(ScriptedAgent):
             return json.dumps(reply)
         opening = next(m["content"] for m in reversed(req.messages) if _OPENING.search(m["content"]))
         i = int(_OPENING.search(opening).group(1))  # type: ignore[union-attr]
-        q = self.episode.question(self.episode.events[i - 1].question or "")
+        episode = self.episodes[0]
+        q = episode.question(episode.events[i - 1].question or "")
         if q.answer_type == "refuse" or i % 2 == 0:
             return json.dumps(reply)
         return call("submit_answer", answer={1: "something else entirely", 3: "I don't know",
@@ -354,7 +329,7 @@ class Guesser(ScriptedAgent):
 
 def judge_run(episode: Episode, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *extra: str) -> tuple[Any, list]:
     env, _ = served(episode, tmp_path, native=False)
-    agent = Guesser(episode)
+    agent = Guesser([episode])
     prompts: list[str] = []
 
     def respond(body: dict[str, Any]) -> Any:

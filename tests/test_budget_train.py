@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -30,13 +29,9 @@ from amemgym.families.budget.io import save_episode
 from amemgym.families.budget.model import Episode
 from amemgym.families.budget.run import run_episode
 from amemgym.llm.types import ChatRequest
+from amemgym.testing.budget import OPENING as _OPENING
+from amemgym.testing.budget import tool_call as call
 from amemgym.testing.scripted_model import scripted_client
-
-_OPENING = re.compile(r"Event (\d+) of \d+ \((\w+)\)")
-
-
-def call(tool: str, **args: object) -> str:
-    return json.dumps({"tool": tool, "args": args})
 
 
 class Policy:

@@ -5,7 +5,11 @@ event it writes ``writes_per_doc`` notes (the event's text, cut to ``note_chars`
 question it submits the gold answer of the episodes it was given (``I don't know`` where there is none, or
 for the domains listed in ``wrong_domains``). It learns which event it plays only from the prompts, as a
 real agent would. A call outside any event (the tool probe of ``budget.tools=auto``) gets a prose reply,
-so the harness picks the text protocol.
+so the harness picks the text protocol. Switches make it misbehave the ways the harness tests need: prose
+before its first tool call of each event (``prose_first``), or a ``list`` instead of any answer (``answer``).
+
+:func:`served_episode` and :func:`native_body` put it behind a :class:`~amemgym.testing.FakeEndpoint`, in
+the text protocol or as native function calls.
 """
 
 from __future__ import annotations
@@ -17,14 +21,15 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..llm.types import ChatRequest
+from ..llm.types import ChatRequest, ChatResult, ToolCallOut
 
 if TYPE_CHECKING:
     from ..config import AppConfig
     from ..families.budget.model import Episode
     from ..llm.client import LLMClient
 
-__all__ = ["OPENING", "BudgetScript", "client_factory", "tool_call", "write_episodes"]
+__all__ = ["OPENING", "BudgetScript", "NativeBudgetScript", "client_factory", "native_body", "native_result",
+           "served_episode", "tool_call", "write_episodes"]
 
 #: The first line of every event's prompt: its index, the event count and the event kind.
 OPENING = re.compile(r"Event (\d+) of \d+ \((\w+)\)")
@@ -41,17 +46,22 @@ class BudgetScript:
     Attributes:
         calls: chat calls per system prompt (one per domain), ``probe`` for calls outside an event.
         seeds: the sampling seeds the calls carried.
+        requests: every request of an event, in order.
         kill_at: raise KeyboardInterrupt at this many calls (a kill in the middle of a run).
     """
 
     def __init__(self, episodes: Sequence[Episode], *, wrong_domains: tuple[str, ...] = (), writes_per_doc: int = 1,
-                 note_chars: int = 300) -> None:
+                 note_chars: int = 300, prose_first: bool = False, answer: bool = True) -> None:
+        self.episodes = tuple(episodes)
         self.golds = {q.text: (e.domain, q.gold) for e in episodes for q in e.questions}
         self.wrong = wrong_domains
         self.writes_per_doc = writes_per_doc
         self.note_chars = note_chars
+        self.prose_first = prose_first
+        self.answer = answer
         self.calls: Counter[str] = Counter()
         self.seeds: set[int | None] = set()
+        self.requests: list[ChatRequest] = []
         self.kill_at: int | None = None
 
     def __call__(self, req: ChatRequest) -> str:
@@ -60,28 +70,72 @@ class BudgetScript:
             return "I have no function calls."
         self.calls[str(req.messages[0]["content"])] += 1
         self.seeds.add(req.seed)
+        self.requests.append(req)
         if self.kill_at is not None and sum(self.calls.values()) >= self.kill_at:
             raise KeyboardInterrupt
         opening = next(str(m["content"]) for m in reversed(req.messages) if OPENING.search(str(m["content"])))
         kind = OPENING.search(opening).group(2)  # type: ignore[union-attr]
         start = next(i for i, m in enumerate(req.messages) if m["content"] == opening)
         steps = sum(1 for m in req.messages[start:] if m["role"] == "assistant")
+        if self.prose_first and steps == 0:
+            return "Sure! I will store that."
         if kind == "question":
+            if not self.answer:
+                return tool_call("list")
             domain, gold = next((v for t, v in self.golds.items() if t in opening), ("", None))
             if domain in self.wrong or gold is None:
                 return tool_call("submit_answer", answer="I don't know")
             return tool_call("submit_answer", answer=str(gold))
-        if kind == "documents" and steps < self.writes_per_doc:
+        if kind == "documents" and steps < self.writes_per_doc + self.prose_first:
             return tool_call("write", text=opening[-self.note_chars:])
         return tool_call("done")
 
     def body_reply(self, body: dict[str, Any]) -> str:
         """The same reply for a raw chat-completions body (a :class:`~amemgym.testing.FakeEndpoint` responder)."""
-        return self(ChatRequest(role="agent", messages=tuple(body["messages"]), seed=body.get("seed")))
+        msgs = tuple({"role": m["role"], "content": m.get("content") or ""} for m in body["messages"])
+        return self(ChatRequest(role="agent", messages=msgs, seed=body.get("seed")))
 
     def domain_calls(self, domain: str) -> int:
         """Chat calls made for episodes of ``domain``."""
         return sum(n for system, n in self.calls.items() if f" {domain}" in system)
+
+
+class NativeBudgetScript(BudgetScript):
+    """The same decisions as :class:`BudgetScript`, each made as one native function call.
+
+    It answers the tool probe with a forced call (so ``budget.tools=auto`` picks native calls); ``requests``
+    holds every request, the probe's too.
+    """
+
+    def __call__(self, req: ChatRequest) -> ChatResult:  # type: ignore[override]
+        if not any(OPENING.search(str(m.get("content"))) for m in req.messages):
+            self.requests.append(req)
+            return ChatResult(text="", model="scripted", tool_calls=(ToolCallOut("p", "done", "{}"),))
+        return native_result(super().__call__(req))
+
+
+def native_result(reply: str, call_id: str = "c1") -> ChatResult:
+    """A text-protocol decision as a result carrying one native function call (empty content)."""
+    obj = json.loads(reply)
+    call = ToolCallOut(call_id, obj["tool"], json.dumps(obj["args"]))
+    return ChatResult(text="", model="scripted", tool_calls=(call,))
+
+
+def served_episode(episode: Episode, root: Path, script: BudgetScript | None = None,
+                   ) -> tuple[Path, Callable[[dict[str, Any]], str]]:
+    """``episode`` saved as ``root/data.json``, and a FakeEndpoint responder playing ``script`` on it (text)."""
+    from ..families.budget.io import save_episode
+
+    env = root / "data.json"
+    save_episode(episode, env)
+    return env, (script or BudgetScript([episode])).body_reply
+
+
+def native_body(reply: str, call_id: str = "x") -> dict[str, Any]:
+    """A text-protocol reply as the chat-completions message of one native function call (empty content)."""
+    obj = json.loads(reply)
+    return {"content": None, "tool_calls": [{"id": call_id, "type": "function", "function": {
+        "name": obj["tool"], "arguments": json.dumps(obj["args"])}}]}
 
 
 def client_factory(script: BudgetScript) -> Callable[[AppConfig], LLMClient]:
