@@ -22,7 +22,7 @@ from typing import Any
 from ..scoring.metrics import mean_ci
 from ..scoring.registry import Metric
 
-__all__ = ["Entry", "Found", "build_entries", "pass_k"]
+__all__ = ["Entry", "Found", "build_entries", "pass_k", "spread"]
 
 
 def pass_k(right: Mapping[Any, Sequence[bool]], k: int) -> dict[str, Any]:
@@ -32,6 +32,12 @@ def pass_k(right: Mapping[Any, Sequence[bool]], k: int) -> dict[str, Any]:
     return {"questions_in_all_trials": len(everywhere),
             "consistency": statistics.fmean(all(v) for v in everywhere) if everywhere else None,
             "pass_at_1": statistics.fmean(x for v in everywhere for x in v) if everywhere else None}
+
+
+def spread(xs: Sequence[float]) -> dict[str, Any]:
+    """The spread between trials of one number: its mean, sample standard deviation and how many trials had it."""
+    return {"mean": statistics.fmean(xs) if xs else None, "std": statistics.stdev(xs) if len(xs) > 1 else None,
+            "n": len(xs)}
 
 
 @dataclass(frozen=True)
@@ -151,8 +157,7 @@ class Entry:
         return {"k": len(seeds), "seeds": seeds,
                 "same_units": len({frozenset(r.digest for r in rs) for rs in per_trial.values()}) == 1,
                 f"{headline.name}_per_trial": [means[s] for s in seeds],
-                "spread": {"mean": statistics.fmean(xs) if xs else None,
-                           "std": statistics.stdev(xs) if len(xs) > 1 else None, "n": len(xs)},
+                "spread": spread(xs),
                 **pass_k(right, len(seeds))}
 
     def repeated_seeds(self) -> list[str]:

@@ -170,7 +170,7 @@ def run_units(family: UnitFamily, cfg: AppConfig, env: Path, out_dir: Path, opts
         with run_lock(out_dir, "amemgym run"):  # a writer still holding the directory explains it better
             raise mismatch from None
     if opts.executor == "ray":
-        from ..run.ray_executor import check_endpoints, import_ray
+        from .ray import check_endpoints, import_ray
 
         import_ray()
         check_endpoints(cfg, plan.roles)

@@ -1,13 +1,21 @@
-"""``--trials N`` for a unit family: the run N times into ``OUT/trial_k`` under seeds ``run.seed + k - 1``.
+"""``--trials N`` for every family: the run N times into ``OUT/trial_k`` under seeds ``run.seed + k - 1``.
 
-Each trial is a whole run directory (its own manifest, lock, usage and metrics), as for statetrack. The
-summary, ``OUT/trials.json``, gives per trial its seed, completeness, per-entry headline and flags, and pooled
-over the trials (each unit's trials averaged first) the spread between trials and pass^k over questions
-(:func:`amemgym.engine.pool.pass_k`, the one computation of it).
+Each trial is a whole run directory (its own manifest, lock, usage and metrics). :func:`run_trials` is the one
+trials loop: it holds ``OUT`` for the whole set (so no other run starts inside or around it) and hands each
+trial to the family's run; :func:`trial_run_dirs` and :func:`is_trials_dir` are how every reader recognises
+the output. The spread between trials and pass^k are computed in :mod:`amemgym.engine.pool`
+(:func:`~amemgym.engine.pool.spread`, :func:`~amemgym.engine.pool.pass_k`).
+
+For a unit family the summary, ``OUT/trials.json``, gives per trial its seed, completeness, per-entry
+headline and flags, and pooled over the trials (each unit's trials averaged first) the spread between trials
+and pass^k over questions. Statetrack writes its own panel of the same file (its registered cell metrics per
+trial, ``amemgym.run.trials``).
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,37 +30,81 @@ from .summary import headline_of
 if TYPE_CHECKING:
     from rich.console import Console
 
-__all__ = ["run_unit_trials", "trial_summary", "unit_trial_dirs"]
+__all__ = ["is_trials_dir", "run_trials", "run_unit_trials", "trial_dirs", "trial_run_dirs", "trial_summary",
+           "unit_trial_dirs"]
 
 
-def unit_trial_dirs(root: Path) -> list[Path]:
-    """The ``trial_N`` run directories of a unit family's ``--trials`` output, in trial order."""
+def trial_dirs(out_dir: Path, trials: int) -> list[Path]:
+    """``out_dir/trial_1`` .. ``trial_N``."""
+    return [Path(out_dir) / f"trial_{k}" for k in range(1, trials + 1)]
+
+
+def trial_run_dirs(root: Path) -> list[Path]:
+    """The ``trial_N`` run directories under a ``--trials`` output, in trial order (empty if it is not one)."""
     found = []
     for d in Path(root).glob("trial_*"):
         suffix = d.name.removeprefix("trial_")
-        if d.is_dir() and suffix.isdigit() and run_family(d) is not None:
+        if d.is_dir() and suffix.isdigit() and (d / "manifest.json").exists():
             found.append((int(suffix), d))
     return [d for _, d in sorted(found)]
+
+
+def unit_trial_dirs(root: Path) -> list[Path]:
+    """The trial run directories of a unit family's ``--trials`` output (their manifests name the family)."""
+    return [d for d in trial_run_dirs(root) if run_family(d) is not None]
+
+
+def is_trials_dir(root: Path) -> bool:
+    """Whether ``root`` holds ``--trials`` output (trial folders, no run of its own)."""
+    return not (Path(root) / "manifest.json").exists() and bool(trial_run_dirs(root))
+
+
+def run_trials(out_dir: Path, trials: int, base_seed: int, play: Callable[[int, int, Path], int], *,
+               console: Console, finish: Callable[[list[int]], None] = lambda codes: None) -> list[int]:
+    """Play trial ``k`` (``play(k, seed, OUT/trial_k)``, seed ``base_seed + k - 1``) for k = 1..N; the exit codes.
+
+    ``OUT`` is held for the whole set and ``finish`` (given the codes; it writes the summary), so no other run
+    starts beside the trials; each trial holds its own folder. A set refused before its first trial wrote
+    anything (bad input found by the family's run) leaves no ``OUT`` behind.
+    """
+    from ..run.lock import LOCK_NAME, run_lock
+
+    created = not Path(out_dir).exists()
+    codes = []
+    try:
+        with run_lock(out_dir, "amemgym run --trials"):
+            for k, d in enumerate(trial_dirs(out_dir, trials), start=1):
+                seed = base_seed + k - 1
+                console.print(f"trial {k}/{trials} (run seed {seed})", highlight=False)
+                codes.append(play(k, seed, d))
+            finish(codes)
+    except BaseException:
+        if created and Path(out_dir).is_dir() and {p.name for p in Path(out_dir).iterdir()} <= {LOCK_NAME}:
+            with contextlib.suppress(OSError):
+                (Path(out_dir) / LOCK_NAME).unlink()
+                Path(out_dir).rmdir()
+        raise
+    return codes
 
 
 def run_unit_trials(family: UnitFamily, cfg: AppConfig, env: Path, out_dir: Path, opts: RunOptions, trials: int, *,
                     console: Console, make_client: ClientFactory | None = None) -> int:
     """Run ``trials`` trials, write ``trials.json`` and print the spread; the worst trial's exit code."""
-    from ..run.lock import run_lock
-
     units = family.units(env, opts.limit)
-    base = cfg.run.seed
-    codes = []
-    # OUT is held for the whole set, so no other run starts beside the trials; each trial holds its own folder.
-    with run_lock(out_dir, "amemgym run --trials"):
-        for k in range(1, trials + 1):
-            trial_cfg = cfg.model_copy(deep=True)
-            trial_cfg.run.seed = base + k - 1
-            console.print(f"trial {k}/{trials} (run seed {trial_cfg.run.seed})", highlight=False)
-            codes.append(run_units(family, trial_cfg, env, out_dir / f"trial_{k}", opts, console=console,
-                                   units=units, make_client=make_client))
-        summary = trial_summary(family.name, out_dir, trials)
+
+    def play(k: int, seed: int, trial_dir: Path) -> int:
+        trial_cfg = cfg.model_copy(deep=True)
+        trial_cfg.run.seed = seed
+        return run_units(family, trial_cfg, env, trial_dir, opts, console=console, units=units,
+                         make_client=make_client)
+
+    summary: dict[str, Any] = {}
+
+    def finish(codes: list[int]) -> None:
+        summary.update(trial_summary(family.name, out_dir, trials))
         atomic_write_json(out_dir / "trials.json", summary)
+
+    codes = run_trials(out_dir, trials, cfg.run.seed, play, console=console, finish=finish)
     head = headline_of(family.name)
     for key, t in summary["pooled"].items():
         std = "n/a" if t["spread"]["std"] is None else f"{t['spread']['std']:.4f}"
@@ -70,8 +122,7 @@ def trial_summary(family: str, out_dir: Path, trials: int) -> dict[str, Any]:
 
     head = headline_of(family)
     rows = []
-    for k in range(1, trials + 1):
-        d = out_dir / f"trial_{k}"
+    for d in trial_dirs(out_dir, trials):
         rd = UnitRunDir(d)
         manifest = rd.manifest() if rd.manifest_path.exists() else {}
         entries = load_entries([d]) if d.is_dir() else []

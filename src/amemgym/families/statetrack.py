@@ -24,7 +24,7 @@ class StateTrack:
 
     def owns_run(self, run_dir: Path) -> bool:
         """A statetrack run directory has a ``manifest.json``; a ``--trials`` output has one per trial."""
-        from ..run.trials import is_trials_dir
+        from ..engine.trials import is_trials_dir
 
         return (run_dir / "manifest.json").is_file() or is_trials_dir(run_dir)
 

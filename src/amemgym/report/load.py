@@ -8,11 +8,12 @@ from typing import Any
 
 from ..data.io import load_environment
 from ..data.model import Environment
+from ..engine.trials import is_trials_dir, trial_run_dirs
 from ..errors import AMemGymError, RunError
 from ..records import EvaluationRecord, Manifest, Metrics, as_dict, read_record
 from ..run.layout import RunDir
 from ..run.ranking_flags import model_change_flag, with_flag
-from ..run.trials import is_trials_dir, pooled_metrics, trial_run_dirs
+from ..run.trials import pooled_metrics
 
 
 @dataclass(frozen=True)

@@ -56,7 +56,7 @@ def refuse_mixed_layout(out_dir: Path, trials: int) -> None:
     Raises:
         ConfigError: ``out_dir`` holds the other layout.
     """
-    from .trials import trial_run_dirs
+    from ..engine.trials import trial_run_dirs
 
     if trials > 1 and RunDir(out_dir).manifest.exists():
         raise ConfigError(f"{out_dir} holds a single run (manifest.json); --trials {trials} would add trial "
@@ -116,16 +116,18 @@ def run_request(r: RunRequest, console: Console) -> int:
         if r.json:
             _emit(run_summary(r.out_dir, code))
         return code
-    from .trials import trial_dirs, write_trial_summary
+    from ..engine.trials import run_trials, trial_dirs
+    from .trials import write_trial_summary
 
     dirs = trial_dirs(r.out_dir, r.trials)
-    base_seed = cfg.run.seed
-    codes = []
-    for k, trial_dir in enumerate(dirs, start=1):
-        cfg.run.seed = base_seed + k - 1
-        console.print(f"trial {k}/{r.trials} (seed {cfg.run.seed})", highlight=False)
-        codes.append(one(trial_dir, first=k == 1))
-    summary = write_trial_summary(r.out_dir, dirs)
+    summary: dict[str, Any] = {}
+
+    def play(k: int, seed: int, trial_dir: Path) -> int:
+        cfg.run.seed = seed
+        return one(trial_dir, first=k == 1)
+
+    codes = run_trials(r.out_dir, r.trials, cfg.run.seed, play, console=console,
+                       finish=lambda codes: summary.update(write_trial_summary(r.out_dir, dirs)))
     flagged = sum(1 for t in summary["trials"] if t["flags"])
     for name, s in summary["spread"].items():
         if name == "memory_score" and flagged:

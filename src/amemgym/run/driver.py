@@ -54,8 +54,8 @@ def check_off_policy_source(source: Path, env: Environment) -> None:
     Raises:
         RunError: ``source`` is not a run directory, lacks some of this run's users, or has not finished one.
     """
+    from ..engine.trials import trial_run_dirs
     from ..records import Manifest, read_record
-    from .trials import trial_run_dirs
 
     rd = RunDir(source)
     if not rd.manifest.exists():

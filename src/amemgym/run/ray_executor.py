@@ -1,14 +1,13 @@
-"""Scale-out: one Ray task per user episode, writing into a shared run directory.
+"""Statetrack on the engine's Ray executor: one task per user episode, writing into a shared run directory.
 
-The on-policy chain is sequential inside a user, so a user's episode is the unit of distribution. Each
-task runs the same :class:`~amemgym.run.episode.Episode` as the local executor, inside ``asyncio.run``,
-with its own :class:`~amemgym.llm.client.LLMClient` built from the run's config, and writes
-``users/<id>/...`` into the run directory, which must be on a filesystem every node sees. The driver then
-merges the tasks' usage and failures; the runner writes traces and metrics exactly as for a local run.
-
-Concurrency per endpoint holds across the cluster by a fixed share: the driver keeps at most ``slots``
-tasks in flight, and each task's client may have ``max_concurrency // slots`` calls in flight per
-endpoint, so the sum never exceeds the endpoint's ``max_concurrency``.
+The on-policy chain is sequential inside a user, so a user's episode is the unit of distribution. The Ray
+loop, cluster start, endpoint check, per-task config and slot count are the engine's
+(:mod:`amemgym.engine.ray`), the same as every family's; this module brings what is statetrack's: the
+episode job (each task runs the same :class:`~amemgym.run.episode.Episode` as the local executor, inside
+``asyncio.run``, with its own client built from the run's config, writing ``users/<id>/...`` into the run
+directory, which must be on a filesystem every node sees), the test for a finished user, and the progress
+watcher that reads the run directory. The driver merges the tasks' usage and failures; the runner writes
+traces and metrics exactly as for a local run.
 
 Ray is imported only when a run actually uses this executor.
 """
@@ -16,8 +15,7 @@ Ray is imported only when a run actually uses this executor.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,7 +23,9 @@ from typing import TYPE_CHECKING, Any
 from ..agents.registry import AgentSpec
 from ..config import AppConfig
 from ..data.model import UserEnv
-from ..errors import ConfigError, RunError
+from ..engine import ray as engine_ray
+from ..engine.ray import RayTask, default_client, import_ray, run_on_ray, start_ray
+from ..errors import RunError
 from ..llm.client import LLMClient
 from ..llm.usage import UsageLedger
 from ..records import State, read_record
@@ -35,6 +35,9 @@ from .layout import RunDir
 if TYPE_CHECKING:
     from .engine import Runner
 
+__all__ = ["EPISODE_ROLES", "EpisodeJob", "FileProgress", "RayExecutor", "check_endpoints", "default_client",
+           "import_ray", "run_episode_job", "start_ray", "task_config", "task_slots", "user_finished"]
+
 #: Builds a task's client from the task's config (tests swap in one with a short backoff or a fault).
 ClientFactory = Callable[[AppConfig], LLMClient]
 
@@ -42,82 +45,19 @@ ClientFactory = Callable[[AppConfig], LLMClient]
 EPISODE_ROLES: tuple[str, ...] = ("agent", "memory", "simulator")
 
 
-def import_ray() -> Any:
-    """The ``ray`` module, or a ConfigError naming the extra to install."""
-    try:
-        import ray
-    except ImportError:
-        raise ConfigError("the ray executor needs Ray: pip install 'amemgym[ray]'") from None
-    return ray
+def check_endpoints(cfg: AppConfig, roles: Sequence[str] = EPISODE_ROLES) -> dict[str, str]:
+    """The engine's endpoint check, by default for the roles an episode calls."""
+    return engine_ray.check_endpoints(cfg, roles)
 
 
-def default_client(cfg: AppConfig) -> LLMClient:
-    """The client a task uses unless told otherwise: the run's config and its persistent cache."""
-    return LLMClient.from_config(cfg.llm, serial=cfg.run.serial)
+def task_config(cfg: AppConfig, slots: int, roles: Sequence[str] = EPISODE_ROLES) -> AppConfig:
+    """The engine's per-task config, by default for the roles an episode calls."""
+    return engine_ray.task_config(cfg, slots, roles)
 
 
-def start_ray(address: str | None, init_kwargs: dict[str, Any]) -> tuple[Any, bool]:
-    """Ray, initialised: the cluster this process already joined, else ``address`` (None: a local one).
-
-    Returns the module and whether this call started it (the caller then shuts it down).
-
-    Raises:
-        RunError: when the cluster cannot be started or joined.
-    """
-    ray = import_ray()
-    if ray.is_initialized():
-        return ray, False
-    kwargs = {"include_dashboard": False, "log_to_driver": False, **init_kwargs}
-    try:
-        ray.init(address=address, **kwargs)
-    except (ConnectionError, ValueError, RuntimeError) as exc:
-        raise RunError(f"cannot start or join Ray at {address or 'a local cluster'}: {exc}") from None
-    return ray, True
-
-
-def check_endpoints(cfg: AppConfig, roles: tuple[str, ...] = EPISODE_ROLES) -> dict[str, str]:
-    """The HTTP base URL of every role a task calls; a ConfigError if one would use the embedded model.
-
-    The embedded llama.cpp server lives in one process per machine; under Ray every worker would start
-    its own, so scale-out requires served endpoints (vLLM, SGLang, a hosted API).
-    """
-    urls: dict[str, str] = {}
-    for role in roles:
-        url = cfg.llm.chat_base_url(role)  # type: ignore[arg-type]
-        if not url:
-            raise ConfigError(
-                f"the ray executor needs an HTTP endpoint for role {role!r} (the embedded model is per machine); "
-                "set llm.default.base_url, OPENAI_BASE_URL or a --models file"
-            )
-        urls[role] = url
-    return urls
-
-
-def task_config(cfg: AppConfig, slots: int, roles: tuple[str, ...] = EPISODE_ROLES) -> AppConfig:
-    """The config a task runs with: endpoints pinned and each endpoint's concurrency divided by ``slots``.
-
-    The driver's ``OPENAI_BASE_URL`` is written into the config because workers on other nodes do not
-    inherit the driver's environment. API keys are not: they stay in each node's environment variables.
-    """
-    urls = check_endpoints(cfg, roles)
-    overrides = {role: dict(over) for role, over in cfg.llm.roles.items()}
-    for role in dict.fromkeys((*EPISODE_ROLES, *roles, "embedder", "judge", "generator")):
-        ep = cfg.llm.endpoint(role)  # type: ignore[arg-type]
-        over = overrides.setdefault(role, {})  # type: ignore[arg-type]
-        over["max_concurrency"] = max(1, ep.max_concurrency // slots)
-        if role in urls and not ep.base_url:
-            over["base_url"] = urls[role]
-    out = cfg.model_copy(deep=True)
-    out.llm.roles = overrides
-    return out
-
-
-def task_slots(cfg: AppConfig, n_users: int, limit: int | None = None,
-               roles: tuple[str, ...] = EPISODE_ROLES) -> int:
-    """How many episodes run at once: the user concurrency, capped so every endpoint keeps >= 1 permit."""
-    slots = 1 if cfg.run.serial else (limit or cfg.run.user_concurrency)
-    smallest = min(cfg.llm.endpoint(r).max_concurrency for r in roles)  # type: ignore[arg-type]
-    return max(1, min(slots, smallest, n_users))
+def task_slots(cfg: AppConfig, n_users: int, limit: int | None = None, roles: Sequence[str] = EPISODE_ROLES) -> int:
+    """The engine's slot count, by default for the roles an episode calls."""
+    return engine_ray.task_slots(cfg, n_users, limit, roles)
 
 
 def user_finished(rundir: RunDir, user: UserEnv) -> bool:
@@ -242,11 +182,8 @@ class RayExecutor:
     init_kwargs: dict[str, Any] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
 
-    def _ensure_ray(self) -> tuple[Any, bool]:
-        return start_ray(self.address, self.init_kwargs)
-
     async def run_users(self, runner: Runner, users: list[UserEnv], events: EpisodeEvents) -> None:
-        """Run the users' episodes as Ray tasks, at most ``slots`` at a time, and merge what they return."""
+        """Run the users' episodes on the engine's Ray executor, at most ``slots`` at a time; merge what they return."""
         finished = {u.id for u in users if user_finished(runner.rundir, u)}
         self.skipped = [u.id for u in users if u.id in finished]
         todo = [u for u in users if u.id not in finished]
@@ -254,36 +191,24 @@ class RayExecutor:
             return
         slots = task_slots(runner.cfg, len(todo), self.slots)
         cfg = task_config(runner.cfg, slots)
-        ray, started = self._ensure_ray()
-        remote = ray.remote(max_retries=self.max_retries, retry_exceptions=False,
-                            num_cpus=self.num_cpus)(run_episode_job)
-        gate = asyncio.Semaphore(slots)
         ledger = UsageLedger()
+        tasks = [RayTask(u.id, EpisodeJob(user=u, spec=runner.spec, cfg=cfg, rundir=runner.rundir.root.resolve(),
+                                          off_policy=runner.off_policy.root.resolve() if runner.off_policy else None,
+                                          after_period=runner.after_period, make_client=self.make_client))
+                 for u in todo]
 
-        async def one(user: UserEnv) -> None:
-            job = EpisodeJob(user=user, spec=runner.spec, cfg=cfg, rundir=runner.rundir.root.resolve(),
-                             off_policy=runner.off_policy.root.resolve() if runner.off_policy else None,
-                             after_period=runner.after_period, make_client=self.make_client)
-            async with gate:
-                try:
-                    result = await remote.remote(job)
-                except ray.exceptions.RayError as exc:
-                    # A task out of retries is one user's failure, recorded like any other.
-                    events.failures.append({"user": user.id, "period": None, "stage": "ray_task",
-                                            "error": str(exc).splitlines()[0] if str(exc) else type(exc).__name__})
-                    return
+        def finished_task(task: RayTask, result: dict[str, Any]) -> None:
             ledger.merge(UsageLedger.from_dict(result["usage"]))
             events.failures.extend(result["failures"])
 
-        watcher = FileProgress(runner.rundir, todo, events)
-        poller = asyncio.create_task(watcher.poll_forever())
+        def lost(task: RayTask, exc: Exception) -> None:
+            # A task out of retries is one user's failure, recorded like any other.
+            events.failures.append({"user": task.unit, "period": None, "stage": "ray_task",
+                                    "error": str(exc).splitlines()[0] if str(exc) else type(exc).__name__})
+
         try:
-            await asyncio.gather(*(one(u) for u in todo))
+            await run_on_ray(run_episode_job, tasks, slots=slots, address=self.address, on_result=finished_task,
+                             on_lost=lost, poll=FileProgress(runner.rundir, todo, events).poll,
+                             init_kwargs=self.init_kwargs, max_retries=self.max_retries, num_cpus=self.num_cpus)
         finally:
-            poller.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await poller
-            watcher.poll()
             runner.llm.ledger.merge(ledger)
-            if started:
-                ray.shutdown()

@@ -1,14 +1,17 @@
-"""Repeated runs: the spread between trials that differ only in their seed."""
+"""Statetrack's panel of ``--trials``: its registered cell metrics per trial, and metrics pooled over trials.
+
+The trials loop, the trial folders and how readers recognise them are the engine's
+(:mod:`amemgym.engine.trials`); the spread and pass^k are computed in :mod:`amemgym.engine.pool`.
+"""
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ..data.model import Environment
-from ..engine.pool import pass_k
+from ..engine.pool import pass_k, spread
 from ..records import Manifest, Metrics, as_dict, read_record
 from ..scoring.metrics import QuestionOutcome, aggregate
 from ..scoring.registry import in_display_order
@@ -20,11 +23,6 @@ from .results import outcomes_of
 def spread_names() -> tuple[str, ...]:
     """The metrics whose spread across trials is reported: the registered cell metrics that can vary."""
     return tuple(m.name for m in in_display_order("cell") if m.trials)
-
-
-def trial_dirs(out_dir: Path, trials: int) -> list[Path]:
-    """``out_dir/trial_1`` .. ``trial_N``."""
-    return [out_dir / f"trial_{k}" for k in range(1, trials + 1)]
 
 
 def trial_spread(dirs: list[Path]) -> dict[str, Any]:
@@ -42,12 +40,7 @@ def trial_spread(dirs: list[Path]) -> dict[str, Any]:
                      **{n: (m["overall"].get(n) or {}).get("mean") for n in names},
                      "flags": list((m.get("overall") or {}).get("flags") or []),
                      "differences_from_original": list(settings.get("differences_from_original") or [])})
-    spread: dict[str, Any] = {}
-    for n in names:
-        xs = [r[n] for r in rows if r[n] is not None]
-        spread[n] = {"mean": statistics.fmean(xs) if xs else None,
-                     "std": statistics.stdev(xs) if len(xs) > 1 else None, "n": len(xs)}
-    return {"trials": rows, "spread": spread}
+    return {"trials": rows, "spread": {n: spread([r[n] for r in rows if r[n] is not None]) for n in names}}
 
 
 def write_trial_summary(out_dir: Path, dirs: list[Path]) -> dict[str, Any]:
@@ -55,21 +48,6 @@ def write_trial_summary(out_dir: Path, dirs: list[Path]) -> dict[str, Any]:
     summary = trial_spread(dirs)
     atomic_write_json(out_dir / "trials.json", summary)
     return summary
-
-
-def trial_run_dirs(root: Path) -> list[Path]:
-    """The ``trial_N`` run directories under a ``--trials`` output, in trial order (empty if it is not one)."""
-    found = []
-    for d in root.glob("trial_*"):
-        suffix = d.name.removeprefix("trial_")
-        if d.is_dir() and suffix.isdigit() and (d / "manifest.json").exists():
-            found.append((int(suffix), d))
-    return [d for _, d in sorted(found)]
-
-
-def is_trials_dir(root: Path) -> bool:
-    """Whether ``root`` holds ``--trials`` output (trial folders, no run of its own)."""
-    return not (root / "manifest.json").exists() and bool(trial_run_dirs(root))
 
 
 def pooled_metrics(env: Environment, dirs: list[Path]) -> dict[str, Any]:
