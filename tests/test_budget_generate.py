@@ -34,7 +34,7 @@ def test_a_domain_with_too_few_names_is_refused() -> None:
 
     import yaml
 
-    raw = yaml.safe_load(resources.files("amemgym.families.budget").joinpath("domains/films.yaml").read_text())
+    raw = yaml.safe_load(resources.files("amemgym.packs").joinpath("budget/films.yaml").read_text())
     raw["name_parts"]["second"] = raw["name_parts"]["second"][:12]
     with pytest.raises(DataError, match=r"name_parts: .*fewer than 600 names"):
         parse_domain(raw, "domains/films.yaml", pools())
@@ -60,7 +60,7 @@ def test_a_domain_typo_names_the_file_and_the_key() -> None:
 
     import yaml
 
-    raw = yaml.safe_load(resources.files("amemgym.families.budget").joinpath("domains/films.yaml").read_text())
+    raw = yaml.safe_load(resources.files("amemgym.packs").joinpath("budget/films.yaml").read_text())
     raw["attributes"][0]["mni"] = raw["attributes"][0].pop("min")
     with pytest.raises(DataError, match=r"domains/films.yaml: attributes\.0"):
         parse_domain(raw, "domains/films.yaml", pools())

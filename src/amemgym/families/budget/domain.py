@@ -1,20 +1,23 @@
-"""Domain templates: one data file per domain says what entities look like; validated at load.
+"""Domain templates: the budget schema of the one pack loader (:mod:`amemgym.packs.loader`).
 
-A template lists name parts, categories, typed attributes (with plausible ranges and display formats)
-and relation types. Text attributes draw from shared pools (``_pools.yaml``). A typo in a file fails at
-load with the file and the key named, never later inside generation.
+The budget's domains are a pack, ``amemgym/packs/budget``: one file per domain says what its entities look
+like (name parts, categories, typed attributes with plausible ranges and display formats, relation types),
+and the pack's shared ``_pools.yaml`` holds the text pools attributes draw from. The loader reads the files
+and gives one-line errors; this module is the schema. A typo fails at load with the file and the key named,
+never later inside generation.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import cache
-from importlib import resources
-from typing import Literal
+from pathlib import Path
+from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ...errors import DataError
+from ...packs.loader import PackError, PackSchema, builtin_pack, load_item, pack_files, shared_yaml
 
 AttrType = Literal["int", "float", "text", "enum", "date", "series"]
 NUMERIC: tuple[str, ...] = ("int", "float")
@@ -139,17 +142,7 @@ def _where(loc: tuple[object, ...]) -> str:
     return ".".join(str(p) for p in loc) or "<top level>"
 
 
-def _read_yaml(name: str) -> object:
-    root = resources.files(__package__).joinpath("domains")
-    try:
-        return yaml.safe_load(root.joinpath(name).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise DataError(f"no domain file {name}") from None
-    except yaml.YAMLError as exc:
-        raise DataError(f"domains/{name}: not valid YAML ({exc})") from None
-
-
-def parse_domain(raw: object, source: str, pools: dict[str, tuple[str, ...]]) -> DomainTemplate:
+def parse_domain(raw: object, source: str, pools: Mapping[str, tuple[str, ...]]) -> DomainTemplate:
     """Validate one domain's data; errors name ``source`` and the offending key.
 
     Raises:
@@ -167,21 +160,39 @@ def parse_domain(raw: object, source: str, pools: dict[str, tuple[str, ...]]) ->
     return domain
 
 
+def _pools_of(folder: Path) -> dict[str, tuple[str, ...]]:
+    """The text pools of a budget pack folder (its ``_pools.yaml``)."""
+    raw = shared_yaml(folder, "_pools.yaml")
+    if not all(isinstance(v, list) and len(v) >= 10 for v in raw.values()):
+        raise PackError(f"{Path(folder) / '_pools.yaml'}: every pool must be a list of at least 10 values")
+    return {str(k): tuple(str(x) for x in v) for k, v in raw.items()}
+
+
+def _domain(path: Path, data: object, raw: bytes, shared: Any) -> DomainTemplate:
+    """One domain file as a checked template (the schema's ``item``)."""
+    try:
+        domain = parse_domain(data, str(path), shared)
+    except DataError as exc:
+        raise PackError(str(exc)) from None
+    if domain.name != path.stem:
+        raise PackError(f"{path}: name: {domain.name!r} differs from the file name")
+    return domain
+
+
+#: The budget schema of the pack loader.
+SCHEMA = PackSchema(family="budget", item=_domain, name_of=lambda d: d.name, shared=_pools_of)
+
+
 @cache
 def pools() -> dict[str, tuple[str, ...]]:
-    """The shared text pools."""
-    raw = _read_yaml("_pools.yaml")
-    if not isinstance(raw, dict) or not all(isinstance(v, list) and len(v) >= 10 for v in raw.values()):
-        raise DataError("domains/_pools.yaml: every pool must be a list of at least 10 values")
-    return {str(k): tuple(str(x) for x in v) for k, v in raw.items()}
+    """The shared text pools of the built-in pack."""
+    return _pools_of(builtin_pack("budget"))
 
 
 @cache
 def domain_names() -> tuple[str, ...]:
     """Every bundled domain, sorted."""
-    root = resources.files(__package__).joinpath("domains")
-    names = [e.name[:-5] for e in root.iterdir() if e.name.endswith(".yaml") and not e.name.startswith("_")]
-    return tuple(sorted(names))
+    return tuple(sorted(p.stem for p in pack_files(builtin_pack("budget"))))
 
 
 @cache
@@ -193,7 +204,4 @@ def load_domain(name: str) -> DomainTemplate:
     """
     if name not in domain_names():
         raise DataError(f"unknown domain {name!r} (known: {', '.join(domain_names())})")
-    domain = parse_domain(_read_yaml(f"{name}.yaml"), f"domains/{name}.yaml", pools())
-    if domain.name != name:
-        raise DataError(f"domains/{name}.yaml: name: {domain.name!r} differs from the file name")
-    return domain
+    return load_item(builtin_pack("budget") / f"{name}.yaml", "budget", pools())  # type: ignore[no-any-return]

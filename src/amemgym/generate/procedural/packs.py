@@ -1,11 +1,11 @@
-"""Content packs as data: one YAML file per life domain, validated when it is loaded.
+"""Statetrack content packs: the statetrack schema of the one pack loader (:mod:`amemgym.packs.loader`).
 
-A pack is a folder of ``<domain>.yaml`` files, optionally with a ``pack.yaml`` whose ``domains`` list
-fixes their order (otherwise files are taken in name order). The built-in pack lives in
-``amemgym/packs/statetrack``; other packs come from a path (``amemgym generate --pack PATH``) or from
-an installed distribution's ``amemgym.packs`` entry point, which names a folder. A file that breaks the
-schema or the pack rules (:func:`~amemgym.generate.procedural.pack.pack_problems`) is refused at load
-with one line naming the file, the domain and the key, so a typo never reaches the generator.
+A statetrack pack is a folder of ``<domain>.yaml`` life domains (order: its ``pack.yaml`` index, else by
+name). The built-in pack lives in ``amemgym/packs/statetrack``; other packs come from a path (``amemgym
+generate --pack PATH``) or from an installed distribution's ``amemgym.packs`` entry point, which names a
+folder. Reading, the index and the one-line errors are the loader's; this module says what a domain file
+holds and the rules across a pack (:func:`~amemgym.generate.procedural.pack.pack_problems`), so a typo is
+refused at load with one line naming the file, the domain and the key, never inside the generator.
 """
 
 from __future__ import annotations
@@ -13,21 +13,25 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Sequence
 from functools import cache
-from importlib import metadata, resources
 from pathlib import Path
 
-import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from ...errors import DataError
+from ...packs.loader import (
+    ENTRY_POINT_GROUP,
+    PackError,
+    PackSchema,
+    builtin_pack,
+    combined,
+    first_error,
+    installed_pack_folders,
+)
+from ...packs.loader import load_item as _load_item
+from ...packs.loader import load_pack as _load_pack
 from .pack import Domain, Question, Value, Variable, pack_problems
 
-ENTRY_POINT_GROUP = "amemgym.packs"
-_INDEX = "pack.yaml"
-
-
-class PackError(DataError):
-    """A pack file is malformed or breaks a pack rule; the message names the file, domain and key."""
+__all__ = ["ENTRY_POINT_GROUP", "SCHEMA", "PackError", "all_domains", "installed_packs", "load_domain", "load_pack",
+           "pack_digests", "pack_stats", "select_domains"]
 
 
 class _QuestionFile(BaseModel):
@@ -50,44 +54,13 @@ class _DomainFile(BaseModel):
     event_titles: list[str]
 
 
-class _IndexFile(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-    domains: list[str]
-
-
-def _read_yaml(path: Path) -> tuple[object, bytes]:
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise PackError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    try:
-        return yaml.safe_load(raw.decode("utf-8-sig")), raw
-    except (UnicodeDecodeError, yaml.YAMLError) as exc:
-        where = getattr(exc, "problem_mark", None)
-        line = f" (line {where.line + 1})" if where is not None else ""
-        raise PackError(f"{path}: not valid YAML{line}") from None
-
-
-def _first_error(exc: ValidationError) -> str:
-    err = exc.errors()[0]
-    loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
-    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-    return f"{loc}: {err['msg']}{more}"
-
-
-def load_domain(path: Path) -> Domain:
-    """Load and check one domain file.
-
-    Raises:
-        PackError: if the file is unreadable, not YAML, off the schema, or breaks a pack rule.
-    """
-    data, raw = _read_yaml(path)
+def _domain(path: Path, data: object, raw: bytes, shared: object) -> Domain:
+    """One domain file's parsed YAML as a checked :class:`Domain` (the schema's ``item``)."""
     name = data.get("name", "?") if isinstance(data, dict) else "?"
     try:
         spec = _DomainFile.model_validate(data)
     except ValidationError as exc:
-        raise PackError(f"{path}: domain {name}: {_first_error(exc)}") from None
+        raise PackError(f"{path}: domain {name}: {first_error(exc)}") from None
     domain = Domain(
         name=spec.name,
         label=spec.label,
@@ -107,6 +80,23 @@ def load_domain(path: Path) -> Domain:
     return domain
 
 
+def _check(domains: tuple[Domain, ...], where: str) -> None:
+    _raise_problems(where, pack_problems(domains))  # variable and question names must be unique across domains
+
+
+#: The statetrack schema of the pack loader.
+SCHEMA = PackSchema(family="statetrack", item=_domain, name_of=lambda d: d.name, check=_check)
+
+
+def load_domain(path: Path) -> Domain:
+    """Load and check one domain file.
+
+    Raises:
+        PackError: if the file is unreadable, not YAML, off the schema, or breaks a pack rule.
+    """
+    return _load_item(Path(path), "statetrack")  # type: ignore[no-any-return]
+
+
 def _raise_problems(where: object, problems: list[str]) -> None:
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
@@ -119,42 +109,17 @@ def load_pack(folder: Path) -> tuple[Domain, ...]:
     Raises:
         PackError: if the folder has no domain files, its index names a missing file, or a file is bad.
     """
-    folder = Path(folder)
-    if folder.is_file():
-        return (load_domain(folder),)
-    if not folder.is_dir():
-        raise PackError(f"{folder}: no such pack folder or domain file")
-    files = {p.stem: p for p in folder.glob("*.yaml") if p.name != _INDEX}
-    order = sorted(files)
-    if (folder / _INDEX).exists():
-        data, _ = _read_yaml(folder / _INDEX)
-        try:
-            order = _IndexFile.model_validate(data).domains
-        except ValidationError as exc:
-            raise PackError(f"{folder / _INDEX}: {_first_error(exc)}") from None
-        missing = [n for n in order if n not in files]
-        if missing:
-            raise PackError(f"{folder / _INDEX}: lists {missing[0]!r} but {missing[0]}.yaml is not in the folder")
-    if not order:
-        raise PackError(f"{folder}: no domain files (*.yaml)")
-    return _combined(str(folder), (load_domain(files[n]) for n in order))
+    return _load_pack(Path(folder), "statetrack")
 
 
 def _combined(where: str, domains: Iterable[Domain]) -> tuple[Domain, ...]:
-    doms = tuple(domains)
-    names = [d.name for d in doms]
-    dup = next((n for n in names if names.count(n) > 1), None)
-    if dup is not None:
-        raise PackError(f"{where}: domain {dup} is defined twice")
-    _raise_problems(where, pack_problems(doms))  # variable and question names must be unique across domains
-    return doms
+    return combined("statetrack", where, domains)
 
 
 @cache
 def all_domains() -> tuple[Domain, ...]:
     """The built-in pack's domains, in their fixed order."""
-    with resources.as_file(resources.files("amemgym.packs") / "statetrack") as folder:
-        return load_pack(folder)
+    return load_pack(builtin_pack("statetrack"))
 
 
 def installed_packs() -> tuple[Domain, ...]:
@@ -163,15 +128,7 @@ def installed_packs() -> tuple[Domain, ...]:
     Raises:
         PackError: if an entry point cannot be loaded or names a bad pack.
     """
-    found: list[Domain] = []
-    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
-        try:
-            target = ep.load()
-            folder = Path(str(target() if callable(target) else target))
-        except Exception as exc:  # a third party's import error must become one line, not a traceback
-            raise PackError(f"entry point {ep.name} ({ep.value}): cannot load: {exc}") from None
-        found.extend(load_pack(folder))
-    return tuple(found)
+    return tuple(d for folder in installed_pack_folders() for d in load_pack(folder))
 
 
 def select_domains(names: Sequence[str] | None = None, packs: Sequence[Path] = ()) -> tuple[Domain, ...]:
