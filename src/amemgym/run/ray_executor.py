@@ -157,7 +157,7 @@ class RayExecutor:
     """Runs each user's episode as a Ray task; pass it to :meth:`Runner.run` as ``executor``.
 
     Args:
-        address: the Ray cluster to join (``ray.init(address=...)``); None starts or joins a local one.
+        address: the Ray cluster to join (the engine's ``start_ray``); None starts or joins a local one.
             If Ray is already initialised in this process, that cluster is used and left running.
         max_retries: how often Ray re-runs a task whose worker died; the retry resumes from the
             episode's checkpoint, and finished calls come back from the response cache.

@@ -1,0 +1,79 @@
+"""One Ray loop and one trials loop: statetrack and the unit families both run through the engine's."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+import amemgym
+from amemgym.cli import app
+from amemgym.engine import trials as engine_trials
+from amemgym.testing.fake_endpoint import FakeEndpoint
+
+SRC = Path(amemgym.__file__).parent
+
+
+def _modules_with(text: str) -> list[str]:
+    return sorted(str(p.relative_to(SRC)) for p in SRC.rglob("*.py") if text in p.read_text(encoding="utf-8"))
+
+
+def test_only_the_engine_starts_ray_tasks() -> None:
+    assert _modules_with("ray.remote(") == ["engine/ray.py"]
+    assert _modules_with("ray.init(address") == ["engine/ray.py"]
+
+
+def test_only_the_engine_names_trial_folders() -> None:
+    assert _modules_with('f"trial_{') == ["engine/trials.py"]
+
+
+@pytest.fixture(scope="module")
+def env_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("env")
+    with FakeEndpoint() as ep, pytest.MonkeyPatch.context() as mp:
+        mp.setenv("OPENAI_BASE_URL", ep.base_url)
+        gen = CliRunner().invoke(app, ["generate", "--config", "tiny", "--users", "1", "--out", str(root)])
+    assert gen.exit_code == 0, gen.output
+    return root / "data.json"
+
+
+def test_statetrack_trials_run_through_the_engine_loop(env_file: Path, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[dict[str, Any]] = []
+    real = engine_trials.run_trials
+
+    def spy(out_dir: Path, trials: int, base_seed: int, play: Any, **kw: Any) -> list[int]:
+        def watched(k: int, seed: int, d: Path) -> int:
+            held = (Path(out_dir) / ".amemgym.lock").exists()
+            code = play(k, seed, d)
+            seen.append({"k": k, "seed": seed, "dir": d.name, "out_held": held})
+            return code
+
+        return real(out_dir, trials, base_seed, watched, **kw)
+
+    monkeypatch.setattr(engine_trials, "run_trials", spy)
+    monkeypatch.setenv("AMEMGYM_CACHE_DIR", str(tmp_path / "cache"))
+    out = tmp_path / "out"
+    with FakeEndpoint() as ep:
+        monkeypatch.setenv("OPENAI_BASE_URL", ep.base_url)
+        res = CliRunner().invoke(app, ["run", "--env", str(env_file), "--config", "tiny", "--agent", "native",
+                                       "--out", str(out), "--trials", "2"])
+    assert res.exit_code == 0, res.output
+    assert seen == [{"k": 1, "seed": 0, "dir": "trial_1", "out_held": True},
+                    {"k": 2, "seed": 1, "dir": "trial_2", "out_held": True}]
+    summary = json.loads((out / "trials.json").read_text())
+    assert [t["trial"] for t in summary["trials"]] == ["trial_1", "trial_2"]
+    assert engine_trials.is_trials_dir(out) and engine_trials.trial_run_dirs(out) == [out / "trial_1", out / "trial_2"]
+
+
+def test_a_trials_run_refused_before_its_first_trial_leaves_no_folder(env_file: Path, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    out = tmp_path / "out"
+    res = CliRunner().invoke(app, ["run", "--env", str(env_file), "--config", "tiny", "--agent", "native",
+                                   "--out", str(out), "--trials", "2", "--set", "llm.default.max_retries=0"])
+    assert res.exit_code == 2, res.output
+    assert not out.exists()
