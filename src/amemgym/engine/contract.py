@@ -8,6 +8,10 @@ executors, reports); the family owns the protocol. A family module never writes 
 :class:`~amemgym.engine.checkpoint.Checkpoint` the engine hands it.
 
 :func:`check_unit_family` lists what an object lacks to be one.
+
+A family that keeps its own runner (statetrack: users and periods, the simulator) still runs its units on the
+engine's Ray executor: it hands :func:`amemgym.engine.ray.run_on_ray` one :class:`RemoteUnit` per unit and
+the module-level function a worker plays it with.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ if TYPE_CHECKING:
     from ..llm.client import LLMClient
     from .checkpoint import Checkpoint
 
-__all__ = ["AgentPlan", "Unit", "UnitFamily", "UnitRow", "check_unit_family"]
+__all__ = ["AgentPlan", "RemoteUnit", "Unit", "UnitFamily", "UnitRow", "check_unit_family"]
 
 
 @dataclass(frozen=True)
@@ -67,6 +71,14 @@ class AgentPlan:
     roles: tuple[str, ...]
     protocol: Mapping[str, Any] = field(default_factory=dict)
     options: Any = None
+
+
+@dataclass(frozen=True)
+class RemoteUnit:
+    """One unit as a Ray task: its id (failures name it) and the picklable job the worker function receives."""
+
+    unit: str
+    job: Any
 
 
 @dataclass(frozen=True)

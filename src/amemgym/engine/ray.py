@@ -30,12 +30,12 @@ from ..config import AppConfig
 from ..errors import ConfigError, RunError
 from ..llm.redact import redact
 from ..llm.usage import UsageLedger
-from .contract import AgentPlan, Unit, UnitFamily
+from .contract import AgentPlan, RemoteUnit, Unit, UnitFamily
 
 if TYPE_CHECKING:
     from ..llm.client import LLMClient
 
-__all__ = ["RayTask", "UnitJob", "check_endpoints", "default_client", "import_ray", "play_on_ray", "run_on_ray",
+__all__ = ["RemoteUnit", "UnitJob", "check_endpoints", "default_client", "import_ray", "play_on_ray", "run_on_ray",
            "run_unit_job", "start_ray", "task_config", "task_slots"]
 
 #: Roles whose concurrency a task config divides whether or not the run's plan names them.
@@ -121,17 +121,9 @@ def task_slots(cfg: AppConfig, n_units: int, limit: int | None, roles: Sequence[
     return max(1, min(slots, smallest, n_units))
 
 
-@dataclass(frozen=True)
-class RayTask:
-    """One unit's task: its id and the picklable job the task function receives."""
-
-    unit: str
-    job: Any
-
-
-async def run_on_ray(fn: Callable[[Any], dict[str, Any]], tasks: Sequence[RayTask], *, slots: int,
-                     address: str | None, on_result: Callable[[RayTask, dict[str, Any]], None],
-                     on_lost: Callable[[RayTask, Exception], None], on_done: Callable[[], None] = lambda: None,
+async def run_on_ray(fn: Callable[[Any], dict[str, Any]], tasks: Sequence[RemoteUnit], *, slots: int,
+                     address: str | None, on_result: Callable[[RemoteUnit, dict[str, Any]], None],
+                     on_lost: Callable[[RemoteUnit, Exception], None], on_done: Callable[[], None] = lambda: None,
                      poll: Callable[[], None] | None = None, init_kwargs: Mapping[str, Any] | None = None,
                      max_retries: int = 3, num_cpus: float = 1.0) -> None:
     """Run ``fn(task.job)`` as one Ray task per task, at most ``slots`` in flight; hand back each outcome.
@@ -147,7 +139,7 @@ async def run_on_ray(fn: Callable[[Any], dict[str, Any]], tasks: Sequence[RayTas
     remote = ray.remote(max_retries=max_retries, retry_exceptions=False, num_cpus=num_cpus)(fn)
     gate = asyncio.Semaphore(slots)
 
-    async def one(task: RayTask) -> None:
+    async def one(task: RemoteUnit) -> None:
         async with gate:
             try:
                 result = await remote.remote(task.job)
@@ -231,16 +223,16 @@ async def play_on_ray(family: UnitFamily, units: list[Unit], plan: AgentPlan, pi
     tcfg = task_config(cfg, slots, roles)
     labels = {u.id: u.label for u in units}
     failures: list[dict[str, Any]] = []
-    tasks = [RayTask(u.id, UnitJob(family=family, unit=u, plan=plan, pins=pins, cfg=tcfg, root=root.resolve(),
+    tasks = [RemoteUnit(u.id, UnitJob(family=family, unit=u, plan=plan, pins=pins, cfg=tcfg, root=root.resolve(),
                                    served=served, run_fields=run_fields, make_client=make_client or default_client))
              for u in units]
 
-    def finished(task: RayTask, result: dict[str, Any]) -> None:
+    def finished(task: RemoteUnit, result: dict[str, Any]) -> None:
         ledger.merge(UsageLedger.from_dict(result["usage"]))
         if result["failure"] is not None:
             failures.append(result["failure"])
 
-    def lost(task: RayTask, exc: Exception) -> None:
+    def lost(task: RemoteUnit, exc: Exception) -> None:
         lines = str(exc).strip().splitlines()
         failures.append({"user": task.unit, "stage": "ray_task", "label": labels[task.unit],
                          "error": redact(lines[-1] if lines else type(exc).__name__)})

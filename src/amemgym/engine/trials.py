@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..config import AppConfig
-from ..records import run_family
 from ..storage import atomic_write_json
 from .contract import UnitFamily
 from .read import load_entries
@@ -30,8 +29,7 @@ from .summary import headline_of
 if TYPE_CHECKING:
     from rich.console import Console
 
-__all__ = ["is_trials_dir", "run_trials", "run_unit_trials", "trial_dirs", "trial_run_dirs", "trial_summary",
-           "unit_trial_dirs"]
+__all__ = ["is_trials_dir", "run_trials", "run_unit_trials", "trial_dirs", "trial_run_dirs", "trial_summary"]
 
 
 def trial_dirs(out_dir: Path, trials: int) -> list[Path]:
@@ -47,11 +45,6 @@ def trial_run_dirs(root: Path) -> list[Path]:
         if d.is_dir() and suffix.isdigit() and (d / "manifest.json").exists():
             found.append((int(suffix), d))
     return [d for _, d in sorted(found)]
-
-
-def unit_trial_dirs(root: Path) -> list[Path]:
-    """The trial run directories of a unit family's ``--trials`` output (their manifests name the family)."""
-    return [d for d in trial_run_dirs(root) if run_family(d) is not None]
 
 
 def is_trials_dir(root: Path) -> bool:

@@ -24,7 +24,8 @@ from ..agents.registry import AgentSpec
 from ..config import AppConfig
 from ..data.model import UserEnv
 from ..engine import ray as engine_ray
-from ..engine.ray import RayTask, default_client, import_ray, run_on_ray, start_ray
+from ..engine.contract import RemoteUnit
+from ..engine.ray import default_client, import_ray, run_on_ray, start_ray
 from ..errors import RunError
 from ..llm.client import LLMClient
 from ..llm.usage import UsageLedger
@@ -112,12 +113,6 @@ class FileProgress:
                 self.events.on_eval(user.id, period)
             self._evals[user.id] |= done
 
-    async def poll_forever(self, every: float = 1.0) -> None:
-        """:meth:`poll` every ``every`` seconds until cancelled."""
-        while True:
-            await asyncio.sleep(every)
-            await asyncio.to_thread(self.poll)
-
 
 @dataclass(frozen=True)
 class EpisodeJob:
@@ -192,16 +187,16 @@ class RayExecutor:
         slots = task_slots(runner.cfg, len(todo), self.slots)
         cfg = task_config(runner.cfg, slots)
         ledger = UsageLedger()
-        tasks = [RayTask(u.id, EpisodeJob(user=u, spec=runner.spec, cfg=cfg, rundir=runner.rundir.root.resolve(),
+        tasks = [RemoteUnit(u.id, EpisodeJob(user=u, spec=runner.spec, cfg=cfg, rundir=runner.rundir.root.resolve(),
                                           off_policy=runner.off_policy.root.resolve() if runner.off_policy else None,
                                           after_period=runner.after_period, make_client=self.make_client))
                  for u in todo]
 
-        def finished_task(task: RayTask, result: dict[str, Any]) -> None:
+        def finished_task(task: RemoteUnit, result: dict[str, Any]) -> None:
             ledger.merge(UsageLedger.from_dict(result["usage"]))
             events.failures.extend(result["failures"])
 
-        def lost(task: RayTask, exc: Exception) -> None:
+        def lost(task: RemoteUnit, exc: Exception) -> None:
             # A task out of retries is one user's failure, recorded like any other.
             events.failures.append({"user": task.unit, "period": None, "stage": "ray_task",
                                     "error": str(exc).splitlines()[0] if str(exc) else type(exc).__name__})
