@@ -98,9 +98,9 @@ def procedural(preset: str, users: int | None, seed: int, periods: int | None = 
 class Endpoint:
     """The benchmark endpoint (bench/_endpoint.py) in its own process, so its CPU is not counted here."""
 
-    def __init__(self, latency: float) -> None:
-        self.proc = subprocess.Popen([sys.executable, str(BENCH / "_endpoint.py"), "--latency", str(latency)],
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    def __init__(self, latency: float, extra: list[str] | None = None) -> None:
+        self.proc = subprocess.Popen([sys.executable, str(BENCH / "_endpoint.py"), "--latency", str(latency),
+                                      *(extra or [])], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         assert self.proc.stdout is not None
         self.url = self.proc.stdout.readline().strip()
 
@@ -109,11 +109,15 @@ class Endpoint:
         fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
-    def served(self) -> int:
-        """Chat and embedding calls answered so far (the endpoint prints its counts on SIGUSR1)."""
+    def stats(self) -> dict[str, Any]:
+        """The endpoint's counters (:meth:`FakeEndpoint.stats`; it prints them on SIGUSR1)."""
         assert self.proc.stdout is not None
         self.proc.send_signal(signal.SIGUSR1)
-        return int(json.loads(self.proc.stdout.readline())["calls"])
+        return dict(json.loads(self.proc.stdout.readline()))
+
+    def served(self) -> int:
+        """Chat calls answered so far."""
+        return int(self.stats()["calls"])
 
     def close(self) -> None:
         """Stop the endpoint process."""

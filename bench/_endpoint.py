@@ -5,8 +5,8 @@ AWE and AWI would never store anything and their write chains would look shorter
 every extraction yields one fact, every reconciliation adds it and every AWI write sets one note, so the
 agents' memories grow as they would with a real model and retrieval has something to search.
 
-Run: ``PYTHONPATH=src python bench/_endpoint.py --latency 0.05``; prints the base URL, serves until SIGTERM,
-and prints its counters as one JSON line on each SIGUSR1.
+Run: ``PYTHONPATH=src python bench/_endpoint.py --latency 0.1 --latency-sigma 0.5 --slots 16``; prints the
+base URL, serves until SIGTERM, and prints its counters as one JSON line on each SIGUSR1.
 """
 
 from __future__ import annotations
@@ -38,13 +38,17 @@ def bench_responder(body: dict[str, Any]) -> str:
 def main() -> None:
     """Serve until SIGTERM, printing the base URL first."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--latency", type=float, default=0.0)
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds per call (the median with --latency-sigma)")
+    parser.add_argument("--latency-sigma", type=float, default=0.0, help="log-sd of a lognormal latency per call")
+    parser.add_argument("--slots", type=int, default=None, help="requests served at once; the rest queue")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the latency draws")
     args = parser.parse_args()
     stop = threading.Event()
     report = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGUSR1, lambda *_: report.set())
-    with FakeEndpoint(latency=args.latency, responder=bench_responder) as ep:
+    with FakeEndpoint(latency=args.latency, latency_sigma=args.latency_sigma, slots=args.slots, seed=args.seed,
+                      responder=bench_responder) as ep:
         print(ep.base_url, flush=True)
         while not stop.is_set():
             if report.wait(0.05):
