@@ -201,6 +201,10 @@ class RunSettings(_Strict):
         64, ge=1, description="Users simulated at once (the endpoints' adaptive limits pace the calls)."
     )
     serial: bool = Field(False, description="One call at a time, for debugging.")
+    workers: int = Field(
+        0, ge=0, description="Processes the users are spread over (docs/design.md §10); 0 = auto: one per core, "
+        "at most one per 8 users, and 1 when a role runs on the embedded model. Results do not depend on it.",
+    )
     seed: int = 0
     eval_max_tokens: int = Field(96, ge=8)
     reply_max_tokens: int = Field(256, ge=8)

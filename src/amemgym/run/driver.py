@@ -18,7 +18,7 @@ from ..llm.client import LLMClient
 from ..llm.health import describe as describe_problem
 from ..llm.preflight import preflight, run_roles
 from ..scoring.registry import in_display_order, registered
-from .engine import Runner, existing_manifest, protocol_of
+from .engine import Runner, UserExecutor, existing_manifest, protocol_of
 from .flags import ModelFlags, first_users
 from .lock import run_lock
 from .progress import RunProgress
@@ -141,13 +141,20 @@ def run_command(
         with run_lock(out_dir, "amemgym run"):
             raise mismatch from None
     preflight(cfg.llm, run_roles(spec.roles, off_policy=off_policy is not None))
-    distributed = None
+    distributed: UserExecutor | None = None
     if executor == "ray":
         from .ray_executor import RayExecutor, check_endpoints, import_ray
 
         import_ray()  # fail before any work if the extra is missing or an endpoint is not served
         check_endpoints(cfg)
         distributed = RayExecutor(address=ray_address)
+    else:
+        from .episode import RUN_ROLES
+        from .processes import ProcessExecutor, auto_workers
+
+        workers = cfg.run.workers or auto_workers(cfg, len(env.users), RUN_ROLES)
+        if workers > 1:
+            distributed = ProcessExecutor(workers)
     llm = LLMClient.from_config(cfg.llm, serial=cfg.run.serial)
     # Build one agent before any work, so a plug-in whose factory fails is refused up front, not mid-run.
     spec.build(llm, AgentContext(user_id="agent-check", state_schema=dict(env.users[0].state_schema)))

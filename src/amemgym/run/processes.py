@@ -1,0 +1,133 @@
+"""Worker processes on one machine: the users split into groups, each group's episodes on its own event loop.
+
+One event loop runs every user's episode, and at a few hundred calls a second its CPU (the HTTP client,
+request and reply JSON, records) fills one core before a busy server's slots are full (docs/design.md §10).
+``run.workers`` spreads the users over that many processes: user ``i`` goes to group ``i % workers``,
+each group runs the same :class:`~amemgym.run.episode.Episode` code with its own
+:class:`~amemgym.llm.client.LLMClient` (the same config and persistent cache, the endpoint's
+``max_concurrency`` divided between the groups) and writes ``users/<id>/...`` as the local executor does.
+Every call's content depends only on the user, its seeds and the replies, never on which process or
+in what order it ran, so the run directory is the same as from one process. The driver merges usage and
+failures; progress comes from the files the workers write.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..config import AppConfig
+from ..data.model import UserEnv
+from ..llm.usage import UsageLedger
+from .episode import EpisodeEvents
+from .ray_executor import EpisodeJob, FileProgress, default_client, user_finished
+
+if TYPE_CHECKING:
+    from .engine import Runner
+
+#: Users per worker below which another worker is not worth its start (about a second of imports).
+USERS_PER_WORKER = 8
+
+
+def auto_workers(cfg: AppConfig, n_users: int, roles: tuple[str, ...]) -> int:
+    """How many processes ``run.workers = 0`` (auto) means for ``n_users`` users.
+
+    One per core, at most one per ``USERS_PER_WORKER`` users, and 1 whenever a role runs on the embedded
+    model (its llama.cpp server belongs to one process) or the run is serial.
+    """
+    if cfg.run.serial or any(cfg.llm.chat_base_url(r) is None for r in roles):  # type: ignore[arg-type]
+        return 1
+    return max(1, min(os.cpu_count() or 1, n_users // USERS_PER_WORKER))
+
+
+def group_config(cfg: AppConfig, workers: int) -> AppConfig:
+    """A group's config: every endpoint's ``max_concurrency`` divided between the groups (at least 1)."""
+    overrides = {role: dict(over) for role, over in cfg.llm.roles.items()}
+    for role in ("agent", "memory", "simulator", "embedder", "judge", "generator"):
+        ep = cfg.llm.endpoint(role)  # type: ignore[arg-type]
+        overrides.setdefault(role, {})["max_concurrency"] = max(1, ep.max_concurrency // workers)  # type: ignore[index]
+    out = cfg.model_copy(deep=True)
+    out.llm.roles = overrides  # type: ignore[assignment]
+    out.run.user_concurrency = max(1, cfg.run.user_concurrency // workers)
+    return out
+
+
+def run_group(jobs: list[EpisodeJob]) -> dict[str, Any]:
+    """Run a group's episodes concurrently on one event loop in this process (the worker's entry point)."""
+
+    async def go() -> dict[str, Any]:
+        cfg = jobs[0].cfg
+        llm = jobs[0].make_client(cfg)
+        llm.sample_seed = cfg.run.seed
+        gate = asyncio.Semaphore(cfg.run.user_concurrency)
+        failures: list[dict[str, Any]] = []
+
+        async def one(job: EpisodeJob) -> None:
+            from .episode import Episode
+            from .layout import RunDir
+
+            events = EpisodeEvents()
+            async with gate:
+                await Episode(job.user, job.spec, llm, job.cfg, RunDir(job.rundir),
+                              off_policy=RunDir(job.off_policy) if job.off_policy else None,
+                              events=events, after_period=job.after_period).run()
+            failures.extend(events.failures)
+
+        try:
+            await asyncio.gather(*(one(j) for j in jobs))
+        finally:
+            await llm.aclose()
+            if llm.cache is not None:
+                llm.cache.close()
+        return {"usage": llm.ledger.to_dict(), "failures": failures}
+
+    return asyncio.run(go())
+
+
+@dataclass
+class ProcessExecutor:
+    """Runs the users' episodes in ``workers`` local processes; pass it to :meth:`Runner.run` as ``executor``."""
+
+    workers: int
+
+    async def run_users(self, runner: Runner, users: list[UserEnv], events: EpisodeEvents) -> None:
+        """Split the unfinished users into groups, run each group in a worker, merge usage and failures."""
+        todo = [u for u in users if not user_finished(runner.rundir, u)]
+        if not todo:
+            return
+        workers = max(1, min(self.workers, len(todo)))
+        cfg = group_config(runner.cfg, workers)
+        root = runner.rundir.root.resolve()
+        off = runner.off_policy.root.resolve() if runner.off_policy else None
+        groups = [[EpisodeJob(user=u, spec=runner.spec, cfg=cfg, rundir=root, off_policy=off,
+                              after_period=runner.after_period, make_client=default_client)
+                   for u in todo[i::workers]] for i in range(workers)]
+        watcher = FileProgress(runner.rundir, todo, events)
+        poller = asyncio.create_task(watcher.poll_forever(0.5))
+        loop = asyncio.get_running_loop()
+        # spawn: a fork of this process would inherit its event loop, threads and open connections.
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+            try:
+                results = await asyncio.gather(*(loop.run_in_executor(pool, run_group, g) for g in groups),
+                                               return_exceptions=True)
+            finally:
+                poller.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await poller
+        watcher.poll()
+        for group, result in zip(groups, results, strict=True):
+            if isinstance(result, BrokenProcessPool):
+                # A worker that died is its users' failure; a re-run resumes them from their checkpoints.
+                events.failures.extend({"user": job.user.id, "period": None, "stage": "worker",
+                                        "error": f"worker process died: {result}"} for job in group)
+            elif isinstance(result, BaseException):
+                raise result  # not the model's or the agent's fault (a broken run file, a full disk), as locally
+            else:
+                runner.llm.ledger.merge(UsageLedger.from_dict(result["usage"]))
+                events.failures.extend(result["failures"])
