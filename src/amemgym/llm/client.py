@@ -231,17 +231,11 @@ class LLMClient:
             wrapped = _Renamed(backend, backend_id)
             self._owned.append(backend)
             return wrapped
-        # Roles on the same endpoint share its HTTP clients (and their connection pools).
+        # Roles on the same endpoint share one HTTP client (and its connection pool).
         share = (url, ep.model, ep.api_key_env, ep.api_key_file, *_http_limits(ep).values())
         if share not in self._shared:
-            key = read_api_key(ep)
-
-            def make() -> ChatBackend:
-                backend = OpenAIBackend(url, ep.model, key, **_http_limits(ep))
-                self._owned.append(backend)
-                return backend
-
-            self._shared[share] = _Spread(make)
+            self._shared[share] = OpenAIBackend(url, ep.model, read_api_key(ep), **_http_limits(ep))
+            self._owned.append(self._shared[share])
         return self._shared[share]
 
     async def model_identity(self, role: str) -> str:
@@ -565,47 +559,6 @@ class LLMClient:
             with contextlib.suppress(Exception):
                 await backend.aclose()
         self._owned.clear()
-
-
-#: Calls in flight per HTTP client before the next call opens another client (docs/design.md §10).
-CALLS_PER_HTTP_CLIENT = 8
-
-
-class _Spread:
-    """One endpoint's calls spread over HTTP clients that each carry at most a few at once.
-
-    A connection pool that looks over every connection it holds on each request and each reply (httpx's
-    does) costs CPU in proportion to its size, so one pool carrying a hundred calls at once spends more
-    on its bookkeeping than on the calls. Each call goes to the least busy client, and another client is
-    opened only when every one carries ``CALLS_PER_HTTP_CLIENT``: at a hosted API's few calls at once
-    this is one client, as before. All clients talk to the same URL as the same model, so the cache key
-    (``backend_id``) is one.
-    """
-
-    def __init__(self, make: Callable[[], ChatBackend]) -> None:
-        self._make = make
-        self._parts: list[ChatBackend] = [make()]
-        self._busy: list[int] = [0]
-        self.backend_id = self._parts[0].backend_id
-
-    def _pick(self) -> int:
-        i = min(range(len(self._busy)), key=self._busy.__getitem__)
-        if self._busy[i] >= CALLS_PER_HTTP_CLIENT:
-            self._parts.append(self._make())
-            self._busy.append(0)
-            i = len(self._parts) - 1
-        return i
-
-    async def complete(self, req: ChatRequest) -> ChatResult:
-        i = self._pick()
-        self._busy[i] += 1
-        try:
-            return await self._parts[i].complete(req)
-        finally:
-            self._busy[i] -= 1
-
-    async def model_identity(self) -> str:
-        return str(await self._parts[0].model_identity())  # type: ignore[attr-defined]
 
 
 class _Renamed:
