@@ -25,6 +25,20 @@ def test_check_llm_talks_to_the_configured_server(endpoint: FakeEndpoint) -> Non
     for role in ("generator", "simulator", "agent", "judge", "embedder"):
         assert role in result.output
     assert endpoint.calls >= 5  # four chats and one structured call (embeddings may be counted apart)
+    answered = result.output.split("answered by: ", 1)[1].split()
+    assert answered == ["generator", f"{endpoint.model},", "simulator", f"{endpoint.model},", "agent",
+                        f"{endpoint.model},", "memory", f"{endpoint.model},", "judge", endpoint.model], result.output
+
+
+def test_check_llm_fails_for_a_model_the_server_does_not_list(monkeypatch: pytest.MonkeyPatch) -> None:
+    with FakeEndpoint(served_models=("served-model",)) as ep:
+        monkeypatch.setenv("OPENAI_BASE_URL", ep.base_url)
+        result = CliRunner().invoke(app, ["check-llm", "--set", "llm.default.model=unlisted-model",
+                                          "--set", f"llm.roles.embedder.base_url={ep.base_url}"])
+        assert result.exit_code == 2, result.output
+        assert "'unlisted-model' is not served" in result.output and "served-model" in result.output
+        assert len(result.output.strip().splitlines()) == 1
+        assert ep.calls == 0  # refused before any model call
 
 
 def test_info_names_the_endpoint_without_secrets(endpoint: FakeEndpoint, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -305,13 +305,13 @@ def test_gemma_context_manager_starts_and_stops(tmp_path: Path) -> None:
     ok, message = model_status("gemma3-270m")
     if not ok:
         pytest.skip(message)
-    import urllib.request
+    import httpx
 
     try:
         with EmbeddedServer("gemma3-270m", n_ctx=512, n_parallel=1, cache_dir=tmp_path) as srv:
             assert srv.running and srv.base_url is not None
-            with urllib.request.urlopen(srv.base_url.removesuffix("/v1") + "/health", timeout=5) as resp:
-                assert json.loads(resp.read())["status"] == "ok"
+            health = httpx.get(srv.base_url.removesuffix("/v1") + "/health", timeout=5, trust_env=False)
+            assert health.json()["status"] == "ok"
         assert not srv.running and srv.base_url is None
     finally:
         _drop_model_files(tmp_path)

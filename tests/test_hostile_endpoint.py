@@ -60,9 +60,9 @@ def test_the_same_run_started_twice_at_once_runs_once(tmp_path: Path) -> None:
 
 def test_a_second_writer_with_another_agent_is_refused_by_name(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    # 0.3 s a call keeps the first run (a chain of ~35 calls) busy for >= 10 s, far longer than the second
-    # process needs to start, even on a loaded machine.
-    with FakeEndpoint(latency=0.3) as ep:
+    # 0.6 s a call keeps the first run (a chain of ~35 calls) busy for >= 20 s, far longer than the second
+    # process needs to start, even on a machine loaded several times over (at 0.3 s it once lost that race).
+    with FakeEndpoint(latency=0.6) as ep:
         first = start_run(ep, ["run", "--out", str(out)], tmp_path / "c1", pythonpath=SRC)
         try:
             wait_for_work(ep, first, 0)

@@ -23,3 +23,6 @@ run break_trial_seed "tests/test_trust_identity.py::test_every_trial_makes_its_o
 run break_user_folder "tests/test_trust_identity.py::test_user_ids_that_differ_only_in_unsafe_characters_get_their_own_folders"
 run break_lock "tests/test_hostile_endpoint.py::test_a_lock_left_by_a_killed_holder_is_taken_over"
 run break_redact "tests/test_hostile_endpoint.py::test_an_echoed_key_reaches_no_file_and_no_output"
+run break_overrun "tests/test_http_transport.py::test_bytes_after_a_complete_reply_never_answer_the_next_request"
+run break_tls "tests/test_http_transport.py::test_an_untrusted_certificate_fails_once_in_one_line"
+run break_nested_lock "tests/test_run_lock.py::test_a_directory_inside_a_held_one_is_refused_and_not_created"

@@ -2,21 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
 import sys
 import time
 
 import typer
+from rich.table import Table
 
 from .. import __version__
 from ..cli_common import ConfigOpt, SetOpt, app_config, handled, out
+from ..llm.client import LLMClient, default_cache_dir
+from ..llm.embedded_model import model_status
+from ..llm.embedder import embedder_status
+from ..llm.preflight import preflight
 
 
 def info(config: ConfigOpt = None, set_: SetOpt = None) -> None:
     """Versions, which backend each role resolves to, and whether the embedded model is installed."""
-    from rich.table import Table
-
-    from ..llm.client import LLMClient, default_cache_dir
-
     cfg = app_config(config, set_)
     out.print(f"amemgym {__version__} (Python {sys.version.split()[0]})")
     table = Table("role", "backend", "model / endpoint")
@@ -24,34 +26,23 @@ def info(config: ConfigOpt = None, set_: SetOpt = None) -> None:
         where = desc.get("base_url") or ""
         table.add_row(role, desc["backend"], f"{desc.get('model') or ''} {where}".strip())
     out.print(table)
-    try:
-        from ..llm.embedded import model_status
-
-        ok, detail = model_status(cfg.llm.embedded.model)
-        out.print(f"embedded model {cfg.llm.embedded.model}: {'installed' if ok else 'NOT installed'} ({detail})")
-    except ImportError as exc:
-        out.print(f"embedded model: unavailable ({exc})")
-    try:
-        from ..llm.embedder import embedder_status
-
-        ok, detail = embedder_status()
-        out.print(f"embedded embedder: {'installed' if ok else 'NOT installed'} ({detail})")
-    except ImportError as exc:
-        out.print(f"embedded embedder: unavailable ({exc})")
+    ok, detail = model_status(cfg.llm.embedded.model)
+    out.print(f"embedded model {cfg.llm.embedded.model}: {'installed' if ok else 'NOT installed'} ({detail})")
+    ok, detail = embedder_status()
+    out.print(f"embedded embedder: {'installed' if ok else 'NOT installed'} ({detail})")
     out.print(f"cache dir: {default_cache_dir()}")
 
 
 def check_llm(config: ConfigOpt = None, set_: SetOpt = None) -> None:
-    """One real round trip per role (chat, structured output, embeddings), with latency and tokens."""
-    from rich.table import Table
-
-    from ..llm.client import LLMClient
-
+    """One real round trip per role (chat, structured output, embeddings), with latency, tokens and the model
+    that answered. A role whose endpoint does not list its configured model fails before any call."""
     cfg = app_config(config, set_)
+    preflight(cfg.llm, ["generator", "simulator", "agent", "memory", "judge", "embedder"])
 
     async def main() -> None:
         llm = LLMClient(cfg.llm)  # no cache: this must reach the model
         table = Table("role", "call", "seconds", "prompt tok", "completion tok", "reply")
+        answered: dict[str, str] = {}
         schema = {"type": "object", "properties": {"colour": {"type": "string", "enum": ["red", "green", "blue"]}},
                   "required": ["colour"], "additionalProperties": False}
         try:
@@ -59,6 +50,7 @@ def check_llm(config: ConfigOpt = None, set_: SetOpt = None) -> None:
                 t0 = time.perf_counter()
                 res = await llm.chat(role, [{"role": "user", "content": "Say hello in five words or fewer."}],
                                      max_tokens=24, use_cache=False, tag="check")
+                answered[role] = res.model
                 table.add_row(role, "chat", f"{time.perf_counter() - t0:.2f}", str(res.prompt_tokens),
                               str(res.completion_tokens), res.text.strip()[:60])
             t0 = time.perf_counter()
@@ -76,8 +68,9 @@ def check_llm(config: ConfigOpt = None, set_: SetOpt = None) -> None:
         finally:
             await llm.aclose()
         out.print(table)
-
-    import asyncio  # here, not at the top: --help should not load the event loop machinery
+        # The name each reply carried: a server may answer a name with a snapshot or a different model.
+        out.print("answered by: " + ", ".join(f"{role} {model or '(unnamed)'}" for role, model in answered.items()),
+                  highlight=False, markup=False)
 
     asyncio.run(main())
 

@@ -20,6 +20,7 @@ from ..seeding import derive_seed
 from .backends import ChatBackend, EmbedBackend, PermanentError, TransientError
 from .cache import ResponseCache
 from .limiter import AdaptiveLimiter
+from .openai_backend import OpenAIBackend, OpenAIEmbedBackend, public_url
 from .redact import redact, register_secret
 from .types import ChatMessage, ChatRequest, ChatResult, ToolCallOut
 from .urls import check_base_url
@@ -214,8 +215,6 @@ class LLMClient:
         return self._backends[role]
 
     async def _make_backend(self, role: str) -> ChatBackend:
-        from .openai_backend import OpenAIBackend
-
         ep = self.endpoint(role)
         url = self.base_url(role)
         if url is None:
@@ -305,8 +304,6 @@ class LLMClient:
         ep = self.endpoint("embedder")
         url = ep.base_url  # not chat_base_url: many chat servers serve no embeddings
         if url:
-            from .openai_backend import OpenAIBackend, OpenAIEmbedBackend
-
             http = OpenAIBackend(url, ep.model, read_api_key(ep), **_http_limits(ep))
             self._owned.append(http)
             return OpenAIEmbedBackend(http)
@@ -316,8 +313,6 @@ class LLMClient:
 
     def describe(self) -> dict[str, dict[str, Any]]:
         """Which backend and model each role resolves to (no secrets), without starting anything."""
-        from .openai_backend import public_url
-
         out: dict[str, dict[str, Any]] = {}
         for role in ("generator", "simulator", "agent", "memory", "judge"):
             fixed = self._backends.get(role)

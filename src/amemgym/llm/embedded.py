@@ -54,17 +54,16 @@ in embedding mode); embeddings come from :mod:`amemgym.llm.embedder`.
 from __future__ import annotations
 
 import atexit
-import json
 import os
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any
+
+import httpx
 
 from amemgym.errors import BackendUnavailable, ConfigError
 
@@ -151,8 +150,10 @@ def _cpu_count() -> int:
 
 
 def _get_json(url: str, timeout: float) -> Any:
-    with urllib.request.urlopen(url, timeout=timeout) as resp:
-        return json.loads(resp.read().decode("utf-8"))
+    """GET a JSON body from the in-process server on loopback (503 while the model loads raises HTTPStatusError)."""
+    resp = httpx.get(url, timeout=timeout, trust_env=False)  # loopback: no proxy may intercept it
+    resp.raise_for_status()
+    return resp.json()
 
 
 # Native servers that must never be destroyed: a forked child holds a copy of the parent's
@@ -302,9 +303,9 @@ class EmbeddedServer:
                 if isinstance(body, dict) and body.get("status") == "ok":
                     return
                 last = str(body)
-            except urllib.error.HTTPError as exc:  # 503 while loading
-                last = f"HTTP {exc.code}"
-            except (OSError, ValueError) as exc:
+            except httpx.HTTPStatusError as exc:  # 503 while loading
+                last = f"HTTP {exc.response.status_code}"
+            except (httpx.HTTPError, OSError, ValueError) as exc:
                 last = str(exc)
             if time.monotonic() >= deadline:
                 raise BackendUnavailable(
@@ -317,7 +318,7 @@ class EmbeddedServer:
         try:
             body = _get_json(f"{address}/v1/models", timeout=5.0)
             return str(body["data"][0]["id"])
-        except (OSError, ValueError, KeyError, IndexError, TypeError):
+        except (httpx.HTTPError, OSError, ValueError, KeyError, IndexError, TypeError):
             return self.spec.name
 
     def stop(self) -> None:

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from filelock import FileLock
+
 from amemgym.errors import BackendUnavailable, ConfigError
 from amemgym.storage import fsync_dir
 
@@ -176,16 +178,8 @@ def _sha256_file(path: Path) -> str:
 
 @contextlib.contextmanager
 def _exclusive(lock_path: Path) -> Iterator[None]:
-    """Serialise assembly across processes when ``filelock`` is available.
-
-    Without it, concurrent assemblers still each write a private temp file and rename it into
-    place atomically, so the worst case is duplicated work, never a torn file.
-    """
-    try:
-        from filelock import FileLock
-    except ImportError:
-        yield
-        return
+    """Serialise assembly across processes (each assembler also writes a private temp file and renames it
+    into place atomically, so a torn file is impossible either way)."""
     with FileLock(str(lock_path)):
         yield
 

@@ -1,299 +1,255 @@
-"""HTTP/1.1 client for the OpenAI-compatible backend: h11 parses and frames, asyncio streams carry bytes.
+"""The HTTP transport of every model call and of the preflight's model list: httpx, one Transport per endpoint.
 
-One :class:`HTTPPool` per endpoint keeps idle keep-alive connections for reuse; it has no concurrency
-limit of its own (the ``LLMClient``'s adaptive limiter is the one bound). Each request runs under the
-endpoint's three limits: connecting (TCP, the proxy's CONNECT and TLS), read idle (between any two reads
-or writes) and total (the whole attempt). Bodies larger than the configured maximum are refused while
-reading, without buffering the rest. Redirects are not followed: a POST cannot be replayed blindly, so a
-3xx reaches the caller as a status like any other. Why this and not a general-purpose client: see
-docs/design.md §10 (start-up time).
+httpx (the OpenAI SDK's own transport) does the protocol: keep-alive pooling, TLS, proxies (``http://``
+and ``https://``; ``socks5://`` with the ``socksio`` package), chunked and compressed bodies. This module
+adds what a benchmark harness needs on top, the same for every request (docs/design.md §10):
+
+- three limits: connecting, read idle (no byte for that long) and a total deadline for the whole attempt;
+- a reply-size cap counted on the decoded body while it streams, so an endless or decompressing body
+  stops at the cap instead of filling memory;
+- no redirects followed (a POST cannot be replayed blindly): a 3xx comes back as a status;
+- the system's CA store (``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` override it, as OpenSSL defines), also for
+  an ``https://`` proxy;
+- a connection whose server sent bytes beyond the reply is closed, never reused, so those bytes can never
+  be read as the reply to the next request.
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
-import contextlib
+import functools
+import importlib.util
+import ipaddress
+import os
 import ssl
-import zlib
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import urlsplit, urlunsplit
+from urllib.request import getproxies_environment, proxy_bypass_environment  # type: ignore[attr-defined]
 
-import h11
+import httpx
 
 from .timeouts import Timeouts
 
-_READ_CHUNK = 1 << 16
 _USER_AGENT = "amemgym"
 
 
-class ProtocolError(Exception):
-    """The server's bytes are not a valid HTTP/1.1 response (or a body ended before its declared length)."""
-
-
 class ReplyTooLarge(Exception):
-    """A response body (declared or received) is larger than the pool's ``max_body``."""
+    """A response body (declared, or counted while decoding) is larger than the cap."""
 
 
-class ProxyError(ConnectionError):
-    """The proxy refused to open a tunnel to the endpoint."""
+class SetupError(Exception):
+    """The environment asks for something this installation cannot do: a socks proxy without socksio, a
+    proxy of an unknown scheme, or a CA file that cannot be loaded."""
 
 
 @dataclass(frozen=True)
 class Response:
-    """A complete response: status, headers (names lower-cased, the last value of a repeated one) and body."""
+    """A complete response: status, headers (names lower-cased, a repeated one's values joined by commas), body."""
 
     status: int
     headers: dict[str, str]
     body: bytes
 
 
-@dataclass(frozen=True)
-class _Origin:
-    scheme: str
-    host: str
-    port: int
-
-    @classmethod
-    def of(cls, url: str) -> _Origin:
-        parts = urlsplit(url)
-        scheme = parts.scheme.lower()
-        return cls(scheme, parts.hostname or "", parts.port or (443 if scheme == "https" else 80))
-
-    @property
-    def host_port(self) -> str:
-        """``host:port`` with the port always given (an IPv6 address in brackets), as CONNECT names it."""
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{host}:{self.port}"
-
-    @property
-    def authority(self) -> str:
-        """The Host header: ``host_port`` without a default port."""
-        default = 443 if self.scheme == "https" else 80
-        return self.host_port.rpartition(":")[0] if self.port == default else self.host_port
+def host_port(url: str) -> str:
+    """``host[:port]`` of ``url`` without credentials; an IPv6 address keeps its brackets."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    return f"{host}:{parts.port}" if parts.port else host
 
 
-class _Connection:
-    """One TCP (or TLS) connection and the h11 state machine that frames it."""
-
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.reader = reader
-        self.writer = writer
-        self.h11 = h11.Connection(h11.CLIENT)
-
-    def usable(self) -> bool:
-        """Whether an idle connection can carry another request (the server has not closed it meanwhile)."""
-        return (self.h11.our_state is h11.IDLE and not self.reader.at_eof()
-                and not self.writer.is_closing())
-
-    def abort(self) -> None:
-        """Drop the connection at once, unread bytes and all."""
-        with contextlib.suppress(Exception):
-            self.writer.transport.abort()
+def public_url(url: str) -> str:
+    """``url`` without credentials or query string, safe to log and to key the cache with."""
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, host_port(url), parts.path.rstrip("/"), "", ""))
 
 
-class HTTPPool:
-    """Keep-alive connections to one origin, and requests over them.
+def env_proxy(url: str) -> str | None:
+    """The proxy that ``HTTP(S)_PROXY`` / ``ALL_PROXY`` / ``NO_PROXY`` choose for ``url``, or None (always None
+    for a loopback address).
+
+    Read with the standard library's parser of these variables and handed to httpx explicitly (the client
+    itself does not read the environment), so the proxy in use is known and can be named in errors.
+    """
+    proxies = getproxies_environment()
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if not proxies or _loopback(host) or proxy_bypass_environment(host, proxies):
+        return None
+    return proxies.get(parts.scheme) or proxies.get("all")
+
+
+def _loopback(host: str) -> bool:
+    # A proxy cannot reach this machine's loopback (the embedded server, a local vLLM): never send it there.
+    if host.lower() in ("localhost", "localhost.") or host.lower().endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def tls_context() -> ssl.SSLContext:
+    """The CA store every connection verifies against: the system's, or ``SSL_CERT_FILE``/``SSL_CERT_DIR``.
+
+    httpx's own default would be certifi's bundle only, which misses a company's (or a test's) CA that is
+    installed on the machine or named by those variables.
+    """
+    return _tls_context(os.environ.get("SSL_CERT_FILE") or None, os.environ.get("SSL_CERT_DIR") or None)
+
+
+@functools.cache
+def _tls_context(cafile: str | None, capath: str | None) -> ssl.SSLContext:
+    # Cached: loading a CA store costs tens of milliseconds, and every endpoint of a run shares one.
+    ctx = ssl.create_default_context()
+    if cafile or capath:
+        # Named explicitly as well: not every platform's OpenSSL reads these variables itself.
+        try:
+            ctx.load_verify_locations(cafile=cafile, capath=capath)
+        except (OSError, ssl.SSLError) as exc:
+            name = "SSL_CERT_FILE" if cafile else "SSL_CERT_DIR"
+            raise SetupError(f"{name}={cafile or capath}: cannot load CA certificates ({exc})") from None
+    return ctx
+
+
+class Transport:
+    """The connection pools of one endpoint, and one request at a time through them.
 
     Args:
-        root: the URL whose scheme, host and port every request goes to (its path is not used here).
-        timeouts: connect, read-idle and total seconds per request.
-        headers: sent with every request (e.g. Authorization); Host, Content-Length, User-Agent and
-            Accept-Encoding are added.
-        proxy: an ``http://[user:password@]host:port`` proxy, or None for a direct connection.
-        max_body: the largest response body accepted, in bytes.
+        root: the endpoint's scheme, host and port (every request goes there).
+        timeouts: the connect and read-idle limits of each request (the total is given per request).
+        headers: sent with every request (e.g. Authorization).
+
+    Raises:
+        SetupError: the environment's proxy for ``root`` or its CA settings cannot be used here.
+
+    Requests go straight to httpx's transport layer (``httpx.AsyncHTTPTransport``): the client layer above
+    it adds cookies, auth flows, event hooks and redirect handling, none of which a model call uses, for
+    about a quarter of the CPU per call. They spread over several pools, each opened when the others are
+    busy with :data:`SHARD` requests: httpcore's pool re-examines every connection (and polls every idle
+    socket) on each request and each reply, a cost that grows with the square of its connections. At 64
+    requests in flight one pool spent about 9 ms of CPU per call in that bookkeeping; pools of four bring
+    it to about 1 ms (measured with pools of four and eight alike).
     """
 
-    def __init__(self, root: str, *, timeouts: Timeouts, headers: dict[str, str], proxy: str | None = None,
-                 max_body: int) -> None:
-        self.origin = _Origin.of(root)
-        self.timeouts = timeouts
-        self.max_body = max_body
-        self._headers = [(k, v) for k, v in headers.items()
-                         if k.lower() not in ("host", "content-length", "accept-encoding", "connection")]
-        if not any(k.lower() == "user-agent" for k, _ in self._headers):
-            self._headers.append(("User-Agent", _USER_AGENT))
-        self._proxy = _Origin.of(proxy) if proxy else None
-        self._proxy_auth: str | None = None
-        if proxy:
-            parts = urlsplit(proxy)
-            if self._proxy is not None and self._proxy.scheme != "http":
-                raise ValueError(f"only http:// proxies are supported (got {self._proxy.scheme}://)")
-            if parts.username is not None:
-                raw = f"{unquote(parts.username)}:{unquote(parts.password or '')}".encode()
-                self._proxy_auth = "Basic " + base64.b64encode(raw).decode("ascii")
-        self._idle: list[_Connection] = []
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._ssl: ssl.SSLContext | None = None
+    #: Requests in flight on one pool before the next request goes to another pool.
+    SHARD = 4
 
-    async def request(self, method: str, target: str, body: bytes | None = None) -> Response:
-        """Send one request (``target``: path and query) and return the whole response.
+    def __init__(self, root: str, timeouts: Timeouts, headers: dict[str, str]) -> None:
+        proxy_url = env_proxy(root)
+        self.proxy = public_url(proxy_url) if proxy_url else None
+        proxy: httpx.Proxy | None = None
+        if proxy_url:
+            scheme = urlsplit(proxy_url).scheme.lower()
+            if scheme.startswith("socks"):
+                if importlib.util.find_spec("socksio") is None:
+                    raise SetupError(f"the proxy {self.proxy} is a socks proxy, which needs the socksio package: "
+                                     "pip install 'httpx[socks]'")
+            elif scheme not in ("http", "https"):
+                raise SetupError(f"the proxy {self.proxy} has an unsupported scheme {scheme}://")
+            # The proxy's own certificate is checked against the same store as the endpoint's.
+            proxy = httpx.Proxy(proxy_url, ssl_context=tls_context() if scheme == "https" else None)
+        # A plain-HTTP endpoint never makes a TLS connection of its own (redirects are not followed), so the
+        # CA store is loaded only for an https:// one; httpx would otherwise build a certifi context anyway.
+        verify: ssl.SSLContext | bool = tls_context() if urlsplit(root).scheme.lower() == "https" else False
+        self._options: dict[str, Any] = {
+            "verify": verify, "proxy": proxy,
+            # No pool bound: the client's adaptive limiter is the one limit on concurrent calls.
+            "limits": httpx.Limits(max_connections=None, max_keepalive_connections=None, keepalive_expiry=30.0)}
+        self._headers = httpx.Headers({"User-Agent": _USER_AGENT, "Accept": "*/*",
+                                       "Accept-Encoding": "gzip, deflate", **headers})
+        self._timeout = httpx.Timeout(connect=timeouts.connect, read=timeouts.read, write=timeouts.read,
+                                      pool=timeouts.connect).as_dict()
+        self._pools: list[httpx.AsyncHTTPTransport] = []
+        self._busy: list[int] = []
+
+    def timeout(self) -> dict[str, float | None]:
+        """The connect, read, write and pool limits each request carries."""
+        return dict(self._timeout)
+
+    def _pick(self) -> int:
+        """The least busy pool (a new one when every pool has :data:`SHARD` requests in flight)."""
+        if not self._pools or min(self._busy) >= self.SHARD:
+            self._pools.append(httpx.AsyncHTTPTransport(**self._options))
+            self._busy.append(0)
+        return self._busy.index(min(self._busy))
+
+    async def fetch(self, method: str, url: str, body: bytes | None, *, max_body: int, total: float) -> Response:
+        """Send one request and read its whole reply, within ``total`` seconds and ``max_body`` decoded bytes.
 
         Raises:
-            TimeoutError: a limit ran out. ``ConnectionError``/``OSError``: the connection failed or
-            closed before any reply. :class:`ProtocolError`: a malformed or cut-short reply.
-            :class:`ReplyTooLarge`: a body above ``max_body``.
+            TimeoutError: the total deadline passed. :class:`ReplyTooLarge`: the body is above ``max_body``.
+            httpx.HTTPError: the transport failed (see ``openai_backend.classify`` for what each means).
         """
-        async with asyncio.timeout(self.timeouts.total):
-            conn = await self._acquire()
-            try:
-                response = await self._exchange(conn, method, target, body)
-            except BaseException:
-                conn.abort()
-                raise
-            if conn.h11.our_state is h11.DONE and conn.h11.their_state is h11.DONE:
-                conn.h11.start_next_cycle()
-                self._idle.append(conn)
-            else:
-                conn.abort()  # the server asked to close, or framing left the connection unusable
-            return response
+        opened: list[httpx.Response] = []
+
+        async def trace(event: str, info: dict[str, Any]) -> None:
+            # Called by httpcore at each step; this one comes after the body and before the connection is
+            # declared idle, the last moment a connection can still be kept out of the pool.
+            if event == "http11.response_closed.started" and opened:
+                _close_if_overrun(opened[0])
+
+        request = httpx.Request(method, url, headers=self._headers, content=body,
+                                extensions={"timeout": self._timeout, "trace": trace})
+        k = self._pick()
+        self._busy[k] += 1
+        try:
+            async with asyncio.timeout(total):
+                resp = await self._pools[k].handle_async_request(request)
+                resp.request = request
+                opened.append(resp)
+                try:
+                    return await _read(resp, max_body)
+                finally:
+                    await resp.aclose()
+        finally:
+            self._busy[k] -= 1
 
     async def aclose(self) -> None:
-        """Close every idle connection."""
-        idle, self._idle = self._idle, []
-        for conn in idle:
-            conn.writer.close()
-        for conn in idle:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(conn.writer.wait_closed(), 1.0)
-
-    async def _acquire(self) -> _Connection:
-        loop = asyncio.get_running_loop()
-        if self._loop is not loop:
-            # Connections belong to the loop that opened them; a pool reused under a new loop starts afresh.
-            for conn in self._idle:
-                conn.abort()
-            self._idle = []
-            self._loop = loop
-        while self._idle:
-            conn = self._idle.pop()
-            if conn.usable():
-                return conn
-            conn.abort()
-        return await asyncio.wait_for(self._connect(), self.timeouts.connect)
-
-    def _tls(self) -> ssl.SSLContext:
-        # Built on first use only: loading the system's CA certificates costs ~50 ms, and a plain-HTTP
-        # endpoint never needs them.
-        if self._ssl is None:
-            self._ssl = ssl.create_default_context()
-        return self._ssl
-
-    async def _connect(self) -> _Connection:
-        origin = self.origin
-        tls = self._tls() if origin.scheme == "https" else None
-        if self._proxy is None:
-            reader, writer = await asyncio.open_connection(
-                origin.host, origin.port, ssl=tls, server_hostname=origin.host if tls else None)
-            return _Connection(reader, writer)
-        reader, writer = await asyncio.open_connection(self._proxy.host, self._proxy.port)
-        conn = _Connection(reader, writer)
-        if tls is None:
-            return conn  # plain HTTP goes to the proxy with absolute targets (see _target)
-        try:
-            await self._tunnel(conn)
-            await writer.start_tls(tls, server_hostname=origin.host)
-        except BaseException:
-            conn.abort()
-            raise
-        return _Connection(reader, writer)
-
-    async def _tunnel(self, conn: _Connection) -> None:
-        """Ask the proxy for a CONNECT tunnel to the origin."""
-        headers = [("Host", self.origin.authority)]
-        if self._proxy_auth:
-            headers.append(("Proxy-Authorization", self._proxy_auth))
-        request = h11.Request(method="CONNECT", target=self.origin.host_port, headers=headers)
-        conn.writer.write(conn.h11.send(request) or b"")
-        await conn.writer.drain()
-        try:
-            while True:
-                event = conn.h11.next_event()
-                if event is h11.NEED_DATA:
-                    conn.h11.receive_data(await conn.reader.read(_READ_CHUNK))
-                elif isinstance(event, h11.Response):
-                    if not 200 <= event.status_code < 300:
-                        raise ProxyError(f"the proxy refused the tunnel (HTTP {event.status_code})")
-                elif event is h11.PAUSED:
-                    return
-                elif not isinstance(event, h11.InformationalResponse):
-                    raise ProxyError(f"the proxy answered CONNECT with {type(event).__name__}")
-        except h11.RemoteProtocolError as exc:
-            raise ProxyError(f"the proxy's answer to CONNECT is not valid HTTP: {exc}") from exc
-
-    def _target(self, target: str) -> str:
-        # Through a proxy, a plain-HTTP request names the whole URL; over a tunnel (TLS) it stays a path.
-        if self._proxy is not None and self.origin.scheme == "http":
-            return f"http://{self.origin.authority}{target}"
-        return target
-
-    async def _exchange(self, conn: _Connection, method: str, target: str, body: bytes | None) -> Response:
-        payload = body or b""
-        headers = [("Host", self.origin.authority), *self._headers, ("Accept-Encoding", "gzip, deflate"),
-                   ("Content-Length", str(len(payload)))]
-        if self._proxy_auth and self._proxy is not None and self.origin.scheme == "http":
-            headers.append(("Proxy-Authorization", self._proxy_auth))
-        h = conn.h11
-        out = [h.send(h11.Request(method=method, target=self._target(target), headers=headers)) or b""]
-        if payload:
-            out.append(h.send(h11.Data(data=payload)) or b"")
-        out.append(h.send(h11.EndOfMessage()) or b"")
-        conn.writer.write(b"".join(out))
-        read_limit = self.timeouts.read
-        await asyncio.wait_for(conn.writer.drain(), read_limit)
-        status = 0
-        resp_headers: dict[str, str] = {}
-        chunks: list[bytes] = []
-        size = 0
-        received = False
-        try:
-            while True:
-                event = h.next_event()
-                if event is h11.NEED_DATA:
-                    data = await asyncio.wait_for(conn.reader.read(_READ_CHUNK), read_limit)
-                    if not data and not received:
-                        raise ConnectionError("the server closed the connection without replying")
-                    received = True
-                    h.receive_data(data)
-                elif isinstance(event, h11.InformationalResponse):
-                    continue
-                elif isinstance(event, h11.Response):
-                    status = event.status_code
-                    resp_headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in event.headers}
-                    declared = resp_headers.get("content-length")
-                    if declared is not None and declared.isdigit() and int(declared) > self.max_body:
-                        raise ReplyTooLarge(f"reply of {declared} bytes exceeds max_reply_bytes={self.max_body}")
-                elif isinstance(event, h11.Data):
-                    size += len(event.data)
-                    if size > self.max_body:
-                        raise ReplyTooLarge(f"reply exceeds max_reply_bytes={self.max_body} bytes")
-                    chunks.append(bytes(event.data))
-                elif isinstance(event, h11.EndOfMessage):
-                    break
-                else:
-                    raise ProtocolError(f"unexpected {type(event).__name__} before the end of the reply")
-        except h11.RemoteProtocolError as exc:
-            raise ProtocolError(f"malformed HTTP reply: {exc}") from exc
-        raw = b"".join(chunks)
-        encoding = resp_headers.get("content-encoding", "identity").strip().lower()
-        if encoding not in ("", "identity"):
-            raw = _decode(raw, encoding, self.max_body)
-        return Response(status, resp_headers, raw)
+        """Close every pool and its connections."""
+        pools, self._pools, self._busy = self._pools, [], []
+        for pool in pools:
+            await pool.aclose()
 
 
-def _decode(raw: bytes, encoding: str, limit: int) -> bytes:
-    """Undo a gzip or deflate content encoding, refusing output above ``limit`` bytes."""
-    if encoding == "gzip":
-        decoder: Any = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    elif encoding == "deflate":
-        decoder = zlib.decompressobj()
-    else:
-        raise ProtocolError(f"unsupported content encoding {encoding!r}")
-    try:
-        out = decoder.decompress(raw, limit + 1)
-    except zlib.error as exc:
-        raise ProtocolError(f"reply body is not valid {encoding}: {exc}") from exc
-    if len(out) > limit or decoder.unconsumed_tail:
-        raise ReplyTooLarge(f"decoded reply exceeds max_reply_bytes={limit} bytes")
-    return out
+async def _read(resp: httpx.Response, max_body: int) -> Response:
+    declared = resp.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > max_body:
+        raise ReplyTooLarge(f"reply of {declared} bytes exceeds max_reply_bytes={max_body}")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in resp.aiter_bytes():  # decoded: a compressed body is counted as it expands
+        size += len(chunk)
+        if size > max_body:
+            raise ReplyTooLarge(f"reply exceeds max_reply_bytes={max_body} bytes")
+        chunks.append(chunk)
+    return Response(resp.status_code, {k.lower(): v for k, v in resp.headers.items()}, b"".join(chunks))
+
+
+def _close_if_overrun(resp: httpx.Response) -> None:
+    """Keep a connection out of the pool when its server sent bytes past the end of this reply.
+
+    httpcore keeps such bytes buffered and would read them as the reply to the connection's next request
+    (an idle connection that turns readable is dropped, but bytes that arrived together with the reply are
+    already off the socket). h11 exposes them as ``trailing_data``; marking our side failed makes httpcore
+    close the connection instead of reusing it. The h11 state is reached through httpcore's stream objects
+    (the route httpcore issue #872 describes); tests/test_http_transport.py pins it.
+    """
+    state = _h11_state(resp)
+    if state is not None and state.trailing_data[0]:
+        state.send_failed()
+
+
+def _h11_state(resp: httpx.Response) -> Any:
+    stream: Any = resp.stream
+    for _ in range(6):
+        conn = getattr(stream, "_connection", None)
+        if conn is not None:
+            return getattr(conn, "_h11_state", None)  # None for HTTP/2, which frames every stream itself
+        stream = getattr(stream, "_stream", None) or getattr(stream, "_httpcore_stream", None)
+        if stream is None:
+            return None
+    return None

@@ -1,70 +1,60 @@
 """OpenAI-compatible HTTP backend: hosted APIs, vLLM, SGLang, Ollama, llama.cpp servers.
 
-Requests go out as plain JSON over one keep-alive connection pool per endpoint (``llm/http.py``). The
-official SDK used to sit here; it cost 5-20 ms of CPU per call (request/response model construction, and
-an ``httpx`` connection pool that polls every idle socket on each request, which grows with concurrency),
-far above the 1 ms per call the harness aims at. The wire format is the public chat-completions API, so
-nothing is lost by speaking it directly.
+Requests go out as plain JSON through one httpx client per endpoint (``llm/http.py``). The wire format is
+the public chat-completions API; the SDK's request and response models would add CPU per call and nothing
+a harness needs.
 """
 
 from __future__ import annotations
 
+import asyncio
+import email.utils
 import json
 import os
+import ssl
+import time
 from time import perf_counter
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+import httpx
+import numpy as np
+
 from .backends import PermanentError, TransientError
-from .http import HTTPPool, ProtocolError, ReplyTooLarge
+from .http import ReplyTooLarge, Response, SetupError, Transport, public_url
 from .redact import redact, register_secret
 from .timeouts import resolve_timeouts
 from .types import ChatRequest, ChatResult, ToolCallOut
 from .urls import REDIRECT_ADVICE
 
-if TYPE_CHECKING:
-    import numpy as np
+__all__ = ["DEFAULT_MAX_REPLY_BYTES", "OpenAIBackend", "OpenAIEmbedBackend", "classify", "public_url",
+           "status_error"]
 
 _RETRYABLE_STATUS = {408, 409, 425, 429}
 #: Far above any chat reply (a few KB) or embedding batch (about 2 MB for 64 texts at 1536 dimensions).
 DEFAULT_MAX_REPLY_BYTES = 4 << 20
 
 
-def public_url(url: str) -> str:
-    """``url`` without credentials or query string, safe to log and to key the cache with."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    return urlunsplit((parts.scheme, host, parts.path.rstrip("/"), "", ""))
-
-
 def _retry_after(headers: Any) -> float | None:
+    """Seconds a ``Retry-After`` header asks for: a number of seconds, or an HTTP date (RFC 9110)."""
     value = headers.get("retry-after") if headers is not None else None
     if value is None:
         return None
     try:
         return max(0.0, float(value))
     except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
         return None
+    if when.tzinfo is None:
+        return None  # a date without a zone cannot be compared with now
+    return max(0.0, when.timestamp() - time.time())
 
 
-def env_proxy(url: str) -> str | None:
-    """The proxy that ``HTTP(S)_PROXY`` / ``NO_PROXY`` choose for ``url``, or None.
-
-    Resolved once per endpoint, when its connection pool is made.
-    """
-    # urllib.request (and the http.client and email packages it imports) is only worth loading when some
-    # ``*_proxy`` variable is set: that is all getproxies_environment reads.
-    if not any(name.lower().endswith("_proxy") for name in os.environ):
-        return None
-    from urllib.request import getproxies_environment, proxy_bypass_environment  # type: ignore[attr-defined]
-
-    parts = urlsplit(url)
-    proxies = getproxies_environment()
-    if not proxies or proxy_bypass_environment(parts.hostname or "", proxies):
-        return None
-    return proxies.get(parts.scheme) or proxies.get("all")
+def _looks_like_json(body: bytes) -> bool:
+    return body.lstrip()[:1] in (b"{", b"[")
 
 
 def status_error(status: int, body: bytes, headers: Any) -> TransientError | PermanentError:
@@ -75,6 +65,10 @@ def status_error(status: int, body: bytes, headers: Any) -> TransientError | Per
         where = (headers.get("location") if headers is not None else None) or "elsewhere"
         text = f"HTTP {status}: the server redirects to {where}; {REDIRECT_ADVICE}"
         return PermanentError(f"http_{status}", redact(text))
+    if not _looks_like_json(body):
+        # An HTML error page says nothing the status does not, and would flood the one-line error.
+        kind = (headers.get("content-type") if headers is not None else None) or "no content type"
+        return PermanentError(f"http_{status}", f"HTTP {status} ({kind.split(';')[0]} reply, not the API's JSON)")
     message = body[:300].decode("utf-8", "replace")
     try:
         err = json.loads(body).get("error")
@@ -84,11 +78,42 @@ def status_error(status: int, body: bytes, headers: Any) -> TransientError | Per
     return PermanentError(f"http_{status}", redact(f"HTTP {status}: {message}"))
 
 
-def classify(exc: BaseException) -> TransientError | PermanentError:
-    """Map a transport exception onto our retry decision, its message scrubbed of secrets."""
+def classify(exc: BaseException, proxy: str | None = None) -> TransientError | PermanentError:
+    """Map a transport exception onto our retry decision, its message scrubbed of secrets.
+
+    ``proxy``: the (public) proxy the request went through, named in connection failures.
+    """
     out = _classify(exc)
-    out.args = (redact(str(out)),)
+    text = str(out)
+    if proxy and out.kind in ("connection", "proxy", "timeout") and proxy not in text:
+        text = f"{text} (through the proxy {proxy})"
+    out.args = (redact(text),)
     return out
+
+
+def _tls_failure(exc: BaseException) -> ssl.SSLError | None:
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            return None
+        if isinstance(seen, ssl.SSLError):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+def _connection_text(exc: BaseException) -> str:
+    """The failure and, when the transport wrapped it ("All connection attempts failed"), the system's reason."""
+    text = str(exc) or type(exc).__name__
+    seen: BaseException | None = exc.__cause__ or exc.__context__
+    for _ in range(8):
+        if seen is None:
+            break
+        if isinstance(seen, OSError) and not isinstance(seen, ssl.SSLError) and seen.errno:
+            reason = os.strerror(seen.errno)
+            return text if reason in text else f"{text}: {reason}"
+        seen = seen.__cause__ or seen.__context__
+    return text
 
 
 def _classify(exc: BaseException) -> TransientError | PermanentError:
@@ -96,14 +121,34 @@ def _classify(exc: BaseException) -> TransientError | PermanentError:
         return exc
     if isinstance(exc, ReplyTooLarge):
         return PermanentError("reply_too_large", str(exc))
+    if isinstance(exc, SetupError):
+        return PermanentError("setup", str(exc))
     # Checked before connection errors: a TimeoutError is also an OSError, and it is a limit the caller set.
-    if isinstance(exc, TimeoutError):
-        return TransientError("timeout", "request timed out")
-    # A reply that is not valid HTTP, or ends early, is the server's malformed reply, not a dropped link.
-    if isinstance(exc, ProtocolError):
-        return TransientError("malformed_body", str(exc))
-    if isinstance(exc, (ConnectionError, OSError)):
-        return TransientError("connection", str(exc) or type(exc).__name__)
+    if isinstance(exc, (TimeoutError, httpx.TimeoutException)):
+        return TransientError("timeout", f"request timed out ({type(exc).__name__})")
+    tls = _tls_failure(exc)
+    if tls is not None:
+        # A certificate the store does not trust (or a TLS handshake that cannot succeed, such as https:// to
+        # a plain-HTTP port) fails the same way on every attempt.
+        if isinstance(tls, ssl.SSLCertVerificationError):
+            return PermanentError("tls", f"TLS certificate verify failed ({tls.verify_message}); set SSL_CERT_FILE "
+                                         "to the CA bundle that signed the server's certificate")
+        return PermanentError("tls", f"TLS failed: {getattr(tls, 'reason', None) or tls}")
+    if isinstance(exc, httpx.ProxyError):
+        return TransientError("proxy", f"the proxy refused the request: {exc}")
+    if isinstance(exc, httpx.RemoteProtocolError):
+        text = str(exc)
+        if "without sending a response" in text:  # a hang-up before any byte is a dropped link
+            return TransientError("connection", text)
+        return TransientError("malformed_body", f"malformed HTTP reply: {text}")
+    if isinstance(exc, httpx.DecodingError):
+        return TransientError("malformed_body", f"reply body cannot be decoded: {exc}")
+    if isinstance(exc, (httpx.UnsupportedProtocol, httpx.InvalidURL)):
+        return PermanentError("bad_url", str(exc))
+    if isinstance(exc, httpx.LocalProtocolError):  # our own request cannot be sent (say, a header value)
+        return PermanentError("bad_request", f"the request cannot be sent: {exc}")
+    if isinstance(exc, (httpx.TransportError, ConnectionError, OSError)):
+        return TransientError("connection", _connection_text(exc))
     if isinstance(exc, (json.JSONDecodeError, UnicodeDecodeError, ValueError, KeyError, TypeError, IndexError)):
         return TransientError("malformed_body", str(exc))
     return TransientError("unexpected", f"{type(exc).__name__}: {exc}")
@@ -128,7 +173,6 @@ class OpenAIBackend:
         self.base_url = public_url(base_url)
         parts = urlsplit(base_url)
         self._root = urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), "", ""))
-        self._path = parts.path.rstrip("/")
         self._query = parts.query
         self._model = model
         self._configured = model
@@ -138,30 +182,46 @@ class OpenAIBackend:
         self._headers = {"Content-Type": "application/json", "Authorization": f"Bearer {api_key or 'not-needed'}"}
         self.timeouts = resolve_timeouts(base_url, connect_timeout_s, read_timeout_s, timeout_s)
         self.max_reply_bytes = max_reply_bytes
-        self._pool: HTTPPool | None = None
+        self._transport: Transport | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     @property
     def backend_id(self) -> str:
         return f"openai:{self.base_url}"
 
-    def _target(self, route: str) -> str:
-        return f"{self._path}{route}" + (f"?{self._query}" if self._query else "")
+    def _url(self, route: str) -> str:
+        return f"{self._root}{route}" + (f"?{self._query}" if self._query else "")
 
-    def _http(self) -> HTTPPool:
-        if self._pool is None:
-            try:
-                self._pool = HTTPPool(self._root, timeouts=self.timeouts, headers=self._headers,
-                                      proxy=env_proxy(self._root), max_body=self.max_reply_bytes)
-            except ValueError as exc:
-                raise PermanentError("proxy", f"proxy settings for {self.base_url}: {exc}") from exc
-        return self._pool
+    def _http(self) -> Transport:
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop:
+            # Connections belong to the loop that opened them: a backend used again under a new loop (one
+            # asyncio.run after another) starts afresh; the old loop's sockets went with that loop.
+            self._transport, self._loop = None, loop
+        if self._transport is None:
+            self._transport = Transport(self._root, self.timeouts, self._headers)
+        return self._transport
+
+    async def send(self, method: str, route: str, body: dict[str, Any] | None = None) -> Response:
+        """One request under the endpoint's limits; any status comes back (the preflight reads them itself).
+
+        Raises:
+            TransientError, PermanentError: the transport failed (see :func:`classify`).
+        """
+        data = None if body is None else json.dumps(body, ensure_ascii=False).encode("utf-8")
+        transport = None
+        try:
+            transport = self._http()
+            return await transport.fetch(method, self._url(route), data, max_body=self.max_reply_bytes,
+                                         total=self.timeouts.total)
+        except Exception as exc:  # noqa: BLE001 - classified and re-raised
+            raise classify(exc, transport.proxy if transport else None) from exc
 
     async def _request(self, method: str, route: str, body: dict[str, Any] | None = None) -> Any:
-        data = None if body is None else json.dumps(body, ensure_ascii=False).encode("utf-8")
+        resp = await self.send(method, route, body)
+        if not 200 <= resp.status < 300:
+            raise status_error(resp.status, resp.body, resp.headers)
         try:
-            resp = await self._http().request(method, self._target(route), data)
-            if not 200 <= resp.status < 300:
-                raise status_error(resp.status, resp.body, resp.headers)
             return json.loads(resp.body)
         except Exception as exc:  # noqa: BLE001 - classified and re-raised
             raise classify(exc) from exc
@@ -252,8 +312,6 @@ class OpenAIBackend:
 
     async def embed(self, texts: list[str]) -> np.ndarray:
         """Embeddings from the server's ``/embeddings`` route, L2-normalised."""
-        import numpy as np
-
         model = await self.model()
         resp = await self._request("POST", "/embeddings", {"model": model, "input": texts})
         try:
@@ -265,10 +323,10 @@ class OpenAIBackend:
         return vecs / np.maximum(norms, 1e-12)
 
     async def aclose(self) -> None:
-        """Close the HTTP connection pool."""
-        if self._pool is not None:
-            await self._pool.aclose()
-        self._pool = None
+        """Close the HTTP clients and their connections."""
+        if self._transport is not None:
+            await self._transport.aclose()
+        self._transport = None
 
 
 def _chat_result(resp: Any, model: str, seconds: float) -> ChatResult:

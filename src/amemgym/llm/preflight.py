@@ -1,31 +1,33 @@
 """Checks made before the first model call: every role a command will use can actually be served.
 
 A missing tokenizer or a mistyped model name used to surface mid-run, after dozens of calls. Here each
-role is checked once, cheaply and without a model call: an HTTP endpoint must answer ``GET /models`` and
-list the configured model (when it lists models at all); the embedded chat model must be installed; the
+role is checked once, cheaply and without a model call: an HTTP endpoint must answer ``GET /models`` (through
+the run's own HTTP client, under the same limits) in JSON, and list the configured model (when it lists
+models at all); the embedded chat model must be installed; the
 embedder must be installed (local) or reachable (HTTP).
 """
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import json
-import urllib.error
-import urllib.request
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ..config import LLMConfig
+from ..config import EndpointConfig, LLMConfig
 from ..errors import BackendUnavailable, ConfigError
+from .backends import PermanentError, TransientError
 from .client import read_api_key
-from .openai_backend import public_url
+from .embedded_model import model_status
+from .embedder import embedder_status
+from .http import Response, public_url
+from .openai_backend import OpenAIBackend
 from .urls import REDIRECT_ADVICE, check_base_url
 
 __all__ = ["RoleCheck", "check_roles", "preflight", "run_roles"]
 
-#: Seconds to wait for ``GET /models``; a healthy server answers in milliseconds.
-PROBE_TIMEOUT_S = 10.0
 #: What an agent of unknown make (a plug-in that does not declare ``roles``) may call.
 _ALL_AGENT_ROLES: tuple[str, ...] = ("agent", "memory", "embedder")
 
@@ -61,36 +63,46 @@ def _http_url(cfg: LLMConfig, role: str) -> str | None:
     return cfg.chat_base_url(role)  # type: ignore[arg-type]
 
 
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    """Turns a redirect into an HTTPError: the run's client follows none, so the check must not either."""
+def _served_models(url: str, key: str | None, ep: EndpointConfig) -> tuple[list[str] | None, str | None]:
+    """The model ids the endpoint lists (None if it has no usable list), or an error line.
 
-    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-        return None
+    Read through the same client, limits and size cap as every model call (one attempt, no retries).
+    """
+    async def probe() -> Response:
+        backend = OpenAIBackend(url, ep.model, key, timeout_s=ep.timeout_s, connect_timeout_s=ep.connect_timeout_s,
+                                read_timeout_s=ep.read_timeout_s, max_reply_bytes=ep.max_reply_bytes)
+        try:
+            return await backend.send("GET", "/models")
+        finally:
+            await backend.aclose()
 
-
-def _served_models(url: str, key: str | None) -> tuple[list[str] | None, str | None]:
-    """The model ids the endpoint lists (None if it has no usable list), or an error line."""
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
-    request = urllib.request.Request(url.rstrip("/") + "/models", headers=headers)
+    where = public_url(url)
     try:
-        with urllib.request.build_opener(_NoRedirect).open(request, timeout=PROBE_TIMEOUT_S) as resp:
-            body = resp.read()
-    except urllib.error.HTTPError as exc:
-        if exc.code in (401, 403):
-            return None, f"endpoint {public_url(url)} rejected the API key (HTTP {exc.code})"
-        if 300 <= exc.code < 400:
-            where = exc.headers.get("Location") if exc.headers is not None else None
-            shown = public_url(where) if where else "elsewhere"
-            return None, f"endpoint {public_url(url)} redirects to {shown} (HTTP {exc.code}); {REDIRECT_ADVICE}"
-        return None, None  # reachable; some servers simply have no model list
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        reason = getattr(exc, "reason", exc)
-        return None, f"endpoint {public_url(url)} is unreachable ({type(reason).__name__})"
+        resp = asyncio.run(probe())
+    except PermanentError as exc:
+        return None, f"endpoint {where}: {exc}"
+    except TransientError as exc:
+        if exc.kind in ("connection", "timeout", "proxy"):
+            return None, f"endpoint {where} is unreachable ({exc.kind}: {exc})"
+        return None, f"endpoint {where} gave no usable reply to GET /models ({exc.kind}: {exc})"
+    if resp.status in (401, 403):
+        return None, f"endpoint {where} rejected the API key (HTTP {resp.status})"
+    if 300 <= resp.status < 400:
+        target = resp.headers.get("location")
+        shown = public_url(target) if target else "elsewhere"
+        return None, f"endpoint {where} redirects to {shown} (HTTP {resp.status}); {REDIRECT_ADVICE}"
     try:
-        data: Any = json.loads(body)
-        ids = [str(m["id"]) for m in data["data"]]
-    except (ValueError, KeyError, TypeError):
-        return None, None
+        data: Any = json.loads(resp.body)
+    except ValueError:
+        # An HTML page (a web server, a login portal, a wrong path) is no OpenAI-compatible API; a server
+        # without a model list still answers in JSON.
+        kind = (resp.headers.get("content-type") or "no content type").split(";")[0]
+        return None, (f"endpoint {where} is not an OpenAI-compatible API (GET /models: HTTP {resp.status}, {kind}); "
+                      "check base_url (it usually ends in /v1)")
+    try:
+        ids = [str(m["id"]) for m in data["data"]] if 200 <= resp.status < 300 else None
+    except (KeyError, TypeError):
+        ids = None
     return ids, None
 
 
@@ -109,7 +121,7 @@ def check_roles(cfg: LLMConfig, roles: Iterable[str]) -> list[RoleCheck]:
         key = read_api_key(ep)
         probe_key = (url, key)
         if probe_key not in probes:
-            probes[probe_key] = _served_models(url, key)
+            probes[probe_key] = _served_models(url, key, ep)
         served, problem = probes[probe_key]
         where = public_url(url)
         if problem:
@@ -124,8 +136,6 @@ def check_roles(cfg: LLMConfig, roles: Iterable[str]) -> list[RoleCheck]:
 
 def _check_local(cfg: LLMConfig, role: str, model: str | None) -> RoleCheck:
     if role == "embedder":
-        from .embedder import embedder_status
-
         ok, detail = embedder_status()
         return RoleCheck(role, ok, detail)
     emb = cfg.embedded.model
@@ -136,8 +146,6 @@ def _check_local(cfg: LLMConfig, role: str, model: str | None) -> RoleCheck:
     if importlib.util.find_spec("xllamacpp") is None:
         return RoleCheck(role, False, "the embedded model needs xllamacpp; install it with: "
                                       "pip install 'amemgym[local]'")
-    from .embedded_model import model_status
-
     ok, detail = model_status(emb)
     return RoleCheck(role, ok, f"embedded {detail}")
 

@@ -3,34 +3,35 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import sys
-from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
 
 from ..agents.base import AgentContext
 from ..agents.registry import resolve_agent
 from ..config import AppConfig
 from ..data.io import load_environment
-from ..errors import ConfigError, RunError
+from ..errors import AMemGymError, ConfigError, RunError
+from ..generate.procedural import tiny_environment_path
 from ..llm.client import LLMClient
 from ..llm.health import describe as describe_problem
 from ..llm.preflight import preflight, run_roles
+from ..scoring.metrics import RESULT_FLAGS
 from ..scoring.registry import in_display_order, registered
+from ..storage import atomic_write_text
+from ..validity.sim_audit import degenerate_warning
 from .engine import Runner, UserExecutor, existing_manifest, protocol_of
 from .flags import ModelFlags, first_users
 from .lock import run_lock
+from .models_file import apply_models_file
 from .progress import RunProgress
-
-if TYPE_CHECKING:
-    from rich.console import Console
+from .ray_executor import RayExecutor, check_endpoints, import_ray
 
 
 def default_environment() -> Path:
     """The bundled procedural tiny environment."""
-    from ..generate.procedural import tiny_environment_path
-
     return tiny_environment_path()
 
 
@@ -48,8 +49,6 @@ def _num(value: Any) -> str:
 
 def print_summary(console: Console, metrics: dict[str, Any], rundir: Path) -> None:
     """The short summary printed after a run."""
-    from rich.table import Table
-
     o = metrics["overall"]
     table = Table("metric", "mean [95% CI over users]", title=f"{metrics.get('agent')} - {rundir}")
     cells = o.get("memory_cells") or {}
@@ -64,9 +63,6 @@ def print_summary(console: Console, metrics: dict[str, Any], rundir: Path) -> No
         name = f"{m.label} {m.group.removesuffix('s').replace('_', ' ')}" if m.group else m.label
         table.add_row(name, "n/a" if v is None else f"{v:.3f}")
     console.print(table)
-    from ..scoring.metrics import RESULT_FLAGS
-    from ..validity.sim_audit import degenerate_warning
-
     for flag in o.get("flags") or []:
         console.print(f"[red]DEGENERATE[/]: {flag} - {RESULT_FLAGS.get(flag, '')}. This run is reported but not "
                       "ranked on the leaderboard.", highlight=False)
@@ -123,8 +119,6 @@ def run_command(
     env_path = env_path or default_environment()
     env = first_users(load_environment(env_path), limit)
     if models is not None:
-        from .models_file import apply_models_file
-
         cfg.llm.roles = apply_models_file(cfg.llm.roles, models)  # type: ignore[arg-type, assignment]
     if spec.llm_overrides:
         roles = dict(cfg.llm.roles)
@@ -143,8 +137,6 @@ def run_command(
     preflight(cfg.llm, run_roles(spec.roles, off_policy=off_policy is not None))
     distributed: UserExecutor | None = None
     if executor == "ray":
-        from .ray_executor import RayExecutor, check_endpoints, import_ray
-
         import_ray()  # fail before any work if the extra is missing or an endpoint is not served
         check_endpoints(cfg)
         distributed = RayExecutor(address=ray_address)
@@ -166,21 +158,13 @@ def run_command(
                         allow_model_change=allow_model_change, protocol=protocol)
 
         async def go() -> Any:
-            # What the end of the run needs is loaded in a thread while the run waits on the network; started
-            # once the first calls are out, so that it does not compete with them for the interpreter.
-            loop = asyncio.get_running_loop()
-            preload: list[asyncio.Future[None]] = []
             try:
-                return await runner.run(executor=distributed,
-                                        started=lambda: preload.append(loop.run_in_executor(None, _preload)))
+                return await runner.run(executor=distributed)
             finally:
                 progress.close()
                 await llm.aclose()
-                if preload:
-                    await preload[0]
 
-        with _calm_gc():
-            outcome = asyncio.run(go())
+        outcome = asyncio.run(go())
         print_summary(console, outcome.metrics, out_dir)
         if outcome.failures:
             console.print(f"[red]{len(outcome.failures)} failure(s)[/red] (see {out_dir / 'failures.json'}); "
@@ -191,68 +175,11 @@ def run_command(
         return 1 if outcome.failures or not outcome.metrics["complete"] else 0
 
 
-def _preload() -> None:
-    """Load what a run needs only once calls are under way or done, in the order it is needed.
-
-    rich for the progress lines and the summary (a first print compiles its number highlighter's patterns),
-    the run-file validators for the metrics, the summary's warnings, then the report builder (with NumPy).
-    Only a head start: whatever fails here (a missing report extra, say) fails again where it is used, and
-    is reported there.
-    """
-    # While this thread holds the interpreter, a reply that arrives waits for it to let go: at most the
-    # switch interval, 5 ms by default, shortened here for as long as the loading lasts.
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(0.0005)
-    try:
-        _load_late_modules()
-    finally:
-        sys.setswitchinterval(interval)
-
-
-def _load_late_modules() -> None:
-    with contextlib.suppress(Exception):
-        import io
-
-        from rich.console import Console
-        from rich.table import Table
-
-        Console(file=io.StringIO()).print(Table("metric", title="results: 0"), "results: /0 (0)")
-
-        from ..records import build_models
-        from ..validity import sim_audit  # noqa: F401
-
-        build_models()
-        import amemgym.report.build  # noqa: F401
-
-
-@contextlib.contextmanager
-def _calm_gc() -> Iterator[None]:
-    """Fewer, cheaper garbage collections during a run (otherwise about a tenth of its CPU); undone after.
-
-    What is loaded before the run (modules, the environment) outlives it, so it is frozen out of the
-    collector's scans; and the youngest generation is collected every 20,000 allocations instead of 700
-    (a run allocates many short-lived request and reply objects, few of them in reference cycles).
-    """
-    import gc
-
-    threshold = gc.get_threshold()
-    gc.freeze()
-    gc.set_threshold(20_000, *threshold[1:])
-    try:
-        yield
-    finally:
-        gc.set_threshold(*threshold)
-        gc.unfreeze()
-
-
 def write_run_report(rundir: Path, console: Console, *, environment: tuple[Any, str] | None = None) -> None:
     """Write ``RUNDIR/report.html`` (skipped, with a note, when the report extra is not installed).
 
     ``environment`` is the run's environment and its sha256 when the caller has them in memory.
     """
-    from ..errors import AMemGymError
-    from ..storage import atomic_write_text
-
     try:
         from ..report.build import build_report
 

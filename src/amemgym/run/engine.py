@@ -8,7 +8,6 @@ import json
 import platform
 import time
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -216,15 +215,12 @@ class Runner:
         atomic_write_json(self.rundir.manifest, manifest)
         return manifest
 
-    async def run(self, user_ids: list[str] | None = None, *, executor: UserExecutor | None = None,
-                  started: Callable[[], None] | None = None) -> RunOutcome:
+    async def run(self, user_ids: list[str] | None = None, *, executor: UserExecutor | None = None) -> RunOutcome:
         """Run or resume the selected users (all by default) and write metrics.
 
         Args:
             user_ids: the users to run; all by default.
             executor: where the episodes run; None runs them concurrently on this event loop.
-            started: called once the episodes are under way (each local one up to its first wait, normally its
-                first model call): the moment to start background work without slowing their start.
         """
         clashes = folder_clashes([u.id for u in self.env.users])
         if clashes:
@@ -238,13 +234,8 @@ class Runner:
         self.llm.sample_seed = self.cfg.run.seed
         old = self._check_protocol()  # before any call: another run's directory is refused even offline
         models = await self.llm.resolve_models(RUN_ROLES)
-        manifest: asyncio.Task[Any] | None = None
-        if old is None and executor is None:
-            # A new run's manifest is written (and fsynced) while the first calls are in flight; every write
-            # into the run directory waits for it (docs/design.md §11). A resumed run checks its models first.
-            manifest = asyncio.ensure_future(asyncio.to_thread(self._write_manifest, None, models))
-        else:
-            self._write_manifest(old, models)
+        # Written (and fsynced) before the first call, so every later write into the directory follows it.
+        self._write_manifest(old, models)
         start = time.perf_counter()
         users = [u for u in self.env.users if user_ids is None or u.id in user_ids]
         events = EpisodeEvents()
@@ -255,30 +246,22 @@ class Runner:
         async def one(user: Any) -> None:
             async with limit:
                 await Episode(user, self.spec, self.llm, self.cfg, self.rundir, off_policy=self.off_policy,
-                              events=events, after_period=self.after_period, ready=manifest).run()
+                              events=events, after_period=self.after_period).run()
             # Assembled (and fsynced) in a thread as soon as this user is done, while the others still run.
             await asyncio.to_thread(write_trace, user, self.rundir)
 
         self._fold_pending_usage()
         invocation = uuid.uuid4().hex
-        flusher = asyncio.create_task(self._flush_usage(invocation, manifest))
+        flusher = asyncio.create_task(self._flush_usage(invocation))
         try:
             if executor is None:
-                episodes = [asyncio.create_task(one(u)) for u in users]
-                await asyncio.sleep(0)  # each episode runs up to its first wait
-                if started is not None:
-                    started()
-                await asyncio.gather(*episodes)
+                await asyncio.gather(*(one(u) for u in users))
             else:
-                if started is not None:
-                    started()
                 await executor.run_users(self, users, events)
         finally:
             flusher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await flusher
-            if manifest is not None:
-                await manifest
             self._save_usage(invocation)
         if executor is not None:
             for user in users:
@@ -330,9 +313,7 @@ class Runner:
             return
         self._save_usage(invocation, ledger)
 
-    async def _flush_usage(self, invocation: str, manifest: asyncio.Task[Any] | None = None) -> None:
-        if manifest is not None:
-            await asyncio.shield(manifest)  # cancelling the flusher must not cancel the manifest's write
+    async def _flush_usage(self, invocation: str) -> None:
         while True:
             await asyncio.sleep(USAGE_FLUSH_SECONDS)
             atomic_write_json(self.rundir.usage_pending, versioned({"invocation": invocation,

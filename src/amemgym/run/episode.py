@@ -73,7 +73,6 @@ class Episode:
         off_policy: RunDir | None = None,
         events: EpisodeEvents | None = None,
         after_period: PeriodHook | None = None,
-        ready: asyncio.Future[Any] | None = None,
     ) -> None:
         self.user = user
         self.spec = spec
@@ -91,8 +90,6 @@ class Episode:
         )
         self.simulator = build_simulator(llm, cfg)
         self._ub: asyncio.Task[dict[str, Any]] | None = None
-        # ``ready``: the run directory's manifest being written; every write of this episode lands after it.
-        self._ready = ready
         self._writes: asyncio.Task[None] | None = None
 
     def _persist(self, write: Callable[..., None], *args: Any) -> None:
@@ -108,19 +105,11 @@ class Episode:
         async def chained() -> None:
             if previous is not None:
                 await previous
-            else:
-                await self._wait_ready()
             await asyncio.to_thread(write, *args)
 
         self._writes = asyncio.create_task(chained())
 
-    async def _wait_ready(self) -> None:
-        if self._ready is not None:
-            # Shielded: a cancelled wait of one episode must not cancel the write every episode waits for.
-            await asyncio.shield(self._ready)
-
     async def _flush(self) -> None:
-        await self._wait_ready()
         if self._writes is not None:
             await self._writes
 
@@ -133,7 +122,6 @@ class Episode:
         done = as_dict(read_record(path, UpperBoundRecord))["answers"] if path.exists() else {}
         result = await upper_bound_answers(self.llm, self.user, done, self.cfg.run.eval_max_tokens, self.seed)
         if result != done:
-            await self._wait_ready()
             # Written in a thread: its fsyncs would otherwise stall every user's episode on this loop.
             await asyncio.to_thread(atomic_write_json, path, versioned({"answers": result}))
         return result
@@ -162,7 +150,6 @@ class Episode:
             key = upper_bound_key(self.user, period, q["question"])
             q["ub_score"] = ub[key]["score"]
             q["ub_score_original_rule"] = ub[key].get("score_original_rule", ub[key]["score"])
-        await self._wait_ready()
         await asyncio.to_thread(atomic_write_json, path, versioned(result))
         self.events.on_eval(self.user.id, period)
 
