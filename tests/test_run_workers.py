@@ -83,3 +83,17 @@ def test_a_group_gets_its_share_of_each_endpoints_concurrency() -> None:
     assert group.llm.endpoint("agent").max_concurrency == 42
     assert group.run.user_concurrency == 21
     assert cfg.llm.endpoint("agent").max_concurrency == 128  # the run's own config is unchanged
+
+
+def test_a_workers_usage_reports_add_up_to_its_last_one() -> None:
+    from amemgym.llm.usage import UsageLedger
+    from amemgym.run.processes import usage_delta
+
+    early, late = UsageLedger(), UsageLedger()
+    early.role("agent").calls, early.role("agent").faults["http_429"] = 3, 1
+    late.role("agent").calls, late.role("agent").faults["http_429"] = 10, 2
+    late.role("simulator").calls = 4
+    total = UsageLedger()
+    total.merge(usage_delta(early, UsageLedger()))
+    total.merge(usage_delta(late, early))
+    assert total.to_dict() == late.to_dict()

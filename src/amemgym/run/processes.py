@@ -7,8 +7,10 @@ each group runs the same :class:`~amemgym.run.episode.Episode` code with its own
 :class:`~amemgym.llm.client.LLMClient` (the same config and persistent cache, the endpoint's
 ``max_concurrency`` divided between the groups) and writes ``users/<id>/...`` as the local executor does.
 Every call's content depends only on the user, its seeds and the replies, never on which process or
-in what order it ran, so the run directory is the same as from one process. The driver merges usage and
-failures; progress comes from the files the workers write.
+in what order it ran, so the run directory is the same as from one process. Each worker sends its usage so
+far every second, so the driver's ledger (the progress line, ``usage.pending.json``) stays current; the
+driver adds what changed since the last report it saw, and the workers' failures at the end. Progress of
+sessions and evaluations comes from the files the workers write.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ import asyncio
 import contextlib
 import multiprocessing
 import os
+import queue
+from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -24,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..config import AppConfig
 from ..data.model import UserEnv
-from ..llm.usage import UsageLedger
+from ..llm.usage import RoleUsage, UsageLedger
 from .episode import EpisodeEvents
 from .ray_executor import EpisodeJob, FileProgress, default_client, user_finished
 
@@ -33,6 +37,30 @@ if TYPE_CHECKING:
 
 #: Users per worker below which another worker is not worth its start (about a second of imports).
 USERS_PER_WORKER = 8
+#: Seconds between a worker's usage reports.
+USAGE_REPORT_SECONDS = 1.0
+
+#: In a worker process: where it sends ``(group, sequence, usage)`` reports (set by the pool's initializer).
+_reports: Any = None
+
+
+def _set_reports(q: Any) -> None:
+    global _reports
+    _reports = q
+
+
+def usage_delta(new: UsageLedger, old: UsageLedger) -> UsageLedger:
+    """What ``new`` counted beyond ``old`` (both reports of one worker, ``new`` the later)."""
+    out = UsageLedger()
+    for name, now in new.roles.items():
+        before = old.roles.get(name, RoleUsage())
+        role = out.role(name)
+        for field in ("calls", "cache_hits", "prompt_tokens", "completion_tokens", "prompt_tokens_processed",
+                      "seconds", "retries", "failures", "schema_retries", "unusable", "cost_usd"):
+            setattr(role, field, getattr(now, field) - getattr(before, field))
+        role.faults = Counter(now.faults)
+        role.faults.subtract(before.faults)
+    return out
 
 
 def auto_workers(cfg: AppConfig, n_users: int, roles: tuple[str, ...]) -> int:
@@ -58,7 +86,7 @@ def group_config(cfg: AppConfig, workers: int) -> AppConfig:
     return out
 
 
-def run_group(jobs: list[EpisodeJob]) -> dict[str, Any]:
+def run_group(jobs: list[EpisodeJob], group: int = 0) -> dict[str, Any]:
     """Run a group's episodes concurrently on one event loop in this process (the worker's entry point)."""
 
     async def go() -> dict[str, Any]:
@@ -79,9 +107,18 @@ def run_group(jobs: list[EpisodeJob]) -> dict[str, Any]:
                               events=events, after_period=job.after_period).run()
             failures.extend(events.failures)
 
+        async def report() -> None:
+            sequence = 0
+            while _reports is not None:
+                await asyncio.sleep(USAGE_REPORT_SECONDS)
+                sequence += 1
+                _reports.put((group, sequence, llm.ledger.to_dict()))
+
+        reporter = asyncio.create_task(report())
         try:
             await asyncio.gather(*(one(j) for j in jobs))
         finally:
+            reporter.cancel()
             await llm.aclose()
             if llm.cache is not None:
                 llm.cache.close()
@@ -110,18 +147,41 @@ class ProcessExecutor:
                    for u in todo[i::workers]] for i in range(workers)]
         watcher = FileProgress(runner.rundir, todo, events)
         poller = asyncio.create_task(watcher.poll_forever(0.5))
+        # The driver's ledger gets each worker's usage as it grows: what a report adds beyond the last one
+        # taken from that worker (reports may arrive late or after the final count; older ones are skipped).
+        seen: dict[int, tuple[int, UsageLedger]] = {i: (0, UsageLedger()) for i in range(workers)}
+
+        def take(group: int, sequence: int, usage: dict[str, Any]) -> None:
+            last_sequence, last = seen[group]
+            if sequence <= last_sequence:
+                return
+            now = UsageLedger.from_dict(usage)
+            runner.llm.ledger.merge(usage_delta(now, last))
+            seen[group] = (sequence, now)
+
+        ctx = multiprocessing.get_context("spawn")  # a fork would inherit this loop, its threads and sockets
+        reports = ctx.Queue()
+
+        async def drain() -> None:
+            while True:
+                await asyncio.sleep(USAGE_REPORT_SECONDS / 2)
+                with contextlib.suppress(queue.Empty):
+                    while True:
+                        take(*reports.get_nowait())
+
+        drainer = asyncio.create_task(drain())
         loop = asyncio.get_running_loop()
-        # spawn: a fork of this process would inherit its event loop, threads and open connections.
-        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_set_reports, initargs=(reports,)) as pool:
             try:
-                results = await asyncio.gather(*(loop.run_in_executor(pool, run_group, g) for g in groups),
-                                               return_exceptions=True)
+                results = await asyncio.gather(*(loop.run_in_executor(pool, run_group, g, i)
+                                                 for i, g in enumerate(groups)), return_exceptions=True)
             finally:
-                poller.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await poller
+                for task in (poller, drainer):
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await task
         watcher.poll()
-        for group, result in zip(groups, results, strict=True):
+        for i, (group, result) in enumerate(zip(groups, results, strict=True)):
             if isinstance(result, BrokenProcessPool):
                 # A worker that died is its users' failure; a re-run resumes them from their checkpoints.
                 events.failures.extend({"user": job.user.id, "period": None, "stage": "worker",
@@ -129,5 +189,6 @@ class ProcessExecutor:
             elif isinstance(result, BaseException):
                 raise result  # not the model's or the agent's fault (a broken run file, a full disk), as locally
             else:
-                runner.llm.ledger.merge(UsageLedger.from_dict(result["usage"]))
+                take(i, 1 << 62, result["usage"])  # the final count, after every report
                 events.failures.extend(result["failures"])
+        reports.close()
