@@ -97,3 +97,38 @@ def test_a_workers_usage_reports_add_up_to_its_last_one() -> None:
     total.merge(usage_delta(early, UsageLedger()))
     total.merge(usage_delta(late, early))
     assert total.to_dict() == late.to_dict()
+
+
+def test_killing_the_driver_stops_its_workers(env_file: Path, tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from amemgym.testing.runs import start_run
+
+    def recorded(out: Path) -> int:
+        return sum(p.read_bytes().count(b"\n") for p in out.glob("users/*/sessions.jsonl"))
+
+    out = tmp_path / "run"
+    with FakeEndpoint(latency=0.05) as ep:
+        proc = start_run(ep, ["run", "--env", str(env_file), "--out", str(out), "--set", "run.workers=2",
+                              "--set", "llm.default.model=fake-model"], tmp_path / "cache", capture=False)
+        deadline = time.monotonic() + 120
+        while recorded(out) < 2 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert proc.poll() is None, "the run ended before it could be killed"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        time.sleep(1.5)  # workers left behind would go on calling and writing
+        calls, lines = ep.calls, recorded(out)
+        time.sleep(1.5)
+        assert (ep.calls, recorded(out)) == (calls, lines)
+        # The run then resumes to the end.
+        done = subprocess.run([sys.executable, "-m", "amemgym", "run", "--env", str(env_file), "--out", str(out),
+                               "--set", f"llm.default.base_url={ep.base_url}", "--set",
+                               "llm.default.model=fake-model"], capture_output=True, text=True, timeout=300,
+                              env={**os.environ, "AMEMGYM_CACHE_DIR": str(tmp_path / "cache")})
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert json.loads((out / "metrics.json").read_text())["complete"]

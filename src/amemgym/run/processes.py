@@ -20,6 +20,7 @@ import contextlib
 import multiprocessing
 import os
 import queue
+import sys
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -40,13 +41,35 @@ USERS_PER_WORKER = 8
 #: Seconds between a worker's usage reports.
 USAGE_REPORT_SECONDS = 1.0
 
-#: In a worker process: where it sends ``(group, sequence, usage)`` reports (set by the pool's initializer).
+#: In a worker process: where it sends ``(group, sequence, usage)`` reports, and the driver's pid (both set
+#: by the pool's initializer).
 _reports: Any = None
+_driver: int | None = None
 
 
-def _set_reports(q: Any) -> None:
-    global _reports
-    _reports = q
+def _set_reports(q: Any, driver: int) -> None:
+    """Pool initializer: keep the report queue, and end with the driver (see :func:`_follow_driver`)."""
+    global _reports, _driver
+    _reports, _driver = q, driver
+    _follow_driver()
+
+
+def _follow_driver() -> None:
+    """Make this worker die with the driver process, as a kill of a one-process run would end everything.
+
+    A driver killed (SIGKILL, a crash) would otherwise leave its workers writing into the run directory
+    while a resumed run, holding the lock the dead driver released, writes the same users. On Linux the
+    kernel ends the worker the moment its parent dies; a worker that starts after that refuses to run,
+    and elsewhere the usage reporter checks every second.
+    """
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
+    if os.getppid() != _driver:
+        raise SystemExit("the driver process is gone")  # it died while this worker was starting
 
 
 def usage_delta(new: UsageLedger, old: UsageLedger) -> UsageLedger:
@@ -107,16 +130,21 @@ def run_group(jobs: list[EpisodeJob], group: int = 0) -> dict[str, Any]:
                               events=events, after_period=job.after_period).run()
             failures.extend(events.failures)
 
+        episodes = asyncio.gather(*(one(j) for j in jobs))
+
         async def report() -> None:
             sequence = 0
             while _reports is not None:
                 await asyncio.sleep(USAGE_REPORT_SECONDS)
+                if os.getppid() != _driver:
+                    episodes.cancel()  # the driver died: stop here, as if killed with it
+                    return
                 sequence += 1
                 _reports.put((group, sequence, llm.ledger.to_dict()))
 
         reporter = asyncio.create_task(report())
         try:
-            await asyncio.gather(*(one(j) for j in jobs))
+            await episodes
         finally:
             reporter.cancel()
             await llm.aclose()
@@ -171,7 +199,8 @@ class ProcessExecutor:
 
         drainer = asyncio.create_task(drain())
         loop = asyncio.get_running_loop()
-        with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_set_reports, initargs=(reports,)) as pool:
+        with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_set_reports,
+                                 initargs=(reports, os.getpid())) as pool:
             try:
                 results = await asyncio.gather(*(loop.run_in_executor(pool, run_group, g, i)
                                                  for i, g in enumerate(groups)), return_exceptions=True)
