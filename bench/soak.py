@@ -14,7 +14,11 @@ trace. Then three hostile cases, each on a fresh run directory (loopback only, a
 - echoed key: a server answering 401 with the Authorization header in its body; the key must appear in no
   file of the run directory and not in the output;
 - empty replies: a server whose replies are empty strings; the run must not exit 0 nor claim completeness,
-  and once the server is fixed the same cache must not replay an empty reply.
+  and once the server is fixed the same cache must not replay an empty reply;
+- a key echoed on the success path: a server that lists the key in its model id and repeats it (as a
+  bearer token) in every reply; the run finishes and the key appears in no file, no cache and no output.
+
+Every killed and resumed run must also be left without the temp files of its killed writers.
 
 After each hostile case the run is finished against a healthy server and must match the reference too.
 Prints the counts; exits 1 on any mismatch, damaged file, leaked key or wrongly accepted hostile case.
@@ -77,7 +81,7 @@ def _finish(ep: FakeEndpoint, rundir: Path, cache: Path, reference: dict[str, An
 def hostile(ep: FakeEndpoint, root: Path, reference: dict[str, Any]) -> dict[str, int]:
     """The concurrent-writer, echoed-key and empty-reply cases; counts of what went wrong (all 0 = pass)."""
     bad = {"writers_not_refused": 0, "keys_leaked": 0, "empty_runs_accepted": 0, "empty_served_from_cache": 0,
-           "mismatches": 0, "damaged": 0}
+           "mismatches": 0, "damaged": 0, "success_keys_leaked": 0}
     ep.fault_rate = 0.0
     # Concurrent writers: the same command twice at once.
     rundir, cache = root / "hostile_writers", root / "hostile_writers_cache"
@@ -112,6 +116,25 @@ def hostile(ep: FakeEndpoint, root: Path, reference: dict[str, Any]) -> dict[str
     bad["mismatches"] += not _finish(ep, rundir, cache, reference)
     bad["empty_served_from_cache"] += ep.served == before
     bad["damaged"] += len(damaged_files(rundir))
+    # The key in the model list and in every reply of a run that succeeds.
+    key = "soak-success-key-91c2e"
+    rundir, cache = root / "hostile_success_echo", root / "hostile_success_echo_cache"
+    model, responder = ep.model, ep.responder
+
+    def echo(body: dict[str, Any]) -> Any:
+        reply = responder(body)
+        return f"{reply} (Authorization: Bearer {key})" if isinstance(reply, str) and not reply.startswith("{") \
+            else reply
+
+    ep.model, ep.responder = f"model-{key}", echo
+    try:
+        proc = start_run(ep, ["run", "--out", str(rundir), *SETTINGS], cache, api_key=key, pythonpath=ROOT / "src")
+        text, _ = proc.communicate(timeout=600)
+    finally:
+        ep.model, ep.responder = model, responder
+    files = [p for root_ in (rundir, cache) for p in root_.rglob("*") if p.is_file()]
+    bad["success_keys_leaked"] += (proc.returncode != 0) + (key in text) + sum(
+        key.encode() in p.read_bytes() for p in files)
     return bad
 
 
@@ -153,6 +176,8 @@ def main(argv: list[str] | None = None) -> int:
             resumes += run_to_end(ep, rundir, cache)
             resumes -= 1  # the first start of each run is not a resume
             damaged += [f"run_{k:02d}/{d}" for d in damaged_files(rundir)]
+            damaged += [f"run_{k:02d}/{p.relative_to(rundir)}: temp file left by a killed writer"
+                        for p in rundir.rglob("*") if p.is_file() and p.name.endswith(".tmp")]
             if scores(rundir) != reference:
                 mismatches += 1
                 print(f"run {k}: metrics differ from the reference", flush=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -14,7 +15,9 @@ DIM = 256  # HashEmbedder's
 
 class StoreAgent:
     """Keeps its memory in the store from ``ctx.store_factory``: ``adds`` memories per reply (a line each of
-    the message), an update of its first memory on correction and contradiction notices, no answers."""
+    the message), an update of its first memory on a correction notice or a one-document event (a later
+    report on an entity: nothing marks a silent contradiction, so every re-report is treated as one), no
+    answers."""
 
     adds = 1
 
@@ -26,7 +29,8 @@ class StoreAgent:
     async def reply(self, message: str, *, time: str) -> str:
         lines = [line for line in message.splitlines() if line.strip()]
         first = next((r.id for r in self.store.records()), None)
-        if first is not None and ("Correction notice" in message or "field report" in message):
+        again = re.search(r"^1 \w[\w ]* document\.$", message, re.M) is not None
+        if first is not None and ("Correction notice" in message or again):
             self.store.update(first, lines[-1], time, np.ones(DIM, dtype=np.float32) / 16)
             return "updated"
         for i in range(self.adds):

@@ -75,3 +75,18 @@ def test_dates_in_several_formats_but_only_one() -> None:
 def test_a_skipped_question_is_wrong() -> None:
     assert not ok(q("int", 1), None)
     assert not ok(q("int", 1), "   ")
+
+
+def test_a_current_value_with_a_labelled_previous_value_is_one_answer() -> None:
+    # Before: "510 (revised from 480)" was two numbers, so wrong, and never sent to the judge.
+    for reply in ("510 (revised from 480)", "510, was 480", "Previously 480; now 510.", "510 staff (up from 480)",
+                  "It changed from 480 to 510.", "510 (originally 480)"):
+        assert ok(q("int", 510), reply), reply
+    assert not ok(q("int", 480), "510 (revised from 480)")  # the committed value is the current one
+
+
+def test_hedges_and_lists_stay_wrong_even_with_a_label() -> None:
+    for reply in ("510 or 480 (was 480)", "either 510 or 520, was 480", "between 500 and 520 (previously 480)",
+                  "510, 520 (was 480)", "510 (was 480, was 470)", "510 520 530", "maybe 510, was 480"):
+        verdict = check(q("int", 510), reply, NAMES)
+        assert not verdict.correct and verdict.listed, reply

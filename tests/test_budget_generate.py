@@ -20,6 +20,26 @@ def test_ten_domains_load() -> None:
     assert len(domain_names()) >= 10
 
 
+def test_every_domain_names_about_six_hundred_entities() -> None:
+    # Before: 16 x 12 = 192 names per domain.
+    from amemgym.families.budget.domain import MIN_NAMES, load_domain
+
+    for name in domain_names():
+        parts = load_domain(name).name_parts
+        assert len(set(parts.first)) * len(set(parts.second)) >= MIN_NAMES == 600
+
+
+def test_a_domain_with_too_few_names_is_refused() -> None:
+    from importlib import resources
+
+    import yaml
+
+    raw = yaml.safe_load(resources.files("amemgym.families.budget").joinpath("domains/films.yaml").read_text())
+    raw["name_parts"]["second"] = raw["name_parts"]["second"][:12]
+    with pytest.raises(DataError, match=r"name_parts: .*fewer than 600 names"):
+        parse_domain(raw, "domains/films.yaml", pools())
+
+
 def test_same_seed_gives_identical_bytes() -> None:
     assert episode_bytes(build_episode("hard", "films", 4)) == episode_bytes(build_episode("hard", "films", 4))
 

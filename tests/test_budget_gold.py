@@ -52,13 +52,23 @@ CASES = [
     ("temporal_extreme", QuestionSpec(entities=["Apex Works"], attrs=["quarterly_sales"]), ("float", 5.0)),
     ("text_match", QuestionSpec(attrs=["ceo"], value="Moreau"), ("name", "Cinder Group")),
     ("enum_filter", QuestionSpec(entities=ALL4, attrs=["exchange"], value="LSE"), ("name", "Blue Labs")),
-    ("multi_count", QuestionSpec(entities=ALL4, attrs=["employees"], category="software", threshold=120),
+    ("multi_count", QuestionSpec(entities=ALL4, attrs=["employees", "revenue"], threshold=120, threshold2=6.0),
      ("int", 3)),
     ("relation_lookup", QuestionSpec(entities=["Cinder Group"], relations=["supplies_to"]), ("name", "Delta Foods")),
     ("relation_hop", QuestionSpec(entities=["Apex Works"], relations=["supplies_to", "supplies_to"]),
      ("name", "Cinder Group")),
     ("relation_count", QuestionSpec(entities=["Apex Works", "Blue Labs"], relations=["competes_with"]), ("int", 3)),
     ("abstention", QuestionSpec(entities=["Nimbus Foods"], attrs=["employees"]), ("refuse", None)),
+    ("average", QuestionSpec(entities=["Apex Works", "Blue Labs", "Cinder Group"], attrs=["employees"]),
+     ("float", 216.67)),
+    ("cross_category", QuestionSpec(entities=ALL4, attrs=["revenue"], category="retail", value="software"),
+     ("float", 26.67)),
+    ("trend_label", QuestionSpec(entities=["Apex Works"], attrs=["quarterly_sales"]), ("text", "up, up, down")),
+    ("trend_label", QuestionSpec(entities=["Delta Foods"], attrs=["quarterly_sales"]), ("text", "flat")),
+    ("relation_chain", QuestionSpec(entities=["Apex Works"], relations=["supplies_to", "supplies_to", "supplies_to"]),
+     ("name", "Delta Foods")),
+    ("relation_filter", QuestionSpec(entities=["Blue Labs"], attrs=["revenue"], relations=["competes_with"]),
+     ("float", 10.0)),
 ]
 
 
@@ -74,6 +84,12 @@ def test_every_kind_has_a_case() -> None:
 def test_text_match_with_two_holders_has_no_single_answer() -> None:
     with pytest.raises(Missing):
         solve("text_match", QuestionSpec(attrs=["ceo"], value="Tanaka"), _world(), DOMAIN)
+
+
+def test_a_chain_through_a_fork_has_no_single_answer() -> None:
+    with pytest.raises(Missing):
+        solve("relation_chain", QuestionSpec(entities=["Apex Works"], relations=["supplies_to", "competes_with"]),
+              _world(), DOMAIN)
 
 
 def test_update_gold_uses_the_corrected_value_not_the_document() -> None:

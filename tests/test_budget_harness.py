@@ -16,6 +16,7 @@ from amemgym.families.budget.generate import build_episode
 from amemgym.families.budget.io import save_episode
 from amemgym.families.budget.model import Episode
 from amemgym.families.budget.run import run_episode
+from amemgym.families.budget.stream import shown_kind
 from amemgym.llm.backends import PermanentError
 from amemgym.llm.client import LLMClient
 from amemgym.llm.types import ChatRequest
@@ -71,10 +72,32 @@ def episode() -> Episode:
 def test_a_scripted_agent_runs_end_to_end(episode: Episode, tmp_path: Path) -> None:
     res = run(episode, ScriptedAgent(episode), tmp_path)
     assert res["score"]["accuracy"] == 1.0
-    docs = sum(e.kind == "documents" for e in episode.events)
+    docs = sum(shown_kind(e.kind) == "documents" for e in episode.events)  # silent contradictions look like documents
     assert res["score"]["writes_used"] == docs
     assert (tmp_path / "agent" / "results.json").exists() and (tmp_path / "agent" / "trace.jsonl").exists()
     assert len(res["writes_over_time"]) == len(episode.events)
+
+
+def test_a_silent_contradiction_is_shown_as_a_plain_document(episode: Episode, tmp_path: Path) -> None:
+    # Before: its opening said "(contradiction)" and its document was headed "(field report)".
+    agent = ScriptedAgent(episode)
+    run(episode, agent, tmp_path)
+    silent = {ev.index + 1 for ev in episode.events if ev.kind == "contradiction"}
+    rereports = {ev.index + 1 for ev in episode.events
+                 if ev.kind == "documents" and len({f.entity for f in ev.facts}) == 1}
+    assert silent and rereports
+    shown = {}
+    for req in agent.requests:
+        opening = next(m["content"] for m in req.messages if _OPENING.search(m["content"]))
+        index, kind = _OPENING.search(opening).groups()  # type: ignore[union-attr]
+        shown[int(index)] = (kind, opening)
+    for index in silent:
+        kind, opening = shown[index]
+        assert kind == "documents" and "contradiction" not in opening.lower() and "field report" not in opening
+    # A plain re-report that changes nothing opens exactly the same way.
+    first_lines = {re.search(r"\(documents\):\n\n(.*?)## ", shown[i][1], re.S).group(1)  # type: ignore[union-attr]
+                   for i in silent | rereports}
+    assert len(first_lines) == 1
 
 
 def test_the_context_is_cut_after_every_event(episode: Episode, tmp_path: Path) -> None:

@@ -17,8 +17,9 @@ from amemgym.families.budget.board import leaderboard, protocol_of
 from amemgym.families.budget.generate import build_episode
 from amemgym.families.budget.io import save_episode
 from amemgym.families.budget.memory_agents import shape_problem
-from amemgym.families.budget.model import Episode
+from amemgym.families.budget.model import Episode, Question
 from amemgym.families.budget.run import run_episode
+from amemgym.families.budget.world import render_date
 from amemgym.llm.types import ChatRequest
 from amemgym.testing.fake_endpoint import FakeEndpoint
 from amemgym.testing.scripted_model import HashEmbedder, scripted_client
@@ -38,6 +39,11 @@ def env(episode: Episode, tmp_path: Path) -> Path:
     return path
 
 
+def _shown(q: Question) -> str:
+    """The gold as a document writes it (dates in words)."""
+    return render_date(str(q.gold)) if q.answer_type == "date" else str(q.gold)
+
+
 class Reader:
     """A model that only reads its context: a question is answered with its gold value when that value is
     written in one of the request's other messages, else "I don't know". Event messages get a short reply."""
@@ -53,7 +59,7 @@ class Reader:
         self.answer_requests.append(messages)
         q = next(q for q in self.episode.questions if q.text in last)
         context = "\n".join(m["content"] for m in messages[:-1])
-        return str(q.gold) if q.gold is not None and str(q.gold) in context else "I don't know"
+        return str(q.gold) if q.gold is not None and _shown(q) in context else "I don't know"
 
     def __call__(self, req: ChatRequest) -> str:
         return self.reply([{"role": m["role"], "content": m["content"]} for m in req.messages])
@@ -90,13 +96,14 @@ def test_rag_runs_a_lite_episode_through_amemgym_run(episode: Episode, env: Path
 
 
 def test_answers_come_from_memory_only(episode: Episode, env: Path, tmp_path: Path) -> None:
-    # q001 asks for Wild Lantern's setting right after the first batch and a memo. Its document lies far
-    # past the first note-cap's worth of that batch, so rag never stores it; without the cut it would still
-    # be in rag's window (2 exchanges fit in rag-2-4) and the reader could answer from the conversation.
+    # q001 asks for a fact of the first batch right after it. Its document lies far past the first note-cap's
+    # worth of that batch, so rag never stores it; without the cut it would still be in rag's window
+    # (2 exchanges fit in rag-2-4) and the reader could answer from the conversation.
     q = episode.question("q001")
+    entity = q.spec.entities[0]
     batch = episode.events[0].text
-    assert "Wild Lantern" in batch and batch.index("## Wild Lantern") > episode.note_chars
-    sentence = next(line for line in batch.split(". ") if "Wild Lantern" in line and str(q.gold) in line)
+    assert batch.index(f"## {entity}") > episode.note_chars
+    sentence = next(line for line in batch.split(". ") if entity in line and _shown(q) in line)
     reader = Reader(episode)
     res = play(env, "rag", tmp_path / "run", reader)
     first = reader.answer_requests[0]
@@ -114,11 +121,12 @@ def test_the_budget_holds_against_an_agent_that_adds_ten_times_too_much(env: Pat
     non_questions = sum(e.kind != "question" for e in episode.events)
     assert res["score"]["writes_used"] == budget
     assert max(res["writes_over_time"]) == budget
-    # Every attempt past the budget is refused and counted: the adds past the first 15, and the update on the
-    # silent contradiction (a charged change); updates during correction notices stay free.
+    # Every attempt past the budget is refused and counted: the adds past the first 15, and the update on each
+    # re-report (a silent contradiction or a plain re-report, charged alike); updates during correction notices
+    # stay free.
     notices = sum(e.kind == "correction" for e in episode.events)
-    silent = sum(e.kind == "contradiction" for e in episode.events)
-    assert res["refused_by_reason"]["budget"] == 150 * (non_questions - notices - silent) - budget + silent
+    rereports = len(_rereports(episode))
+    assert res["refused_by_reason"]["budget"] == 150 * (non_questions - notices - rereports) - budget + rereports
     assert sum(e["op"] == "update" and e["charged"] == 0 for e in res["ledger"]) == notices
     assert res["refused_writes"] == res["refused_by_reason"]["budget"]
     checkpoint = json.loads((tmp_path / "g" / "checkpoint.json").read_text())
@@ -129,11 +137,24 @@ def test_correction_edits_are_free_and_other_changes_cost_one(env: Path, episode
     res = play(env, "budget_plugins:store_agent", tmp_path / "c", Reader(episode))
     kinds = {e.index: e.kind for e in episode.events}
     updates = [e for e in res["ledger"] if e["op"] == "update"]
-    assert {kinds[e["event"]] for e in updates} == {"correction", "contradiction"}
+    assert {kinds[e["event"]] for e in updates} == {"correction", "contradiction", "documents"}
+    assert {e["event"] for e in updates if kinds[e["event"]] != "correction"} == _rereports(episode)
     assert all(e["charged"] == (0 if kinds[e["event"]] == "correction" else 1) for e in updates)
     adds = [e for e in res["ledger"] if e["op"] == "add"]
     assert res["score"]["writes_used"] == len(adds) + sum(e["charged"] for e in updates)
     assert sum(e["charged"] == 0 for e in updates) == sum(k == "correction" for k in kinds.values())
+
+
+def _rereports(episode: Episode) -> set[int]:
+    """Events that document an entity a second time (silent contradictions and plain re-reports)."""
+    seen: set[str] = set()
+    out = set()
+    for ev in episode.events:
+        names = {f.entity for f in ev.facts}
+        if names & seen:
+            out.add(ev.index)
+        seen |= names
+    return out
 
 
 def _awe_script(episode: Episode) -> Any:
@@ -145,7 +166,7 @@ def _awe_script(episode: Episode) -> Any:
             return reader(req)
         text = req.messages[-1]["content"]
         if req.tag == "memory.extract":
-            changed = "Correction notice" in text or "field report" in text
+            changed = "Correction notice" in text or "1 film document." in text
             return json.dumps({"facts": [f"{'changed' if changed else 'fact'} {len(text)}"]})
         if "- changed" in text:
             return json.dumps({"actions": [{"op": "update", "id": 0, "text": f"corrected {len(text)}"}]})
@@ -227,7 +248,7 @@ def test_the_harness_embeds_what_is_stored(env: Path, episode: Episode, tmp_path
     ("budget_plugins:around_the_meter", RunError, "around the harness's meter"),
     ("budget_plugins:self_loader", AgentError, "restored by the harness"),
     ("budget_plugins:hoarder", RunError, "outside its metered memory"),
-    ("budget_plugins:buggy", RunError, "reply raised ValueError: off by one"),
+    ("budget_plugins:buggy", AgentError, "reply raised ValueError: off by one"),
 ])
 def test_agents_that_dodge_the_meter_are_stopped(env: Path, episode: Episode, tmp_path: Path, plugin: str,
                                                  error: type[Exception], words: str) -> None:

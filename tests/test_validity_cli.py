@@ -134,3 +134,83 @@ def test_turn_copying_the_opening_and_a_clean_turn(original_env_path: Path) -> N
     session = user.periods[0].sessions[0]
     assert lexical_flags(user, session, session.query)[0] == ["copies_opening"]
     assert lexical_flags(user, session, "Thanks! Could you give me a sample week?")[0] == []
+
+
+def test_a_run_on_a_file_whose_exposure_cannot_be_checked_says_so_in_metrics(original_env_path: Path,
+                                                                            tmp_path: Path) -> None:
+    from amemgym.generate.procedural import tiny_environment_path
+    from amemgym.validity.exposure import unchecked_reason
+
+    asyncio.run(make_run(original_env_path, tmp_path / "run", tmp_path))
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert "exposure unchecked" in metrics["exposure_unchecked"] and "--judge" in metrics["exposure_unchecked"]
+    # A file of the built-in pack is read from its text, metadata or not.
+    procedural = load_environment(tiny_environment_path())
+    for user in procedural.users:
+        user.amemgym = None
+    assert unchecked_reason(procedural) is None
+
+
+def test_progress_on_a_terminal_is_one_live_line_that_goes_away() -> None:
+    import io
+
+    from rich.console import Console
+
+    from amemgym.commands.validate import ValidateProgress
+
+    buffer = io.StringIO()
+    progress = ValidateProgress(3, Console(file=buffer, force_terminal=True, width=100), live=True)
+    for step in ("embeddings", "fixed", "gates"):
+        progress(step, None)
+        progress(step, 0.1)
+    progress.close()
+    assert progress.done == 3
+    text = buffer.getvalue()
+    assert "validate:" in text and "done in" not in text  # the live line, never the plain lines
+
+
+def test_progress_without_a_terminal_prints_each_step_once() -> None:
+    import io
+
+    from rich.console import Console
+
+    from amemgym.commands.validate import ValidateProgress
+
+    buffer = io.StringIO()
+    progress = ValidateProgress(2, Console(file=buffer, width=100), live=False)
+    for step in ("embeddings", "gates"):
+        progress(step, None)
+        progress(step, 0.25)
+    progress.close()
+    assert buffer.getvalue().splitlines() == ["validate: embeddings done in 0.2 s (1/2)",
+                                              "validate: gates done in 0.2 s (2/2)"]
+
+
+def test_validate_with_the_judge_fails_a_file_whose_openings_the_judge_finds_silent(
+        original_env_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from amemgym.testing.fake_endpoint import FakeEndpoint
+
+    # A judge that reads no fact in any opening: every change is unstated, whatever the metadata claims.
+    with FakeEndpoint(responder=lambda body: '{"stated": []}') as ep:
+        monkeypatch.setenv("OPENAI_BASE_URL", ep.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        monkeypatch.setenv("AMEMGYM_CACHE_DIR", str(tmp_path / "cache"))
+        res = invoke("validate", "--env", str(original_env_path), "--embedder", "hash", "--judge",
+                     "--set", "llm.default.model=fake-model", "--set", "llm.default.max_retries=1")
+    assert res.exit_code == 1, res.output
+    assert "not stated by any opening text" in res.output and "LLM judge" in res.output
+    assert "validate: judge reads" in res.output and "UNCHECKED" not in res.output
+
+
+def test_the_default_progress_runs_live_when_stderr_is_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from amemgym.commands.validate import ValidateProgress
+
+    # The default console must be one rich's live display can enter (the CLI's lazy console was not).
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    progress = ValidateProgress(2)
+    progress("fixed", None)
+    progress("fixed", 0.1)
+    progress.close()
+    assert progress._bar is not None and progress.done == 1

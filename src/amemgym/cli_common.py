@@ -17,6 +17,23 @@ if TYPE_CHECKING:
     from .config import AppConfig
 
 
+def new_console(**options: Any) -> Console:
+    """A rich ``Console`` whose output is scrubbed of API keys (:func:`amemgym.redact.redact_content`).
+
+    Every console amemgym prints to is made here, so a key a server echoed (in a model name, a reply) never
+    reaches the terminal or a captured log.
+    """
+    from rich.console import Console
+
+    from .redact import redact_content
+
+    class _RedactingConsole(Console):
+        def _render_buffer(self, buffer: Any) -> str:
+            return redact_content(super()._render_buffer(buffer))
+
+    return _RedactingConsole(**options)
+
+
 class _LazyConsole:
     """A rich ``Console`` made on first use: importing rich costs a run about 40 ms before its first call."""
 
@@ -27,9 +44,7 @@ class _LazyConsole:
     def __getattr__(self, name: str) -> Any:
         console = self._console
         if console is None:
-            from rich.console import Console
-
-            console = self._console = Console(**self._options)
+            console = self._console = new_console(**self._options)
         return getattr(console, name)
 
 
@@ -66,7 +81,7 @@ def handled(fn: F) -> F:
             return fn(*args, **kwargs)
         except AMemGymError as exc:
             # soft_wrap: a long message stays one line instead of being wrapped at the terminal width.
-            from .llm.redact import redact  # here, not at import: amemgym.llm pulls in the HTTP client
+            from .redact import redact
 
             err.print(f"error: {one_line(redact(str(exc)))}", highlight=False, markup=False, soft_wrap=True)
             raise typer.Exit(exc.exit_code) from None

@@ -205,6 +205,10 @@ class RunSettings(_Strict):
         0, ge=0, description="Processes the users are spread over (docs/design.md §10); 0 = auto: one per core, "
         "at most one per 8 users, and 1 when a role runs on the embedded model. Results do not depend on it.",
     )
+    agent_call_timeout: float = Field(
+        900.0, gt=0, description="Seconds one call into a plug-in agent (reply, act, answer, ...) may take, model "
+        "calls included, before it is recorded as a failure; a call silent for 30 s is reported before that.",
+    )
     seed: int = 0
     eval_max_tokens: int = Field(96, ge=8)
     reply_max_tokens: int = Field(256, ge=8)

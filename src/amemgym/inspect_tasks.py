@@ -197,7 +197,7 @@ def amemgym_memory(env: str | None = None, agent: str = "native", config: str | 
     env_path = Path(env) if env else default_environment()
     cfg = load_config(config if config or env else "tiny")
     resolve_agent(agent)  # a bad name fails when the task is created, not in every sample
-    environment = first_users(load_environment(env_path), limit_users)
+    environment = first_users(load_environment(env_path, limit=limit_users), limit_users)
     if len({u.id for u in environment.users}) != len(environment.users):
         raise ConfigError(f"{env_path}: user ids repeat; each sample needs its own")
     out_dir = out or tempfile.mkdtemp(prefix="amemgym-inspect-")

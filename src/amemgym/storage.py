@@ -1,17 +1,22 @@
 """Crash-safe file writes: atomic replace for whole files, recoverable appends for JSONL.
 
 Every file amemgym writes goes through here, so a process killed at any instant leaves either the
-old content or the new one, never a truncated mix.
+old content or the new one, never a truncated mix. Every text written here is also scrubbed of API keys
+(:func:`amemgym.redact.redact_content`): a server that echoes the key in a reply or a model name must not
+put it into a run file, a trace or a report.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from .redact import redact_content
 
 
 def fsync_dir(directory: Path) -> None:
@@ -37,6 +42,28 @@ def _umask() -> int:
 _MODE = 0o666 & ~_umask()
 
 
+#: The names of the temp files of :func:`atomic_write_bytes` (``.NAME.XXXXXXXX.tmp``) and of the write probe of
+#: ``run.layout.prepare_out_dir``: what a process killed mid-write leaves behind.
+_STALE = re.compile(r"^\.(?:.+\.[a-z0-9_]{8}\.tmp|write-check\.[a-z0-9_]{8})$")
+
+
+def remove_stale_temps(root: Path) -> int:
+    """Delete the temp files killed writers left under ``root``; returns how many.
+
+    Call it only while holding ``root``'s run lock: then no other process can be writing one right now.
+    """
+    removed = 0
+    for folder, _, files in os.walk(root):
+        for name in files:
+            if _STALE.match(name):
+                try:
+                    os.unlink(os.path.join(folder, name))
+                    removed += 1
+                except FileNotFoundError:
+                    pass
+    return removed
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` via a temp file in the same folder, fsync and rename."""
     path = Path(path)
@@ -60,8 +87,8 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    """Atomically write UTF-8 text."""
-    atomic_write_bytes(path, text.encode("utf-8"))
+    """Atomically write UTF-8 text, with any API key in it masked."""
+    atomic_write_bytes(path, redact_content(text).encode("utf-8"))
 
 
 def dumps(obj: Any) -> str:
@@ -87,7 +114,7 @@ def append_jsonl(path: Path, records: list[dict[str, Any]]) -> None:
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    payload = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+    payload = redact_content("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
     with open(path, "a+b") as fh:
         fh.seek(0, os.SEEK_END)
         if fh.tell() > 0:

@@ -8,7 +8,7 @@ import json
 import re
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -53,13 +53,21 @@ class AgentSpec:
     llm_overrides: dict[str, Any] = field(default_factory=dict)
     #: LLM roles the agent calls; None when unknown (a plug-in without a ``roles`` attribute).
     roles: tuple[str, ...] | None = None
+    #: A ``module:factory`` plug-in: built with a context that holds nothing a player could not know, and
+    #: called through the guard (``agents/plugin.py``).
+    plugin: bool = False
 
     def build(self, llm: LLMClient, ctx: AgentContext) -> MemoryAgent:
         """A fresh agent for one user.
 
+        A plug-in is told no state schema (only oracle ablations, which are built-ins, may read it) and is
+        returned behind :class:`~amemgym.agents.plugin.GuardedAgent`.
+
         Raises:
             ConfigError: the factory (a plug-in's, typically) raised, or returned something that is not an agent.
         """
+        if self.plugin:
+            ctx = replace(ctx, state_schema={})
         try:
             agent = self.factory(llm, ctx)
         except AMemGymError:
@@ -69,6 +77,10 @@ class AgentSpec:
         if not isinstance(agent, MemoryAgent):
             raise ConfigError(f"agent {self.name!r}: its factory returned {type(agent).__name__}, not a memory agent "
                               "(needs reply, ingest, answer, snapshot, restore, memory_view and stats)")
+        if self.plugin:
+            from .plugin import GuardedAgent
+
+            return GuardedAgent(agent, self.name)  # type: ignore[return-value]
         return agent
 
 
@@ -144,8 +156,8 @@ def _build(builder: Callable[..., AgentFactory], groups: dict[str, Any], options
     return builder(**groups, **options)
 
 
-def _lookup(name: str) -> tuple[_Maker, tuple[str, ...] | None]:
-    """What ``name`` refers to, as a function of the options, and the roles it calls.
+def _lookup(name: str) -> tuple[_Maker, tuple[str, ...] | None, bool]:
+    """What ``name`` refers to, as a function of the options, the roles it calls, and whether it is a plug-in.
 
     Raises:
         ConfigError: for a bad name only (options are checked when the function is called).
@@ -155,7 +167,7 @@ def _lookup(name: str) -> tuple[_Maker, tuple[str, ...] | None]:
         m = pattern.match(name)
         if m:
             groups = {k: v for k, v in m.groupdict().items() if v is not None}
-            return partial(_build, builder, groups), roles
+            return partial(_build, builder, groups), roles, False
     if ":" in name:
         # rpartition: a Windows path keeps its drive colon.
         module_name, _, attr = name.rpartition(":")
@@ -168,7 +180,7 @@ def _lookup(name: str) -> tuple[_Maker, tuple[str, ...] | None]:
         unknown = sorted(set(roles or ()) - set(ROLES))
         if unknown:
             raise ConfigError(f"agent {name!r}: roles names unknown role {unknown[0]!r}; known: {', '.join(ROLES)}")
-        return (lambda options: factory), roles  # type: ignore[return-value]
+        return (lambda options: factory), roles, True  # type: ignore[return-value]
     raise ConfigError(f"unknown agent {name!r}; known: {'; '.join(known_agents())}; or module:factory, "
                       "path/file.py:factory, or a file")
 
@@ -220,16 +232,16 @@ def resolve_agent(spec: str) -> AgentSpec:
         except (TypeError, ValidationError) as exc:
             raise ConfigError(f"{path.name}: llm: {_first_problem(exc)}") from None
         try:
-            make, roles = _lookup(data["type"])
+            make, roles, plugin = _lookup(data["type"])
         except ConfigError as exc:
             raise ConfigError(f"{path.name}: type: {exc}") from None
         try:
             factory = make(options)
         except (TypeError, ConfigError) as exc:
             raise ConfigError(f"{path.name}: options: {exc}") from None
-        return AgentSpec(str(data.get("name") or data["type"]), factory, options, llm, roles)
-    make, roles = _lookup(spec)
+        return AgentSpec(str(data.get("name") or data["type"]), factory, options, llm, roles, plugin)
+    make, roles, plugin = _lookup(spec)
     try:
-        return AgentSpec(spec, make({}), roles=roles)
+        return AgentSpec(spec, make({}), roles=roles, plugin=plugin)
     except TypeError as exc:
         raise ConfigError(f"agent {spec!r}: {exc}") from None

@@ -85,7 +85,7 @@ def evolve_command(cfg: Any, env_path: Path | None, agent: str, feedback: str, o
     env_path = env_path or default_environment()
     from ..run.flags import first_users
 
-    env = first_users(load_environment(env_path), limit)
+    env = first_users(load_environment(env_path, limit=limit), limit)
     if spec.llm_overrides:
         roles = dict(cfg.llm.roles)
         roles["agent"] = {**roles.get("agent", {}), **spec.llm_overrides}

@@ -36,8 +36,57 @@ def pick_embedder(name: str) -> tuple[Any, str, str | None]:
     return HashEmbedder().embed_sync, "hash", None
 
 
+def escape(text: str) -> str:
+    """``text`` with rich markup disabled."""
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)
+
+
 def _ci(lo: float | None, hi: float | None) -> str:
     return "n/a" if lo is None or hi is None else f"[{lo:.3f}, {hi:.3f}]"
+
+
+class ValidateProgress:
+    """Which step of ``validate`` is running: a live line on a terminal, one plain line per finished step
+    otherwise (never a repeated heartbeat)."""
+
+    def __init__(self, steps: int, console: Any = None, live: bool | None = None) -> None:
+        """Show ``steps`` steps on ``console`` (default stderr), live when it is a terminal (or ``live``)."""
+        import sys
+
+        from rich.console import Console
+
+        # A real Console: rich's live display enters it as a context manager, which the CLI's lazy one is not.
+        self.console = console if console is not None else Console(stderr=True)
+        self.steps = steps
+        self.done = 0
+        self._bar: Any = None
+        if sys.stderr.isatty() if live is None else live:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self._bar = Progress(TextColumn("validate: {task.description}"), BarColumn(), MofNCompleteColumn(),
+                                 TimeElapsedColumn(), console=self.console, transient=True)
+            self._task = self._bar.add_task("starting", total=steps)
+            self._bar.start()
+
+    def __call__(self, step: str, seconds: float | None) -> None:
+        """The suite's callback: ``seconds`` is None when ``step`` starts, its duration when it ends."""
+        if seconds is None:
+            if self._bar is not None:
+                self._bar.update(self._task, description=step)
+            return
+        self.done += 1
+        if self._bar is not None:
+            self._bar.update(self._task, completed=self.done)
+        else:
+            self.console.print(f"validate: {step} done in {seconds:.1f} s ({self.done}/{self.steps})",
+                               highlight=False, markup=False)
+
+    def close(self) -> None:
+        """Stop the live line."""
+        if self._bar is not None:
+            self._bar.stop()
 
 
 def print_report(report: Any, max_rows: int = 20) -> None:
@@ -47,22 +96,27 @@ def print_report(report: Any, max_rows: int = 20) -> None:
     from ..validity.audit import CHECKS
     from ..validity.suite import DECISION_RULE
 
-    interval = report.strategies[0].interval if report.strategies else ""
-    table = Table("strategy", "kind", "accuracy", f"95% CI ({interval})", "vs random", "verdict",
+    interval = next((s.interval for s in report.strategies if s.verdict != "info"), "")
+    table = Table("strategy", "family", "accuracy", f"CI ({interval})", "baseline", "excess", "verdict",
                   title=f"validity: {report.users} users, {report.answers} answers, random baseline "
                         f"{report.random_baseline:.3f}, margin {report.margin}")
-    colours = {"fail": "red", "pass": "green", "info": "dim"}
+    colours = {"fail": "red", "borderline": "yellow", "pass": "green", "info": "dim"}
     for s in report.strategies:
-        table.add_row(s.name, s.kind, f"{s.accuracy:.3f}", _ci(s.lo, s.hi), f"{s.excess:+.3f}",
-                      f"[{colours[s.verdict]}]{s.verdict}[/]")
+        where = f" ({len(s.period_flags)} period(s))" if s.period_flags else ""
+        table.add_row(s.name, s.family, f"{s.accuracy:.3f}", _ci(s.lo, s.hi), f"{s.baseline:.3f}",
+                      f"{s.excess:+.3f}", f"[{colours[s.verdict]}]{s.verdict}{where}[/]")
     out.print(table)
-    out.print(f"rule: {DECISION_RULE} (gated kinds: {', '.join(report.gated_kinds)}; embedder: {report.embedder})",
+    out.print(f"rule: {DECISION_RULE} (gated kinds: {', '.join(report.gated_kinds)}; {report.tests.get('pooled', 0)} "
+              f"pooled and {report.tests.get('per_period', 0)} per-period tests; embedder: {report.embedder})",
               highlight=False, markup=False)
+    if report.timings:
+        out.print("time per step: " + ", ".join(f"{k} {v:.1f} s" for k, v in report.timings.items()),
+                  highlight=False, markup=False)
     if report.leaky_questions:
         out.print(f"[yellow]{len(report.leaky_questions)} leaky question(s)[/] (an options-only strategy is right at "
                   ">= 90% of periods while the correct option moves):")
         for q in report.leaky_questions[:max_rows]:
-            out.print(f"  user {q.user} question {q.question} via {q.strategy} ({q.hits}/{q.periods}): "
+            out.print(f"  user {q.user} question {q.question} via {q.strategy} ({q.hits:g}/{q.periods}): "
                       f"{q.query[:90]}", highlight=False, markup=False)
     else:
         out.print("no leaky questions")
@@ -86,10 +140,16 @@ def print_report(report: Any, max_rows: int = 20) -> None:
         out.print(f"  duplicate options: {item}", highlight=False, markup=False)
     for note in report.notes:
         out.print(f"note: {note}", highlight=False, markup=False)
+    for line in report.borderline:
+        out.print(f"[bold yellow]BORDERLINE[/]: {escape(line)}", highlight=False)
+    if report.exposure_unchecked:
+        out.print(f"[bold yellow]WARNING[/]: {escape(report.exposure_unchecked)}", highlight=False)
     for failure in report.failures:
-        out.print(f"[red]FAIL[/]: {failure}", highlight=False)
+        out.print(f"[red]FAIL[/]: {escape(failure)}", highlight=False)
     if report.passed:
-        out.print("[green]PASS[/]: no shortcut beats random by more than the margin; reference agents hold")
+        caveat = " (BUT EXPOSURE UNCHECKED, see the warning above)" if report.exposure_unchecked else ""
+        out.print(f"[green]PASS[/]: no memoryless strategy beats its baseline by more than the margin; reference "
+                  f"agents hold{caveat}")
 
 
 def register(app: typer.Typer) -> None:
@@ -101,7 +161,8 @@ def register(app: typer.Typer) -> None:
         env: Annotated[Path, typer.Option("--env", help="Environment file to check.")],
         margin: Annotated[float, typer.Option("--margin", help="How far above random a shortcut may score.")]
         = 0.03,
-        seed: Annotated[int, typer.Option("--seed", help="Seed of tie-breaks and random draws.")] = 0,
+        seed: Annotated[int, typer.Option("--seed", help="Recorded with the results; the verdict does not depend "
+                                          "on it (every strategy is scored by its exact expectation).")] = 0,
         embedder: Annotated[str, typer.Option("--embedder", help="auto (MiniLM if installed, else hash), "
                                               "minilm or hash.")] = "auto",
         json_out: Annotated[Path | None, typer.Option("--json", help="Also write the full results here.")] = None,
@@ -109,15 +170,16 @@ def register(app: typer.Typer) -> None:
                                                  "(they know earlier periods' answers).")] = False,
         judge: Annotated[bool, typer.Option("--judge/--no-judge", help="Have the judge model read each period's "
                                             "opening texts to check that every change is stated (one call per "
-                                            "user and period); without it, procedural environments are read "
-                                            "with the content pack's phrasings and others from metadata only.")]
+                                            "user and period); without it, files of the built-in content pack "
+                                            "are read with its phrasings and others are reported as exposure "
+                                            "UNCHECKED.")]
         = False,
         config: ConfigOpt = None,
         set_: SetOpt = None,
         seeds: Annotated[int, typer.Option("--seeds", help="budget family: also validate seeds 0..N-1 of every "
                                            "domain at the file's tier.")] = 0,
     ) -> None:
-        """Check that no shortcut beats random and that the reference agents hold (exit 1 if not)."""
+        """Check that no memoryless strategy beats its baseline and that the reference agents hold (exit 1 if not)."""
         from ..families import ValidateRequest, family_for_env
 
         request = ValidateRequest(env=env, margin=margin, seed=seed, embedder=embedder, json_out=json_out,

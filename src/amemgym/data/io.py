@@ -8,7 +8,7 @@ import re
 import stat
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from pydantic import ValidationError
 
@@ -48,11 +48,13 @@ def _validation_problem(exc: ValidationError, prefix: tuple[int | str, ...]) -> 
     return [f"{format_loc(prefix + tuple(e['loc']))}: {_describe(dict(e))}" for e in exc.errors()]
 
 
-def _build_users(items: Iterator[tuple[int, Any]], name: str) -> Environment:
-    """Validate user items one at a time, stopping at the first bad one.
+def _build_users(items: Iterator[tuple[int, Any]], name: str, limit: int | None = None) -> Environment:
+    """Validate user items one at a time, stopping at the first bad one (or after ``limit`` good ones).
 
     Only one raw item is alive at a time (the caller drops each after yielding it), so a file of a million
-    broken users costs one user's worth of memory before its error, not a million error records.
+    broken users costs one user's worth of memory before its error, not a million error records. With
+    ``limit`` the items after the first ``limit`` users are never read: a run of two users out of a huge
+    file holds two users.
     """
     users: list[UserEnv] = []
     for i, item in items:
@@ -66,6 +68,8 @@ def _build_users(items: Iterator[tuple[int, Any]], name: str) -> Environment:
         if problems:
             raise DataError(_summarise(name, problems))
         users.append(user)
+        if limit is not None and len(users) >= limit:
+            break
     if not users:
         raise DataError(f"{name}: the environment has no users")
     env = Environment.model_construct(users=users)
@@ -102,42 +106,110 @@ def _json_problem(name: str, exc: json.JSONDecodeError) -> DataError:
     return DataError(f"{name}: not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}")
 
 
-def _stream_items(text: str, start: int, name: str) -> Iterator[tuple[int, Any]]:
-    """The items of the JSON array opening at ``text[start]``, decoded one at a time."""
-    pos = _WS.match(text, start + 1).end()  # type: ignore[union-attr]
-    if text.startswith("]", pos):
-        end = pos + 1
+#: Characters read from an environment file at a time; a user longer than this is read in growing steps.
+READ_CHARS = 1 << 20
+
+
+class _Stream:
+    """A text file read in chunks, holding only the part not yet decoded (plus one item being decoded).
+
+    Positions in error messages are of the whole file: the lines and columns of the dropped prefix are
+    counted as it is dropped.
+    """
+
+    def __init__(self, fh: TextIO, name: str) -> None:
+        self.fh, self.name = fh, name
+        self.buf, self.pos, self.eof = "", 0, False
+        self._line, self._col = 1, 1  # where ``buf`` starts in the file
+
+    def more(self) -> bool:
+        """Read the next chunk (at least as long as what is pending, so a long item is read in few steps)."""
+        if self.eof:
+            return False
+        chunk = self.fh.read(max(READ_CHARS, len(self.buf) - self.pos))
+        if not chunk:
+            self.eof = True
+            return False
+        self.drop()
+        self.buf += chunk
+        return True
+
+    def drop(self) -> None:
+        """Forget the decoded prefix ``buf[:pos]``."""
+        if not self.pos:
+            return
+        done = self.buf[:self.pos]
+        newlines = done.count("\n")
+        self._line += newlines
+        self._col = len(done) - done.rfind("\n") if newlines else self._col + len(done)
+        self.buf, self.pos = self.buf[self.pos:], 0
+
+    def skip_ws(self) -> str:
+        """The next non-whitespace character (moving ``pos`` to it), or "" at the end of the file."""
+        while True:
+            self.pos = _WS.match(self.buf, self.pos).end()  # type: ignore[union-attr]
+            if self.pos < len(self.buf):
+                return self.buf[self.pos]
+            if not self.more():
+                return ""
+
+    def problem(self, msg: str, at: int) -> DataError:
+        """A one-line JSON error at ``buf[at]``, with the file's line and column."""
+        before = self.buf[:at]
+        newlines = before.count("\n")
+        line = self._line + newlines
+        col = at - before.rfind("\n") if newlines else self._col + at
+        return DataError(f"{self.name}: not valid JSON at line {line} column {col}: {msg}")
+
+    def decode(self, i: int) -> Any:
+        """The JSON value at ``pos``, reading on while it is cut off by the end of what was read."""
+        while True:
+            try:
+                item, end = _DECODER.raw_decode(self.buf, self.pos)
+            except json.JSONDecodeError as exc:
+                if self.more():
+                    continue
+                raise self.problem(exc.msg, exc.pos) from None
+            except RecursionError:
+                raise DataError(f"{self.name}: [{i}]: nested too deeply to be an environment") from None
+            if end == len(self.buf) and self.more():
+                continue  # a number may go on in the next chunk
+            self.pos = end
+            return item
+
+
+def _stream_items(stream: _Stream) -> Iterator[tuple[int, Any]]:
+    """The items of the JSON array opening at ``stream.pos``, decoded one at a time, the file read as needed."""
+    stream.pos += 1
+    if stream.skip_ws() == "]":
+        stream.pos += 1
     else:
         i = 0
         while True:
-            try:
-                item, pos = _DECODER.raw_decode(text, pos)
-            except json.JSONDecodeError as exc:
-                raise _json_problem(name, exc) from None
-            except RecursionError:
-                raise DataError(f"{name}: [{i}]: nested too deeply to be an environment") from None
+            item = stream.decode(i)
             yield i, item
             del item
             i += 1
-            pos = _WS.match(text, pos).end()  # type: ignore[union-attr]
-            if text.startswith(",", pos):
-                pos = _WS.match(text, pos + 1).end()  # type: ignore[union-attr]
+            nxt = stream.skip_ws()
+            if nxt == ",":
+                stream.pos += 1
+                stream.skip_ws()
                 continue
-            if text.startswith("]", pos):
-                end = pos + 1
+            if nxt == "]":
+                stream.pos += 1
                 break
-            raise _json_problem(name, json.JSONDecodeError("Expecting ',' delimiter", text, pos))
-    rest = _WS.match(text, end).end()  # type: ignore[union-attr]
-    if rest != len(text):
-        raise _json_problem(name, json.JSONDecodeError("Extra data", text, rest))
+            raise stream.problem("Expecting ',' delimiter", stream.pos)
+    if stream.skip_ws():
+        raise stream.problem("Extra data", stream.pos)
 
 
-def load_environment(path: str | Path) -> Environment:
+def load_environment(path: str | Path, *, limit: int | None = None) -> Environment:
     """Load and check an environment file (ours or the original release's ``data.json``).
 
-    The top-level list is decoded and validated user by user, stopping at the first problem, so memory
-    stays near the file's text plus the finished users (see docs/tiers.md). A leading UTF-8 byte order
-    mark is accepted.
+    The top-level list is read in chunks, decoded and validated user by user, stopping at the first
+    problem, so memory holds the users kept plus one being read, never the file's whole text (see
+    docs/tiers.md). With ``limit`` (``--limit N``, at least 1) reading stops after the first ``limit`` users.
+    A leading UTF-8 byte order mark is accepted.
 
     Raises:
         DataError: if the file is missing, not a regular file, not JSON, or fails a structural or semantic check.
@@ -154,14 +226,19 @@ def load_environment(path: str | Path) -> Environment:
     if not stat.S_ISREG(info.st_mode):
         raise DataError(f"{p}: not a regular file (a directory, pipe or device cannot be an environment)")
     try:
-        text = p.read_text(encoding="utf-8-sig")
+        with open(p, encoding="utf-8-sig") as fh:
+            stream = _Stream(fh, name)
+            if stream.skip_ws() == "[":
+                # Decoded and validated user by user as the file is read: memory holds the users kept, not
+                # the file's text (docs/design.md §2).
+                return _build_users(_stream_items(stream), name, limit)
+            while stream.more():
+                pass
+            text = stream.buf
     except FileNotFoundError:
         raise DataError(f"{p}: no such environment file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise DataError(f"{p}: cannot read: {exc}") from None
-    start = _WS.match(text).end()  # type: ignore[union-attr]
-    if text.startswith("[", start):
-        return _build_users(_stream_items(text, start, name), name)
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -169,7 +246,8 @@ def load_environment(path: str | Path) -> Environment:
     except RecursionError:
         raise DataError(f"{name}: nested too deeply to be an environment") from None
     del text
-    return parse_environment(raw, name)
+    env = parse_environment(raw, name)
+    return env if limit is None else env.model_copy(update={"users": env.users[:limit]})
 
 
 def _user_json(user: UserEnv) -> dict[str, Any]:

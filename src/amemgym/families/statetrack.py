@@ -98,9 +98,9 @@ class StateTrack:
     def validate(self, request: ValidateRequest, console: Console) -> int:
         """Shortcut strategies against random, the reference agents, the data audit; 1 if any check fails."""
         from ..cli_common import app_config, err
-        from ..commands.validate import pick_embedder, print_report
+        from ..commands.validate import ValidateProgress, pick_embedder, print_report
         from ..data.io import load_environment
-        from ..validity import TextVectors, run_suite
+        from ..validity import FAMILIES, TextVectors, run_suite
 
         r = request
         if not 0 <= r.margin < 1:
@@ -110,23 +110,34 @@ class StateTrack:
         if note:
             err.print(note, highlight=False, markup=False)
         exposure = None
-        if r.judge:
-            import asyncio
+        # Steps: the judge's reading (if asked), embeddings, text reader, one per family, gates.
+        progress = ValidateProgress(len(FAMILIES) + 3 + int(r.judge))
+        try:
+            if r.judge:
+                import asyncio
+                import time
 
-            from ..llm.client import LLMClient
-            from ..validity.exposure import judge_reader, read_exposure_async
+                from ..llm.client import LLMClient
+                from ..validity.exposure import judge_reader, read_exposure_async
 
-            llm = LLMClient.from_config(app_config(r.config, r.sets).llm)
+                llm = LLMClient.from_config(app_config(r.config, r.sets).llm)
 
-            async def read() -> Any:
-                try:
-                    return await read_exposure_async(environment, judge_reader(llm), "LLM judge")
-                finally:
-                    await llm.aclose()
+                async def read() -> Any:
+                    try:
+                        return await read_exposure_async(environment, judge_reader(llm), "LLM judge")
+                    finally:
+                        await llm.aclose()
 
-            exposure = asyncio.run(read())
-        report = run_suite(environment, TextVectors(embed), margin=r.margin, seed=r.seed, embedder=name,
-                           gate_prior=r.gate_prior, text_exposure=exposure)
+                periods = sum(len(u.periods) for u in environment.users)
+                step = f"judge reads {periods} periods (one call each; minutes on a CPU-served model)"
+                progress(step, None)
+                started = time.perf_counter()
+                exposure = asyncio.run(read())
+                progress(step, time.perf_counter() - started)
+            report = run_suite(environment, TextVectors(embed), margin=r.margin, seed=r.seed, embedder=name,
+                               gate_prior=r.gate_prior, text_exposure=exposure, progress=progress)
+        finally:
+            progress.close()
         if note:
             report.notes.append(note)
         print_report(report)
@@ -220,6 +231,7 @@ class StateTrack:
         from ..report.aggregate import cell_counts, degeneracy_flags
         from ..report.load import load_runs
         from ..report.stats import cell_differences, paired_comparison, result_rows
+        from ..run.ranking_flags import shown
 
         a, b = load_runs([run_a, run_b])
         if a.environment_sha256 != b.environment_sha256:
@@ -240,7 +252,7 @@ class StateTrack:
             if total:
                 table.add_row(f"cells excluded from {name}'s memory score (UB <= R)", f"{excluded}/{total}")
             flags = degeneracy_flags(run.metrics)
-            table.add_row(f"flags of {name}", "; ".join(f"DEGENERATE: {f}" for f in flags) or "-")
+            table.add_row(f"flags of {name}", "; ".join(shown(f) for f in flags) or "-")
         from ..report.leaderboard import trials_flag
 
         for name, run in (("A", a), ("B", b)):

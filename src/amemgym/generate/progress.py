@@ -7,6 +7,7 @@ import sys
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from ..cli_common import new_console
 from ..llm.usage import UsageLedger
 from ..run.progress import stall_text
 
@@ -15,7 +16,7 @@ class GenerationProgress:
     """Counts finished (user, stage) steps, with tokens, cache hits and failures so far."""
 
     def __init__(self, users: int, stages: int, ledger: UsageLedger, console: Console | None = None) -> None:
-        self.console = console or Console(stderr=True)
+        self.console = console or new_console(stderr=True)
         self.ledger = ledger
         self.total = users * stages
         self.done = 0

@@ -1,7 +1,8 @@
 """A persistent response cache in SQLite, keyed by the canonical request.
 
 Only successful responses are stored. The key never includes an API key, and the stored value is the
-response text and its token counts, nothing else.
+response text and its token counts, nothing else; a key the server echoed into a reply or a model name is
+masked before it is stored (:func:`amemgym.redact.redact_content`), so a replay shows the mask too.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import sqlite3
 import threading
 from pathlib import Path
 from typing import Any
+
+from ..redact import redact_content
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
@@ -43,11 +46,11 @@ class ResponseCache:
 
     def put(self, key: str, role: str, model: str, value: dict[str, Any]) -> None:
         """Store a record (last write wins; identical requests give identical keys)."""
-        payload = json.dumps(value, ensure_ascii=False, sort_keys=True)
+        payload = redact_content(json.dumps(value, ensure_ascii=False, sort_keys=True))
         with self._lock:
             self._conn.execute(
                 "INSERT OR REPLACE INTO responses (key, role, model, value) VALUES (?, ?, ?, ?)",
-                (key, role, model, payload),
+                (key, role, redact_content(model), payload),
             )
 
     def __len__(self) -> int:

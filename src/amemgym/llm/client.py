@@ -21,7 +21,7 @@ from .backends import ChatBackend, EmbedBackend, PermanentError, TransientError
 from .cache import ResponseCache
 from .limiter import AdaptiveLimiter
 from .openai_backend import OpenAIBackend, OpenAIEmbedBackend, public_url
-from .redact import redact, register_secret
+from .redact import redact, redact_content, register_secret
 from .types import ChatMessage, ChatRequest, ChatResult, ToolCallOut
 from .urls import check_base_url
 from .usage import UsageLedger
@@ -261,6 +261,8 @@ class LLMClient:
                 backend = await self.backend(role)
                 ask = getattr(backend, "model_identity", None)
                 identity = await self._resolve_identity(role, ask, ep) if ask is not None else (ep.model or "")
+            # Recorded in manifests and cache keys: a server that puts the key in its model list must not leak it.
+            identity = redact_content(identity)
             self._identities[role] = identity
         return identity
 

@@ -17,6 +17,7 @@ from html import escape
 from importlib import resources
 from typing import Any
 
+from ..run.ranking_flags import shown
 from ..scoring.registry import headline, table_metrics
 from .aggregate import Summary, fmt
 from .browser import embed_json
@@ -60,7 +61,7 @@ def summary_table(summaries: Sequence[Summary]) -> str:
         cells = (s.label, s.agent, s.memory_text(), *((s.memory_recall.text(),) if recall else ()),
                  *(s.cell_text(m) for m in metrics), str(s.users), f"{s.total_tokens:,}",
                  f"{s.total_cost:.4f}", fmt(s.wall_seconds, 1), "yes" if s.complete else "NO",
-                 "; ".join(f"DEGENERATE: {f}" for f in s.flags))
+                 "; ".join(shown(f) for f in s.flags))
         css = ' class="degenerate"' if s.degenerate else ""
         rows.append(f"<tr{css}>" + "".join(f"<td>{escape(c)}</td>" for c in cells) + "</tr>")
     return _table(head, rows, "summary")

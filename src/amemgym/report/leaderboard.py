@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..run.ranking_flags import shown as shown_flag
 from ..scoring.registry import HEADLINE, Metric, headline, table_metrics
 from .aggregate import Summary, summarize
 from .load import RunRecord
@@ -29,8 +30,9 @@ from .load import RunRecord
 def protocol_key(run: RunRecord) -> str:
     """What must match for two runs to be ranked together: environment, rounds, run settings, replay or not.
 
-    The agent (what a leaderboard compares), the off-policy source path and the seed are left out: runs
-    that differ only in their seed (trials) measure the same thing.
+    The agent (what a leaderboard compares) and the seed are left out: runs that differ only in their seed
+    (trials) measure the same thing. Off-policy runs group by what they replayed (the content hash of the
+    source's sessions), not by where the source sits.
     """
     proto = run.protocol
     settings = proto.get("run")
@@ -40,7 +42,9 @@ def protocol_key(run: RunRecord) -> str:
         "environment_sha256": proto.get("environment_sha256"),
         "rounds": proto.get("rounds"),
         "run": settings,
-        "off_policy": bool(proto.get("off_policy")),
+        # An off-policy run is comparable only with runs that replayed the same conversations: the content
+        # hash of the source's sessions (older manifests without it: the source path, to stay apart).
+        "off_policy": (proto.get("off_policy_sessions_sha256") or proto.get("off_policy")) or False,
     }
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode("utf-8")).hexdigest()
 
@@ -85,7 +89,7 @@ def leaderboard(runs: Sequence[RunRecord]) -> list[Entry]:
             env = (r.environment_sha256 or "unknown")[:12]
             flags = ((() if r.complete else ("incomplete",))
                      + (("no memory score",) if s.memory_score.mean is None else ())
-                     + tuple(f"DEGENERATE: {f}" for f in s.flags)
+                     + tuple(shown_flag(f) for f in s.flags)
                      + (("off-policy",) if r.protocol.get("off_policy") else ())
                      + ((trials_flag(r.metrics["trials"]),) if r.metrics.get("trials") else ()))
             if r.complete and s.memory_score.mean is not None and not s.degenerate:

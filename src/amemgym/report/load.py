@@ -11,6 +11,7 @@ from ..data.model import Environment
 from ..errors import AMemGymError, RunError
 from ..records import EvaluationRecord, Manifest, Metrics, as_dict, read_record
 from ..run.layout import RunDir
+from ..run.ranking_flags import model_change_flag, with_flag
 from ..run.trials import is_trials_dir, pooled_metrics, trial_run_dirs
 
 
@@ -81,7 +82,8 @@ def load_run(root: Path, label: str | None = None) -> RunRecord:
         return _load_trials(root, label)
     rd = RunDir(root)
     manifest = as_dict(read_record(rd.manifest, Manifest))
-    metrics = as_dict(read_record(rd.metrics, Metrics))
+    # A run resumed on another model carries the flag in every reader (board, compare, report), never ranked.
+    metrics = with_flag(as_dict(read_record(rd.metrics, Metrics)), model_change_flag(manifest.get("model_changes")))
     return RunRecord(root=root, label=label or root.name, manifest=manifest, metrics=metrics)
 
 
@@ -98,6 +100,7 @@ def _load_trials(root: Path, label: str | None) -> RunRecord:
         raise RunError(f"{root}: cannot pool the trials: {why}")
     metrics = pooled_metrics(env, [t.root for t in trials])
     metrics["agent"] = first.agent
+    metrics = with_flag(metrics, model_change_flag([c for t in trials for c in t.manifest.get("model_changes") or []]))
     return RunRecord(root=root, label=label or root.name, manifest=first.manifest, metrics=metrics,
                      trials=tuple(t.root for t in trials))
 

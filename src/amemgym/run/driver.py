@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..agents.base import AgentContext
+from ..agents.guard import set_call_limit
 from ..agents.registry import resolve_agent
 from ..config import AppConfig
 from ..data.io import load_environment
@@ -117,7 +118,7 @@ def run_command(
         raise ConfigError("--ray-address needs --executor ray")
     spec = resolve_agent(agent)
     env_path = env_path or default_environment()
-    env = first_users(load_environment(env_path), limit)
+    env = first_users(load_environment(env_path, limit=limit), limit)
     if models is not None:
         cfg.llm.roles = apply_models_file(cfg.llm.roles, models)  # type: ignore[arg-type, assignment]
     if spec.llm_overrides:
@@ -164,6 +165,7 @@ def run_command(
                 progress.close()
                 await llm.aclose()
 
+        set_call_limit(cfg.run.agent_call_timeout)
         outcome = asyncio.run(go())
         print_summary(console, outcome.metrics, out_dir)
         if outcome.failures:

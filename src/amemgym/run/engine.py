@@ -24,10 +24,11 @@ from ..llm.redact import redact_obj
 from ..llm.usage import UsageLedger
 from ..prompts import template_hashes
 from ..records import RUN_FORMAT_VERSION, Manifest, PendingUsage, UsageFile, as_dict, read_record, versioned
-from ..storage import atomic_write_json
+from ..storage import atomic_write_json, remove_stale_temps
 from .episode import RUN_ROLES, Episode, EpisodeEvents, PeriodHook
 from .layout import RunDir, adopt_legacy_folders, folder_clashes, prepare_out_dir, user_folder
 from .progress import RunProgress
+from .ranking_flags import source_sessions_sha256
 from .results import compute_metrics, protocol_settings, write_trace
 
 #: How often a running invocation writes its usage so far (a SIGKILL loses at most this much of it).
@@ -71,6 +72,8 @@ def protocol_of(env: Environment, spec: AgentSpec, cfg: AppConfig, off_policy: P
         "rounds": {"init": cfg.env.num_rounds_init, "update": cfg.env.num_rounds_update},
         "run": cfg.run.model_dump(exclude={"serial", "user_concurrency", "workers"}),
         "off_policy": str(off_policy) if off_policy else None,
+        # What was replayed, by content: runs replaying different conversations are never grouped together.
+        **({"off_policy_sessions_sha256": source_sessions_sha256(off_policy)} if off_policy else {}),
     }
 
 
@@ -230,6 +233,7 @@ class Runner:
         if self.off_policy is not None and not self.off_policy.manifest.exists():
             raise RunError(f"{self.off_policy.root}: not a run directory (no manifest.json) for --off-policy")
         prepare_out_dir(self.rundir.root)
+        remove_stale_temps(self.rundir.root)  # left by a killed invocation; the caller holds the lock
         # Every call of this run (each trial has its own seed) is a fresh sample, cached under that seed.
         self.llm.sample_seed = self.cfg.run.seed
         old = self._check_protocol()  # before any call: another run's directory is refused even offline

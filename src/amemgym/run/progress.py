@@ -43,9 +43,9 @@ class RunProgress:
     def console(self) -> Console:
         """Where the display goes (stderr unless given); made on first use, rich being slow to import."""
         if self._console is None:
-            from rich.console import Console
+            from ..cli_common import new_console
 
-            self._console = Console(stderr=True)
+            self._console = new_console(stderr=True)
         return self._console
 
     def attach(self, events: Any, users: list[Any], ledger: UsageLedger) -> None:

@@ -116,6 +116,10 @@ def compute_metrics(env: Environment, rundir: RunDir, answer_rule: str = "strict
     metrics["simulator"] = degenerate_summary(env, rundir)
     metrics["overall"]["flags"] = result_flags(metrics["overall"], metrics["simulator"])
     metrics["overall"]["degenerate"] = bool(metrics["overall"]["flags"])
+    from ..validity.exposure import unchecked_reason
+
+    # A file whose openings no text reader can check must never look fully validated (docs/design.md §8).
+    metrics["exposure_unchecked"] = unchecked_reason(env)
     return metrics
 
 

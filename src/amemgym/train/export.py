@@ -29,6 +29,7 @@ from typing import Any
 
 from ..errors import ConfigError, RunError
 from ..prompts import render
+from ..run.layout import RunDir
 from ..storage import atomic_write_text
 from .layout_reader import RecordedUser, read_run
 
@@ -69,6 +70,7 @@ def export_run(rundir: Path, out: Path, *, fmt: str = "openai-chat", with_evalua
     if unit not in UNITS:
         raise ConfigError(f"unknown export unit {unit!r}; known: {', '.join(UNITS)}")
     users = read_run(Path(rundir))
+    refuse_unfinished(Path(rundir))
     n_sessions = sum(len(u.sessions) for u in users)
     if n_sessions == 0:
         raise RunError(f"{rundir}: the run has no finished session to export")
@@ -84,6 +86,25 @@ def export_run(rundir: Path, out: Path, *, fmt: str = "openai-chat", with_evalua
     answers = [q for u in users for e in u.evaluations for q in e["questions"]] if with_evaluation else []
     written = len(answers) if fmt == "jsonl" else sum(1 for q in answers if _correct(q))
     return ExportSummary(Path(out), len(lines), len(users), n_sessions, written, len(answers) - written)
+
+
+def refuse_unfinished(rundir: Path) -> None:
+    """Refuse a run that has not finished: training data from half a run is not the run's (as the budget
+    family refuses an episode without ``results.json``).
+
+    Raises:
+        RunError: ``metrics.json`` is missing or says the run is incomplete.
+    """
+    path = RunDir(rundir).metrics
+    complete = False
+    if path.exists():
+        try:
+            complete = bool(json.loads(path.read_text(encoding="utf-8")).get("complete"))
+        except (OSError, ValueError, AttributeError):
+            complete = False
+    if not complete:
+        raise RunError(f"{rundir}: the run has not finished (no complete metrics.json); re-run the same amemgym run "
+                       "command to finish it, then export")
 
 
 def _correct(question: dict[str, Any]) -> bool:

@@ -2,11 +2,12 @@
 
 from .audit import CHECKS, AuditFinding, DataAudit, audit_environment
 from .strategies import Strategy, TextVectors, reference_strategies, shortcut_strategies
-from .suite import DECISION_RULE, LeakyQuestion, StrategyScore, ValidityReport, run_suite, wilson
+from .suite import DECISION_RULE, FAMILIES, LeakyQuestion, StrategyScore, ValidityReport, run_suite, wilson
 
 __all__ = [
     "CHECKS",
     "DECISION_RULE",
+    "FAMILIES",
     "AuditFinding",
     "DataAudit",
     "LeakyQuestion",

@@ -5,8 +5,9 @@ many users: a word that tends to mark the correct option, an option text that is
 a slot the correct option tends to sit in, or a correct option that resembles all the others. Each
 strategy here targets one such regularity.
 
-The learned ones are *cross-fitted*: users are split in two halves with a seeded shuffle, a model fitted
-on one half picks the options of the other, and vice versa. So no user is ever scored by a model that saw
+The learned ones are *cross-fitted*: users are split in two halves by a fixed shuffle of their ids (not
+by ``--seed``, so the verdict is the same at every seed), a model fitted on one half picks the options of
+the other, and vice versa. So no user is ever scored by a model that saw
 its own answers, and a high score means the regularity carries over to unseen users, which is exactly
 what a trained memoryless policy would exploit.
 """
@@ -25,7 +26,7 @@ import numpy as np
 from ..data.model import Environment, UserEnv
 from ..seeding import derive_seed
 from ..textsim import jaccard, words
-from .strategies import Pick, Strategy, TextVectors, argmax_tiebreak, matching_options
+from .strategies import Pick, Strategy, TextVectors, all_options, matching_options, top_options
 
 _TOKEN = re.compile(r"[a-z0-9']+")
 #: Hashed feature space of the learned model (collisions only add noise, they cannot fake a leak).
@@ -34,20 +35,23 @@ _DIM = 1 << 14
 _L2 = 1.0
 
 Scores = dict[tuple[str, int], list[float]]
+#: Training examples of a fitted model: (user, question) pairs whose correct options it learns from.
+Examples = list[tuple[UserEnv, int]]
+Fit = Callable[[Examples], Callable[[UserEnv, int], list[float]]]
 
 
 def _tokens(text: str) -> list[str]:
     return _TOKEN.findall(text.lower())
 
 
-def _halves(env: Environment, seed: int) -> tuple[list[UserEnv], list[UserEnv]]:
+def _halves(env: Environment) -> tuple[list[UserEnv], list[UserEnv]]:
     users = sorted(env.users, key=lambda u: u.id)
-    random.Random(derive_seed(seed, "crossfit")).shuffle(users)
+    random.Random(derive_seed("crossfit")).shuffle(users)
     mid = len(users) // 2
     return users[:mid], users[mid:]
 
 
-def _gold_counts(user: UserEnv, q: int) -> list[int]:
+def gold_counts(user: UserEnv, q: int) -> list[int]:
     """How many periods each option of question ``q`` is the unique correct one."""
     counts = [0] * len(user.qas[q].answer_choices)
     for p in range(len(user.periods)):
@@ -57,28 +61,32 @@ def _gold_counts(user: UserEnv, q: int) -> list[int]:
     return counts
 
 
-def _crossfit(env: Environment, seed: int,
-              fit: Callable[[list[UserEnv]], Callable[[UserEnv, int], list[float]]]) -> Scores:
+def examples(users: list[UserEnv]) -> Examples:
+    """Every (user, question) of ``users``."""
+    return [(u, q) for u in users for q in range(len(u.qas))]
+
+
+def _crossfit(env: Environment, fit: Fit) -> Scores:
     """Option scores for every (user, question), each from a model fitted on the other half of the users."""
-    a, b = _halves(env, seed)
+    a, b = _halves(env)
     out: Scores = {}
     for train, test in ((a, b), (b, a)):
         if not train or not test:
             continue
-        score = fit(train)
+        score = fit(examples(train))
         for user in test:
             for q in range(len(user.qas)):
                 out[(user.id, q)] = score(user, q)
     return out
 
 
-def _picker(name: str, seed: int, scores: Scores) -> Pick:
-    def pick(user: UserEnv, period: int, question: int) -> int:
-        rng = random.Random(derive_seed(seed, name, user.id, question))
+def picker(scores: Scores) -> Pick:
+    """A pick of the best-scored options of each (user, question); a uniform draw where nothing was fitted."""
+
+    def pick(user: UserEnv, period: int, question: int) -> tuple[int, ...]:
         s = scores.get((user.id, question))
-        n = len(user.qas[question].answer_choices)
         # A single-user environment has nobody to learn from: the strategy falls back to a uniform draw.
-        return rng.randrange(n) if s is None else argmax_tiebreak(s, rng)
+        return all_options(user, question) if s is None else top_options(s)
 
     return pick
 
@@ -97,16 +105,16 @@ def _pieces(text: str) -> list[str]:
     return [_norm(text)] + (sentences if len(sentences) > 1 else [])
 
 
-def _fit_frequency(train: list[UserEnv]) -> Callable[[UserEnv, int], list[float]]:
-    # Per option text and per sentence: periods it was correct and periods it was offered, pooled over users.
+def fit_frequency(train: Examples) -> Callable[[UserEnv, int], list[float]]:
+    """Per option text and per sentence: periods it was correct and periods it was offered, pooled."""
     right: dict[str, int] = defaultdict(int)
     shown: dict[str, int] = defaultdict(int)
-    for user in train:
-        for q, qa in enumerate(user.qas):
-            for i, c in enumerate(_gold_counts(user, q)):
-                for key in _pieces(qa.answer_choices[i].answer):
-                    right[key] += c
-                    shown[key] += len(user.periods)
+    for user, q in train:
+        qa = user.qas[q]
+        for i, c in enumerate(gold_counts(user, q)):
+            for key in _pieces(qa.answer_choices[i].answer):
+                right[key] += c
+                shown[key] += len(user.periods)
 
     def score(user: UserEnv, q: int) -> list[float]:
         choices = user.qas[q].answer_choices
@@ -130,30 +138,55 @@ def _marker_features(text: str) -> set[str]:
     return set(toks) | {f"{x} {y}" for x, y in zip(toks, toks[1:], strict=False)}
 
 
-def _fit_markers(train: list[UserEnv]) -> Callable[[UserEnv, int], list[float]]:
-    # Per feature, only where it tells options apart (in some options of a question, not all): how often
-    # the correct option has it, against how often a random pick would. An option scores its most telling
-    # feature's z-score, so one marker word is not drowned by the dozens of ordinary words around it.
+def shape_features(user: UserEnv, q: int) -> list[set[str]]:
+    """Per option: its words and word pairs plus its slot and length rank from either end."""
+    texts = [c.answer for c in user.qas[q].answer_choices]
+    n = len(texts)
+    lengths = sorted(len(t) for t in texts)
+    out = []
+    for i, t in enumerate(texts):
+        rank = lengths.index(len(t))
+        out.append(_marker_features(t) | {f"@pos:{i}", f"@rpos:{n - 1 - i}", f"@len:{rank}", f"@rlen:{n - 1 - rank}"})
+    return out
+
+
+def text_features(user: UserEnv, q: int) -> list[set[str]]:
+    """Per option: its words and word pairs."""
+    return [_marker_features(c.answer) for c in user.qas[q].answer_choices]
+
+
+def fit_markers(train: Examples, features: Callable[[UserEnv, int], list[set[str]]] = text_features,
+                gold: Callable[[UserEnv, int], list[int]] | None = None) -> Callable[[UserEnv, int], list[float]]:
+    """The feature that most often marks the correct option in ``train``, as a per-option z-score.
+
+    Per feature, only where it tells options apart (in some options of a question, not all): how often
+    the correct option has it, against how often a random pick would. An option scores its most telling
+    feature's z-score, so one marker word is not drowned by the dozens of ordinary words around it.
+
+    Args:
+        train: the (user, question) pairs to learn from.
+        features: each option's features.
+        gold: how many periods each option is correct (default: every period).
+    """
+    counts_of = gold or gold_counts
     observed: dict[str, float] = defaultdict(float)
     expected: dict[str, float] = defaultdict(float)
-    for user in train:
-        for q, qa in enumerate(user.qas):
-            counts = _gold_counts(user, q)
-            feats = [_marker_features(c.answer) for c in qa.answer_choices]
-            n = len(feats)
-            holders: dict[str, list[int]] = defaultdict(list)
-            for i, fs in enumerate(feats):
-                for f in fs:
-                    holders[f].append(i)
-            for f, idx in holders.items():
-                if len(idx) < n:
-                    observed[f] += sum(counts[i] for i in idx)
-                    expected[f] += sum(counts) * len(idx) / n
+    for user, q in train:
+        counts = counts_of(user, q)
+        feats = features(user, q)
+        n = len(feats)
+        holders: dict[str, list[int]] = defaultdict(list)
+        for i, fs in enumerate(feats):
+            for f in fs:
+                holders[f].append(i)
+        for f, idx in holders.items():
+            if len(idx) < n:
+                observed[f] += sum(counts[i] for i in idx)
+                expected[f] += sum(counts) * len(idx) / n
     z = {f: (observed[f] - e) / math.sqrt(e + 1.0) for f, e in expected.items()}
 
     def score(user: UserEnv, q: int) -> list[float]:
-        return [max((z.get(f, 0.0) for f in _marker_features(c.answer)), default=0.0)
-                for c in user.qas[q].answer_choices]
+        return [max((z.get(f, 0.0) for f in fs), default=0.0) for fs in features(user, q)]
 
     return score
 
@@ -181,7 +214,7 @@ def _option_features(user: UserEnv, q: int) -> list[list[int]]:
     return rows
 
 
-def _fit_logit(train: list[UserEnv]) -> Callable[[UserEnv, int], list[float]]:
+def _fit_logit(train: Examples) -> Callable[[UserEnv, int], list[float]]:
     """Fit a softmax over each question's options (shared weights) to how often each option was correct."""
     from scipy.optimize import minimize
 
@@ -191,18 +224,17 @@ def _fit_logit(train: list[UserEnv]) -> Callable[[UserEnv, int], list[float]]:
     group_start: list[int] = []
     group_n: list[float] = []
     row = 0
-    for user in train:
-        for q in range(len(user.qas)):
-            counts = _gold_counts(user, q)
-            if not sum(counts):
-                continue
-            group_start.append(row)
-            group_n.append(float(sum(counts)))
-            for feats, c in zip(_option_features(user, q), counts, strict=True):
-                feat_idx += feats
-                row_of_feat += [row] * len(feats)
-                y.append(float(c))
-                row += 1
+    for user, q in train:
+        counts = gold_counts(user, q)
+        if not sum(counts):
+            continue
+        group_start.append(row)
+        group_n.append(float(sum(counts)))
+        for feats, c in zip(_option_features(user, q), counts, strict=True):
+            feat_idx += feats
+            row_of_feat += [row] * len(feats)
+            y.append(float(c))
+            row += 1
     if not group_start:
         return lambda user, q: [0.0] * len(user.qas[q].answer_choices)
     # Only features seen in training can get a weight: optimise over those (far fewer than the hash space).
@@ -243,7 +275,7 @@ def _centrality(values: list[list[float]]) -> list[float]:
     return [sum(values[i][j] for j in range(n) if j != i) / max(1, n - 1) for i in range(n)]
 
 
-def _option_strategies(seed: int, vectors: TextVectors, max_options: int) -> list[Strategy]:
+def _option_strategies(vectors: TextVectors, max_options: int) -> list[Strategy]:
     def lexical(user: UserEnv, q: int) -> list[float]:
         ws = [words(c.answer) for c in user.qas[q].answer_choices]
         return _centrality([[jaccard(a, b) for b in ws] for a in ws])
@@ -252,17 +284,13 @@ def _option_strategies(seed: int, vectors: TextVectors, max_options: int) -> lis
         vs = [vectors.vector(c.answer) for c in user.qas[q].answer_choices]
         return _centrality([[float(a @ b) for b in vs] for a in vs])
 
-    def by(name: str, fn: Callable[[UserEnv, int], list[float]]) -> Pick:
-        def pick(user: UserEnv, period: int, question: int) -> int:
-            return argmax_tiebreak(fn(user, question), random.Random(derive_seed(seed, name, user.id, question)))
-
-        return pick
+    def by(fn: Callable[[UserEnv, int], list[float]]) -> Pick:
+        return lambda user, period, question: top_options(fn(user, question))
 
     def slot(k: int) -> Pick:
-        def pick(user: UserEnv, period: int, question: int) -> int:
-            n = len(user.qas[question].answer_choices)
+        def pick(user: UserEnv, period: int, question: int) -> tuple[int, ...]:
             # Questions with fewer options have no slot k: a uniform draw keeps the strategy at chance there.
-            return k if k < n else random.Random(derive_seed(seed, "slot", k, user.id, question)).randrange(n)
+            return (k,) if k < len(user.qas[question].answer_choices) else all_options(user, question)
 
         return pick
 
@@ -270,31 +298,63 @@ def _option_strategies(seed: int, vectors: TextVectors, max_options: int) -> lis
            for k in range(1, max_options - 1)]
     return out + [
         Strategy("centrality_overlap", "options", "the option sharing the most words with the other options",
-                 by("centrality_overlap", lexical)),
+                 by(lexical)),
         Strategy("centrality_embedding", "options", "the option closest (cosine) to the other options",
-                 by("centrality_embedding", embedded)),
+                 by(embedded)),
     ]
 
 
-def cross_user_strategies(env: Environment, seed: int, vectors: TextVectors) -> list[Strategy]:
-    """Position slots, centrality and the cross-fitted learned strategies for ``env``.
-
-    Args:
-        env: the environment (the learned strategies are fitted on its users, two halves in turn).
-        seed: seeds the split and the tie-breaks.
-        vectors: embeddings for the embedding-based centrality.
-    """
+def option_strategies(env: Environment, vectors: TextVectors) -> list[Strategy]:
+    """Favoured middle slots and option centrality (fixed strategies that look at the whole option set)."""
     max_options = max((len(qa.answer_choices) for u in env.users for qa in u.qas), default=0)
-    learned = [
-        ("option_frequency", "the option text correct most often for other users (cross-fitted)", _fit_frequency),
+    return _option_strategies(vectors, max_options)
+
+
+def _correct_at(period: int) -> Callable[[UserEnv, int], list[int]]:
+    def gold(user: UserEnv, q: int) -> list[int]:
+        found = matching_options(user, period, q) if period < len(user.periods) else []
+        return [int(len(found) == 1 and i == found[0]) for i in range(len(user.qas[q].answer_choices))]
+
+    return gold
+
+
+def _marker_by_period(env: Environment) -> Pick:
+    """Markers fitted, per period index, on which options were correct at that period for other users."""
+    a, b = _halves(env)
+    scores: dict[tuple[str, int, int], list[float]] = {}
+    periods = max(len(u.periods) for u in env.users)
+    for train, test in ((a, b), (b, a)):
+        if not train or not test:
+            continue
+        for p in range(periods):
+            score = fit_markers(examples([u for u in train if len(u.periods) > p]), text_features, _correct_at(p))
+            for user in test:
+                if len(user.periods) > p:
+                    for q in range(len(user.qas)):
+                        scores[(user.id, q, p)] = score(user, q)
+
+    def pick(user: UserEnv, period: int, question: int) -> tuple[int, ...]:
+        s = scores.get((user.id, question, period))
+        return all_options(user, question) if s is None else top_options(s)
+
+    return pick
+
+
+def cross_user_strategies(env: Environment) -> list[Strategy]:
+    """The cross-fitted learned strategies for ``env`` (fitted on its users, two halves in turn)."""
+    learned: list[tuple[str, str, Fit]] = [
+        ("option_frequency", "the option text correct most often for other users (cross-fitted)", fit_frequency),
         ("marker_words", "the word or word pair that most often marks correct options for other users "
-                         "(cross-fitted)", _fit_markers),
+                         "(cross-fitted)", fit_markers),
         ("learned_text_model", "a softmax model of question + option words and position fitted on other users "
                                "(cross-fitted)", _fit_logit),
     ]
-    out = _option_strategies(seed, vectors, max_options)
-    for name, description, fit in learned:
-        out.append(Strategy(name, "options", description, _picker(name, seed, _crossfit(env, seed, fit))))
+    out = [Strategy(name, "options", description, picker(_crossfit(env, fit)), "cross-user")
+           for name, description, fit in learned]
+    # A tell can mean something different at each period index: this learner is conditioned on it.
+    out.append(Strategy("marker_words_by_period", "options", "the word or word pair that marks the option correct "
+                        "at this period index for other users (cross-fitted, one model per period)",
+                        _marker_by_period(env), "cross-user"))
     return out
 
 

@@ -1,14 +1,18 @@
 """Strategies that pick an option without knowing the current state, and the two reference agents (docs/design.md §8).
 
-Every strategy is a pure function ``pick(user, period, question) -> option index`` (0-based). A strategy
-that has no preference between several options draws among them with a random stream seeded by its
-name and the item, so a tie never turns into a hidden "always the first option" bias, and the same seed
-gives the same picks in any order.
+Every strategy is a pure function ``pick(user, period, question) -> options`` returning the options it
+cannot tell apart (one index when it has a clear favourite, several on a tie). The suite scores a pick
+by its *exact expected* accuracy, ``|options ∩ correct| / |options|``: a tie is a uniform draw among the
+tied options, and using the expectation instead of a seeded draw keeps the verdict the same at every
+``--seed`` (a sampled draw made one clean file pass at some seeds and fail at others).
 
 Kinds, which decide how the suite judges a strategy:
 
-- ``options``: looks only at the question and its answer texts (position, length, word overlap).
+- ``options``: looks only at the questions and their answer texts (position, length, word overlap),
+  possibly with models fitted on other users or on the same user's other questions.
 - ``context``: also looks at the user's opening utterances so far (surface similarity, no state).
+- ``window``: looks at the openings of the latest periods only; it is compared with an honest recency
+  reader (see ``window``), not with random, because reading recent text is legitimate memory use.
 - ``prior``: knows which options were correct at *earlier* periods, never the current one.
 - ``random``: a uniform draw; its expected accuracy is the analytic baseline.
 - ``reference``: perfect memory (knows the state) and no memory (a uniform draw), whose scores are
@@ -17,7 +21,6 @@ Kinds, which decide how the suite judges a strategy:
 
 from __future__ import annotations
 
-import random
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -26,11 +29,10 @@ from typing import Literal
 import numpy as np
 
 from ..data.model import UserEnv
-from ..seeding import derive_seed
 from ..textsim import jaccard, words
 
-Pick = Callable[[UserEnv, int, int], int]
-Kind = Literal["options", "context", "prior", "random", "reference"]
+Pick = Callable[[UserEnv, int, int], tuple[int, ...]]
+Kind = Literal["options", "context", "window", "prior", "random", "reference"]
 Embed = Callable[[Sequence[str]], np.ndarray]
 
 
@@ -43,25 +45,26 @@ class Strategy:
         name: short identifier used in tables, JSON and error messages.
         kind: how the suite judges it (see the module docstring).
         description: one line for the report.
-        pick: ``(user, period, question) -> 0-based option index``.
+        pick: ``(user, period, question) -> 0-based option indices`` it draws uniformly among.
+        family: the class of strategy it belongs to (docs/design.md §8), for the timing and the report.
     """
 
     name: str
     kind: Kind
     description: str
     pick: Pick
+    family: str = "fixed"
 
 
-def argmax_tiebreak(scores: Sequence[float], rng: random.Random) -> int:
-    """Index of the highest score; ties (within 1e-9) are broken uniformly with ``rng``."""
+def top_options(scores: Sequence[float]) -> tuple[int, ...]:
+    """Indices of the highest score; ties within 1e-9 are all kept (the suite scores them as a uniform draw)."""
     best = max(scores)
-    top = [i for i, s in enumerate(scores) if s >= best - 1e-9]
-    return top[0] if len(top) == 1 else rng.choice(top)
+    return tuple(i for i, s in enumerate(scores) if s >= best - 1e-9)
 
 
-def _rng(seed: int, name: str, user: UserEnv, question: int, period: int | None = None) -> random.Random:
-    # Options-only strategies tie-break per question (not per period): their view never changes over time.
-    return random.Random(derive_seed(seed, name, user.id, question, "" if period is None else period))
+def all_options(user: UserEnv, question: int) -> tuple[int, ...]:
+    """Every option of ``question`` (a uniform draw)."""
+    return tuple(range(len(user.qas[question].answer_choices)))
 
 
 def openings_until(user: UserEnv, period: int) -> list[str]:
@@ -69,12 +72,12 @@ def openings_until(user: UserEnv, period: int) -> list[str]:
     return [s.query for p in user.periods[: period + 1] for s in p.sessions]
 
 
-def _by_option_score(name: str, seed: int, score: Callable[[UserEnv, int, int, int], float],
-                     per_period: bool) -> Pick:
-    def pick(user: UserEnv, period: int, question: int) -> int:
+def by_option_score(score: Callable[[UserEnv, int, int, int], float]) -> Pick:
+    """A pick of the options with the highest ``score(user, period, question, option)``."""
+
+    def pick(user: UserEnv, period: int, question: int) -> tuple[int, ...]:
         n = len(user.qas[question].answer_choices)
-        scores = [score(user, period, question, i) for i in range(n)]
-        return argmax_tiebreak(scores, _rng(seed, name, user, question, period if per_period else None))
+        return top_options([score(user, period, question, i) for i in range(n)])
 
     return pick
 
@@ -118,8 +121,9 @@ class TextVectors:
         return mean / norm if norm > 0 else mean
 
 
-def shortcut_strategies(seed: int, vectors: TextVectors) -> list[Strategy]:
-    """Every strategy that needs no knowledge of the current state, plus uniform random."""
+def shortcut_strategies(vectors: TextVectors) -> list[Strategy]:
+    """The fixed strategies (position, length, similarity to the question or to all openings so far), the
+    prior ones and uniform random."""
 
     def answer(user: UserEnv, q: int, i: int) -> str:
         return user.qas[q].answer_choices[i].answer
@@ -159,32 +163,32 @@ def shortcut_strategies(seed: int, vectors: TextVectors) -> list[Strategy]:
                                                                  strict=True)
                          if user.periods[e].state.get(v) == x))
 
-    def constant(name: str, fn: Callable[[int], int]) -> Pick:
-        return lambda user, p, q: fn(len(user.qas[q].answer_choices))
+    def constant(fn: Callable[[int], int]) -> Pick:
+        return lambda user, p, q: (fn(len(user.qas[q].answer_choices)),)
 
-    def uniform(user: UserEnv, p: int, q: int) -> int:
-        return _rng(seed, "random", user, q, p).randrange(len(user.qas[q].answer_choices))
+    def uniform(user: UserEnv, p: int, q: int) -> tuple[int, ...]:
+        return all_options(user, q)
 
     return [
-        Strategy("first", "options", "always the first option", constant("first", lambda n: 0)),
-        Strategy("last", "options", "always the last option", constant("last", lambda n: n - 1)),
+        Strategy("first", "options", "always the first option", constant(lambda n: 0)),
+        Strategy("last", "options", "always the last option", constant(lambda n: n - 1)),
         Strategy("longest", "options", "the option with the longest text",
-                 _by_option_score("longest", seed, lambda u, p, q, i: len(answer(u, q, i)), False)),
+                 by_option_score(lambda u, p, q, i: len(answer(u, q, i)))),
         Strategy("shortest", "options", "the option with the shortest text",
-                 _by_option_score("shortest", seed, lambda u, p, q, i: -len(answer(u, q, i)), False)),
+                 by_option_score(lambda u, p, q, i: -len(answer(u, q, i)))),
         Strategy("question_overlap", "options", "most word overlap (Jaccard) with the question",
-                 _by_option_score("question_overlap", seed, q_overlap, False)),
+                 by_option_score(q_overlap)),
         Strategy("question_embedding", "options", "highest embedding cosine with the question",
-                 _by_option_score("question_embedding", seed, q_embed, False)),
+                 by_option_score(q_embed)),
         Strategy("conversation_overlap", "context", "most word overlap (Jaccard) with all openings so far",
-                 _by_option_score("conversation_overlap", seed, conv_overlap, True)),
+                 by_option_score(conv_overlap), "context"),
         Strategy("conversation_embedding", "context", "highest cosine with the mean embedding of openings so far",
-                 _by_option_score("conversation_embedding", seed, conv_embed, True)),
+                 by_option_score(conv_embed), "context"),
         Strategy("prior_question", "prior", "combination correct most often at earlier periods, same question",
-                 _by_option_score("prior_question", seed, prior_combo, True)),
+                 by_option_score(prior_combo), "prior"),
         Strategy("prior_values", "prior", "values held most often at earlier periods, pooled over variables",
-                 _by_option_score("prior_values", seed, prior_values, True)),
-        Strategy("random", "random", "a uniform draw (seeded)", uniform),
+                 by_option_score(prior_values), "prior"),
+        Strategy("random", "random", "a uniform draw (its exact expectation)", uniform, "random"),
     ]
 
 
@@ -195,20 +199,21 @@ def matching_options(user: UserEnv, period: int, question: int) -> list[int]:
     return [i for i, c in enumerate(qa.answer_choices) if list(c.state) == gold]
 
 
-def reference_strategies(seed: int) -> list[Strategy]:
+def reference_strategies() -> list[Strategy]:
     """Perfect memory (must score 1.0) and no memory (must score the random baseline)."""
 
-    def perfect(user: UserEnv, p: int, q: int) -> int:
+    def perfect(user: UserEnv, p: int, q: int) -> tuple[int, ...]:
         found = matching_options(user, p, q)
         # With no matching option the data is broken; -1 is never correct, so the invariant reports it.
-        return found[0] if found else -1
+        return (found[0],) if found else (-1,)
 
-    def none(user: UserEnv, p: int, q: int) -> int:
-        return _rng(seed, "no_memory", user, q, p).randrange(len(user.qas[q].answer_choices))
+    def none(user: UserEnv, p: int, q: int) -> tuple[int, ...]:
+        return all_options(user, q)
 
     return [
-        Strategy("perfect_memory", "reference", "knows the current state; must score 1.0", perfect),
-        Strategy("no_memory", "reference", "knows nothing, draws uniformly; must be within CI of random", none),
+        Strategy("perfect_memory", "reference", "knows the current state; must score 1.0", perfect, "reference"),
+        Strategy("no_memory", "reference", "knows nothing, draws uniformly; must equal random exactly", none,
+                 "reference"),
     ]
 
 

@@ -22,12 +22,13 @@ from typing import Any
 from rich.console import Console
 from rich.table import Column, Table
 
+from ...agents.guard import set_call_limit
 from ...config import AppConfig
 from ...errors import AMemGymError, ConfigError, DataError, RunError
 from ...llm.client import LLMClient
 from ...llm.usage import UsageLedger
 from ...run.lock import run_lock
-from ...storage import atomic_write_json
+from ...storage import atomic_write_json, remove_stale_temps
 from ..folders import episode_files
 from .harness import env_digest, wall_clock
 from .io import load_episode
@@ -338,7 +339,9 @@ def run_batch(cfg: AppConfig, env: Path, out_dir: Path, opts: RunOptions, *, con
 
     out_dir.mkdir(parents=True, exist_ok=True)
     with run_lock(out_dir, "amemgym run"):
+        remove_stale_temps(out_dir)  # left by a killed invocation; this one holds the lock
         skipped.update(ep.rel for ep in eps if _finished(out_dir / ep.rel, ep, settings))
+        set_call_limit(cfg.run.agent_call_timeout)
         asyncio.run(go())
         rows: list[tuple[EpisodeFile, dict[str, Any] | None, str]] = []
         found: list[RunResult] = []

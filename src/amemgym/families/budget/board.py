@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import RunError
+from ...run.ranking_flags import model_change_flag
 from .. import Board
 from .pool import BATCH_FILE, Entry, RunResult, build_entries, protocol_of, read_batch, read_results
 from .scoring import AXES
@@ -93,7 +94,7 @@ def _cell(x: Any) -> str:
     return "-" if x is None else str(x)
 
 
-def _flags(e: Entry) -> tuple[list[str], bool]:
+def entry_flags(e: Entry) -> tuple[list[str], bool]:
     """An entry's flags and whether it may be ranked."""
     flags, rankable = [], True
     missing = e.episodes_without_composite
@@ -106,6 +107,10 @@ def _flags(e: Entry) -> tuple[list[str], bool]:
     problems = {r.results["search_embedder_problem"] for r in e.runs if r.results.get("search_embedder_problem")}
     if problems:
         flags.append(f"search fell back to BM25: {sorted(problems)[0]}")
+    changed = model_change_flag([c for r in e.runs for c in r.results.get("model_changes") or []])
+    if changed:
+        flags.append(changed)
+        rankable = False
     repeated = e.repeated_seeds()
     if repeated:
         flags.append(f"{len(repeated)} episode(s) run twice under one seed (averaged)")
@@ -127,7 +132,7 @@ def leaderboard(run_dirs: list[Path]) -> Board:
     full: list[list[Any]] = []
     notes: list[str] = []
     for g, ((tier, proto, _), members) in enumerate(groups.items(), start=1):
-        flagged = {id(e): _flags(e) for e in members}
+        flagged = {id(e): entry_flags(e) for e in members}
         scored = sorted((e for e in members if flagged[id(e)][1]),
                         key=lambda e: (-round(e.stat("composite")["mean"] or 0.0, 3), e.agent, e.model))
         shown = [round(e.stat("composite")["mean"] or 0.0, 3) for e in scored]

@@ -3,7 +3,9 @@
 Rules:
 - integers must match exactly; floats within 2 % (relative; 0.01 absolute near zero);
 - the reply must commit to one answer: two different numbers, dates, names or category values make it
-  wrong, so listing every candidate never scores (a known exploit of the original checker);
+  wrong, so listing every candidate never scores (a known exploit of the original checker). One exception:
+  a current number may come with its previous value when a label says so ("510 (revised from 480)",
+  "510, was 480", "previously 480; now 510"), exactly one such labelled value and no hedging word;
 - entity names and text compare after normalisation (case, punctuation, spacing, a leading "the");
 - a refusal is right only for an abstention question, and only with a refusal phrase and no digits.
 """
@@ -26,6 +28,14 @@ _NUMBER = re.compile(r"(?<![\w.])([-\u2212]?)\$?(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?
 _ISO = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
 _LONG = re.compile(r"\b(" + "|".join(MONTHS) + r")\s+(\d{1,2}),?\s+(\d{4})\b", re.I)
 _DMY = re.compile(r"\b(\d{1,2})\s+(" + "|".join(MONTHS) + r"),?\s+(\d{4})\b", re.I)
+#: A label that marks the number right after it as a previous value, not the answer.
+_PREVIOUS = re.compile(r"\b(?:was|previously|formerly|originally|(?:revised|changed|corrected|updated|up|down) from"
+                       r"|first reported as|before that)\s*:?\s*$", re.I)
+#: How far before a number (characters) its previous-value label may start.
+LABEL_REACH = 40
+#: Words that hedge between values; with one of them no number is taken as committed.
+_HEDGE = re.compile(r"\b(?:or|either|between|maybe|perhaps|possibly|probably|likely|unsure|not sure|could be"
+                    r"|might be|somewhere|range)\b", re.I)
 _DECREASE = re.compile(r"\b(decrease[ds]?|fell|fall|dropped|down|lower|declined?|less)\b", re.I)
 
 
@@ -76,6 +86,28 @@ def _iso(y: int, m: int, d: int) -> str:
         return f"invalid:{y}-{m}-{d}"
 
 
+def committed_number(reply: str) -> float | None:
+    """The one current number of a reply that also states a clearly labelled previous value, else None.
+
+    Exactly one number must follow a previous-value label, exactly one other distinct number must remain,
+    and no hedging word may appear; anything else is a list of candidates.
+    """
+    if _HEDGE.search(reply) or len({round(x, 9) for x in numbers(reply)}) != 2:
+        return None
+    labelled: list[float] = []
+    others: list[float] = []
+    for m in _NUMBER.finditer(reply):
+        sign, whole, frac = m.groups()
+        x = float(whole.replace(",", "") + (frac or ""))
+        x = -x if sign else x
+        # A label sits right before its number; looking a short way back keeps this linear in the reply.
+        (labelled if _PREVIOUS.search(reply[max(0, m.start() - LABEL_REACH): m.start()]) else others).append(x)
+    current = {round(x, 9) for x in others}
+    if len(labelled) != 1 or len(current) != 1:
+        return None
+    return others[0]
+
+
 def is_refusal(reply: str) -> bool:
     """A refusal phrase and not a single digit."""
     low = reply.lower().replace("\u2019", "'")
@@ -87,7 +119,8 @@ def _contains(haystack: str, needle: str) -> bool:
     return bool(needle) and f" {needle} " in f" {haystack} "
 
 
-def _close(x: float, gold: float, integer: bool) -> bool:
+def close(x: float, gold: float, integer: bool) -> bool:
+    """Whether ``x`` matches ``gold``: exactly for integers, within the float tolerance otherwise."""
     if integer:
         return x == gold
     return abs(x - gold) <= max(FLOAT_TOLERANCE * abs(gold), 0.01)
@@ -110,13 +143,16 @@ def check(question: Question, reply: str | None, names: list[str]) -> Verdict:
         distinct = {round(x, 9) for x in found}
         if not found:
             return Verdict(False, "no number")
-        if len(distinct) > 1:
-            return Verdict(False, f"{len(distinct)} different numbers (one answer expected)", listed=True)
         x = found[0]
+        if len(distinct) > 1:
+            current = committed_number(reply)
+            if current is None:
+                return Verdict(False, f"{len(distinct)} different numbers (one answer expected)", listed=True)
+            x = current
         integer = question.answer_type == "int"
-        if _close(x, float(gold), integer):
+        if close(x, float(gold), integer):
             return Verdict(True, "number matches")
-        if gold < 0 < x and _DECREASE.search(reply) and _close(-x, float(gold), integer):
+        if gold < 0 < x and _DECREASE.search(reply) and close(-x, float(gold), integer):
             return Verdict(True, "magnitude of a stated decrease matches")
         return Verdict(False, f"number {x:g} differs from {gold:g}")
     if question.answer_type == "date":

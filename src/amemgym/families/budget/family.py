@@ -119,7 +119,8 @@ class Budget:
         from rich.table import Table
 
         from ...report.stats import paired_comparison, result_rows
-        from .board import pair_runs
+        from ...run.ranking_flags import model_change_flag
+        from .board import load_results, pair_runs
 
         require_finished([run_a, run_b])
         p = pair_runs(run_a, run_b)
@@ -142,6 +143,11 @@ class Budget:
         if p.protocols[0] != p.protocols[1]:
             console.print("note: the two sides ran under different protocols (budgeted vs long-context reference)",
                           highlight=False, markup=False)
+        for side, run in (("A", run_a), ("B", run_b)):
+            flag = model_change_flag([c for r in load_results([run]) for c in r.results.get("model_changes") or []])
+            if flag:
+                console.print(f"FLAGGED run {side} ({run}): {flag}; the difference is not one model's",
+                              highlight=False, markup=False)
         return 0
 
     def make_env(self, env: Path | None, **options: Any) -> Any:

@@ -24,6 +24,7 @@ from .domain import load_domain
 from .model import Episode, Event
 from .protocol import ProtocolError, parse_call
 from .store import BudgetStore, LedgerEntry
+from .stream import shown_kind
 from .tiers import MAX_STEPS_PER_EVENT
 
 POLICIES = ("budget", "long-context")
@@ -31,7 +32,7 @@ INSTRUCTIONS = {
     "documents": "Save what you judge worth keeping, then call done.",
     "memo": "Save anything worth keeping (often nothing), then call done.",
     "correction": "A correction notice: edits are free while it is on screen. Update your memory, then call done.",
-    "contradiction": "Save what you judge worth keeping, then call done.",
+    "contradiction": "Save what you judge worth keeping, then call done.",  # shown as documents (stream.py)
     "question": "Answer with submit_answer (search or read your notes first if you need to).",
 }
 
@@ -165,7 +166,7 @@ class Harness:
 
     def _opening(self, ev: Event) -> str:
         return render("budget_agent_event", summary=self.store.summary(), index=ev.index + 1,
-                      total=len(self.episode.events), kind=ev.kind.replace("_", " "), text=ev.text,
+                      total=len(self.episode.events), kind=shown_kind(ev.kind), text=ev.text,
                       instruction=INSTRUCTIONS[ev.kind])
 
     async def _event(self, ev: Event) -> None:
@@ -176,13 +177,13 @@ class Harness:
         messages = [{"role": "system", "content": self.system}, *history,
                     {"role": "user", "content": self._opening(ev)}]
         for step in range(self.max_steps):
+            prompt = messages[-1]["content"]  # read before the agent sees the list: the trace records what it was shown
             try:
                 reply = await self.agent.act(messages, event=ev)
             except LLMError as exc:
                 # A failed call is recorded, never turned into an answer; the question stays unanswered.
                 self._trace({"event": ev.index, "step": step, "error": str(exc)})
                 break
-            prompt = messages[-1]["content"]
             messages.append({"role": "assistant", "content": reply})
             finished, feedback, record = await self._apply(ev, reply)
             self._trace({"event": ev.index, "kind": ev.kind, "step": step, "prompt": prompt, "reply": reply,

@@ -10,6 +10,7 @@ from pydantic import ValidationError
 from ...errors import DataError
 from ...storage import atomic_write_bytes
 from .generate import episode_bytes
+from .integrity import mismatch
 from .model import FAMILY, FORMAT_VERSION, Episode
 
 
@@ -19,11 +20,16 @@ def save_episode(episode: Episode, path: Path) -> None:
     atomic_write_bytes(path, episode_bytes(episode))
 
 
-def load_episode(path: Path) -> tuple[Episode, bytes]:
+def load_episode(path: Path, *, verify: bool = True) -> tuple[Episode, bytes]:
     """An episode and its raw bytes.
 
+    With ``verify`` (every command that plays or exports an episode) the file must also be the episode its
+    (tier, domain, seed, salt) generate (integrity.py); ``validate`` loads without it and reports the
+    difference as a failure instead.
+
     Raises:
-        DataError: when the file is missing, not JSON, another family, another format version, or malformed.
+        DataError: when the file is missing, not JSON, another family, another format version, malformed, or
+            (with ``verify``) not the episode it claims to be.
     """
     try:
         raw = path.read_bytes()
@@ -39,8 +45,13 @@ def load_episode(path: Path) -> tuple[Episode, bytes]:
         raise DataError(f"{path}: format_version {data.get('format_version')!r} is not supported "
                         f"(this amemgym reads {FORMAT_VERSION})")
     try:
-        return Episode.model_validate(data), raw
+        episode = Episode.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise DataError(f"{path}: {where}: {first['msg']}") from None
+    if verify:
+        problem = mismatch(episode)
+        if problem:
+            raise DataError(f"{path}: {problem}")
+    return episode, raw

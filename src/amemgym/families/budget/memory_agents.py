@@ -36,8 +36,9 @@ from ...storage import append_jsonl, atomic_write_json
 from .domain import load_domain
 from .harness import env_digest, trim_trace, wall_clock
 from .model import Episode, Event
-from .scoring import score_episode
+from .scoring import DEFINITIONS, score_episode
 from .store import LedgerEntry
+from .stream import shown_kind
 from .validity import judge
 
 T = TypeVar("T")
@@ -94,9 +95,9 @@ class Meter:
             return None
         return cost
 
-    def record(self, op: str, cost: int, note: int | None) -> None:
-        """Enter a write that happened."""
-        self.ledger.append(LedgerEntry(self.event, op, cost, False, note))
+    def record(self, op: str, cost: int, note: int | None, text: str) -> None:
+        """Enter a write that happened, with the text it left (the maintenance gate reads it)."""
+        self.ledger.append(LedgerEntry(self.event, op, cost, False, note, text=text))
 
     def cap(self, text: str, limit: int) -> str:
         """``text`` cut to ``limit`` characters (each cut is counted)."""
@@ -146,7 +147,7 @@ class MeteredVectorStore:
             return self._phantom()
         text, time, kind = self.meter.cap(text, self.meter.note_chars), time[:META_CHARS], kind[:META_CHARS]
         nid = self._inner.add(text, time, kind, vector)
-        self.meter.record("add", cost, nid)
+        self.meter.record("add", cost, nid, text)
         self._shadow[nid] = (text, time, kind)
         self.touched.add(nid)
         return nid
@@ -169,7 +170,7 @@ class MeteredVectorStore:
             return
         time = time[:META_CHARS]
         self._inner.update(memory_id, text, time, vector)
-        self.meter.record("update", cost, memory_id)
+        self.meter.record("update", cost, memory_id, text)
         self._shadow[memory_id] = (text, time, self._shadow[memory_id][2])
         self.touched.add(memory_id)
 
@@ -244,7 +245,7 @@ def meter_notes(meter: Meter, before: dict[str, str], after: dict[str, str]) -> 
                 kept[key] = before[key]
             continue
         kept[key] = meter.cap(value, max(1, meter.note_chars - len(key)))
-        meter.record("rewrite" if key in before else "add", cost, None)
+        meter.record("rewrite" if key in before else "add", cost, None, f"{key}: {kept[key]}")
     return kept
 
 
@@ -463,7 +464,7 @@ class MemoryAgentHarness:
                          "result": f"refused writes so far: {sum(self.meter.refused.values())}"})
             return
         message = render("budget_memory_event", index=ev.index + 1, total=len(self.episode.events),
-                         kind=ev.kind.replace("_", " "), text=ev.text)
+                         kind=shown_kind(ev.kind), text=ev.text)
         before = self.state.snapshot
         error: str | None = None
         said: str | None = None
@@ -510,14 +511,6 @@ class MemoryAgentHarness:
             store.touched.clear()
         return await self._call("snapshot", agent.snapshot())
 
-    def memory_texts(self) -> list[str]:
-        """What the agent's memory holds at the end, one text per memory (for the storage gate)."""
-        memory = (self.state.snapshot or {}).get("memory", {})
-        if self.plan.memory == "notes":
-            return [f"{k}: {v}" for k, v in memory.get("notes", {}).items()]
-        self._agent(self.state.snapshot)  # the records are read back through a store restored from the snapshot
-        return [r.text for r in self.stores[0].records()]
-
 
 async def run_memory_episode(env: Path, episode: Episode, raw: bytes, name: str, out_dir: Path,
                              llm: LLMClient) -> dict[str, Any]:
@@ -528,7 +521,7 @@ async def run_memory_episode(env: Path, episode: Episode, raw: bytes, name: str,
     harness = MemoryAgentHarness(episode, llm, out_dir, plan, digest=env_digest(raw))
     state = await harness.run()
     verdicts = judge(episode, state.answers)
-    score = score_episode(episode, verdicts, harness.meter.writes_used, harness.memory_texts())
+    score = score_episode(episode, verdicts, harness.meter.writes_used, harness.meter.ledger)
     per_kind: dict[str, list[int]] = {}
     for q in episode.questions:
         per_kind.setdefault(q.kind, [0, 0])
@@ -552,9 +545,7 @@ async def run_memory_episode(env: Path, episode: Episode, raw: bytes, name: str,
         "usage": llm.ledger.to_dict(),
         "wall_seconds_last_invocation": round(wall_clock() - t0, 3),
         "definitions": {
-            "composite": "0.30 breadth + 0.25 maintenance + 0.25 reasoning + 0.20 efficiency",
-            "maintenance": "update-kind accuracy x storage gate",
-            "efficiency": "non-abstention accuracy x min(1, reference writes / writes used)",
+            **DEFINITIONS,
             "writes_used": "memories added or changed, as the harness's meter charged them (changes free during a "
                            "correction notice)",
             "refused_writes": "writes the meter refused: budget spent, during a question, empty text, or a "

@@ -69,6 +69,8 @@ class QuestionSpec(_Frozen):
     category: str | None = None
     value: str | None = None
     threshold: float | None = None
+    #: The second attribute's threshold (multi-constraint counts).
+    threshold2: float | None = None
 
 
 class Question(_Frozen):

@@ -6,6 +6,7 @@ ambiguous matches); each returns ``None`` when the world offers no such question
 
 from __future__ import annotations
 
+import itertools
 import random
 import statistics
 from collections.abc import Callable
@@ -13,14 +14,16 @@ from dataclasses import dataclass
 
 from .domain import DomainTemplate
 from .model import Change, EntityRecord, Question, QuestionSpec
-from .solve import REASONING_KINDS, solve
+from .solve import REASONING_KINDS, STEP_WORDS, solve
 from .views import FactView, Missing
 from .world import render_number
 
 #: Draws a generator tries before giving up on its kind.
 TRIES = 40
 #: Named entities in group questions (larger groups make guessing a name hopeless).
-GROUP = 8
+GROUP = 16
+#: Fewest readings a series needs for a trend-label question (3 steps leave 1 guess in 8 too likely).
+TREND_LABEL_READINGS = 5
 
 
 @dataclass
@@ -41,6 +44,10 @@ class Context:
     def attrs_of(self, *types: str) -> list[str]:
         """Attribute keys of the given types."""
         return [a.key for a in self.domain.attributes if a.type in types]
+
+    def value_attrs(self) -> list[str]:
+        """Numeric attributes wide enough to be asked for a value (domain.Attribute.wide)."""
+        return [a.key for a in self.domain.attributes if a.wide]
 
     def single_targets(self, relation: str) -> list[str]:
         """Entities with exactly one target for ``relation``."""
@@ -66,7 +73,7 @@ def _group(c: Context, attr: str, k: int) -> list[str] | None:
 
 def _numeric_group(c: Context, k: int, check: Callable[[list[float]], bool]) -> tuple[str, list[str]] | None:
     for _ in range(TRIES):
-        attr = c.rng.choice(c.attrs_of("int", "float"))
+        attr = c.rng.choice(c.value_attrs())
         group = _group(c, attr, k)
         if group and check([c.view.number(e, attr) for e in group]):
             return attr, group
@@ -99,6 +106,38 @@ def gen_aggregation(c: Context) -> Spec | None:
     return QuestionSpec(entities=group, attrs=[attr]), f"What is the combined {_label(c, attr)} of {_names(group)}?"
 
 
+def gen_average(c: Context) -> Spec | None:
+    k = c.rng.randint(3, 4)
+    got = _numeric_group(c, k, lambda xs: True)
+    if not got:
+        return None
+    attr, group = got
+    return QuestionSpec(entities=group, attrs=[attr]), f"What is the average {_label(c, attr)} of {_names(group)}?"
+
+
+def gen_cross_category(c: Context) -> Spec | None:
+    """Two categories inside one named group, compared by their mean (never close to zero apart)."""
+    for _ in range(TRIES):
+        attr = c.rng.choice(c.value_attrs())
+        group = _group(c, attr, GROUP)
+        if not group:
+            continue
+        members: dict[str, list[float]] = {}
+        for e in group:
+            members.setdefault(str(c.view.get(e, "category")), []).append(c.view.number(e, attr))
+        cats = sorted(k for k, xs in members.items() if len(xs) >= 2)
+        if len(cats) < 2:
+            continue
+        a, b = c.rng.sample(cats, 2)
+        ma, mb = statistics.fmean(members[a]), statistics.fmean(members[b])
+        if abs(ma - mb) < 0.05 * max(abs(ma), abs(mb), 1e-9):
+            continue
+        return (QuestionSpec(entities=group, attrs=[attr], category=a, value=b),
+                f"Among {_names(group)}, by how much does the average {_label(c, attr)} of the {a} "
+                f"{c.domain.plural} exceed that of the {b} ones? Give a negative number if it is lower.")
+    return None
+
+
 def gen_comparison(c: Context) -> Spec | None:
     got = _numeric_group(c, 2, lambda xs: abs(xs[0] - xs[1]) > 0.05 * max(abs(xs[0]), abs(xs[1]), 1e-9))
     if not got:
@@ -121,7 +160,7 @@ def gen_ratio(c: Context) -> Spec | None:
 
 def gen_conditional(c: Context) -> Spec | None:
     for _ in range(TRIES):
-        first, second = c.rng.sample(c.attrs_of("int", "float"), 2)
+        first, second = c.rng.sample(c.value_attrs(), 2)
         pool = [e for e in c.having(first) if (e, second) in c.view.facts]
         if len(pool) < 4:
             continue
@@ -141,7 +180,7 @@ def gen_multi_hop(c: Context) -> Spec | None:
             continue
         start = c.rng.choice(starts)
         target = c.view.targets(start, rel.key)[0]
-        attrs = [a for a in c.attrs_of("int", "float") if (target, a) in c.view.facts]
+        attrs = [a for a in c.value_attrs() if (target, a) in c.view.facts]
         if attrs:
             attr = c.rng.choice(attrs)
             return (QuestionSpec(entities=[start], attrs=[attr], relations=[rel.key]),
@@ -181,6 +220,21 @@ def gen_temporal(extreme: bool) -> Generator:
     return gen
 
 
+def gen_trend_label(c: Context) -> Spec | None:
+    long = [a for a in c.attrs_of("series") if c.domain.attribute(a).length >= TREND_LABEL_READINGS]
+    if not long:
+        return None
+    attr = c.rng.choice(long)
+    pool = c.having(attr)
+    if not pool:
+        return None
+    e = c.rng.choice(pool)
+    return (QuestionSpec(entities=[e], attrs=[attr]),
+            f"Going through the readings of the {_label(c, attr)} of {e} in order, did each one go up, down or "
+            "stay flat against the one before? Answer with one word per step (up, down or flat), separated by "
+            "commas.")
+
+
 def gen_text_match(c: Context) -> Spec | None:
     for _ in range(TRIES):
         attr = c.rng.choice(c.attrs_of("text"))
@@ -211,26 +265,33 @@ def gen_enum_filter(c: Context) -> Spec | None:
     return None
 
 
+def _cuts(xs: list[float]) -> list[float]:
+    """Thresholds between distinct values that sit clearly apart (4 %), so no reading error flips a count."""
+    vals = sorted(set(xs))
+    return [lo for lo, hi in zip(vals, vals[1:], strict=False) if hi - lo >= 0.04 * max(abs(lo), 1)]
+
+
 def gen_multi_count(c: Context) -> Spec | None:
-    """A category plus a threshold; the count is drawn first (1-7) so no small answer dominates."""
-    want = c.rng.randint(1, 7)
+    """Two thresholds on two attributes over a named group; the count is drawn first (1-12) so no small answer
+    dominates."""
+    want = c.rng.randint(1, 12)
+    numeric = c.attrs_of("int", "float")
     for _ in range(TRIES):
-        attr = c.rng.choice(c.attrs_of("int", "float"))
-        group = _group(c, attr, GROUP + 2)
-        if not group:
+        first, second = c.rng.sample(numeric, 2)
+        pool = [e for e in c.having(first) if (e, second) in c.view.facts]
+        if len(pool) < GROUP:
             continue
-        cat = str(c.view.get(c.rng.choice(group), "category"))
-        xs = sorted({c.view.number(e, attr) for e in group})
-        for lo, hi in zip(xs, xs[1:], strict=False):
-            threshold = lo
-            if hi - lo < 0.04 * max(abs(lo), 1):
-                continue
-            n = sum(1 for e in group if c.view.get(e, "category") == cat and c.view.number(e, attr) > threshold)
-            if n == want:
-                shown = render_number(c.domain.attribute(attr), threshold)
-                return (QuestionSpec(entities=group, attrs=[attr], category=cat, threshold=threshold),
-                        f"Among {_names(group)}, how many are {cat} {c.domain.plural} with a {_label(c, attr)} "
-                        f"above {shown}?")
+        group = c.rng.sample(pool, GROUP)
+        xs = {e: c.view.number(e, first) for e in group}
+        ys = {e: c.view.number(e, second) for e in group}
+        cuts = [(t1, t2) for t1 in _cuts(list(xs.values())) for t2 in _cuts(list(ys.values()))
+                if sum(1 for e in group if xs[e] > t1 and ys[e] > t2) == want]
+        if cuts:
+            t1, t2 = c.rng.choice(cuts)
+            a, b = c.domain.attribute(first), c.domain.attribute(second)
+            return (QuestionSpec(entities=group, attrs=[first, second], threshold=t1, threshold2=t2),
+                    f"Among {_names(group)}, how many have a {a.label} above {render_number(a, t1)} and also a "
+                    f"{b.label} above {render_number(b, t2)}?")
     return None
 
 
@@ -257,6 +318,47 @@ def gen_relation_hop(c: Context) -> Spec | None:
     return None
 
 
+def gen_relation_chain(c: Context) -> Spec | None:
+    """Three hops along single targets, never revisiting an entity."""
+    for _ in range(TRIES):
+        rels = [c.rng.choice(c.domain.relations) for _ in range(3)]
+        starts = c.single_targets(rels[0].key)
+        if not starts:
+            continue
+        start = c.rng.choice(starts)
+        path = [start]
+        for rel in rels:
+            targets = c.view.targets(path[-1], rel.key)
+            if len(targets) != 1 or targets[0] in path:
+                break
+            path.append(targets[0])
+        if len(path) == 4:
+            r1, r2, r3 = rels
+            return (QuestionSpec(entities=[start], relations=[r.key for r in rels]),
+                    f"Start from {start}. Take the {c.domain.noun} that it {r1.phrase}, then the one that that "
+                    f"{c.domain.noun} {r2.phrase}, then the one that this last {c.domain.noun} {r3.phrase}. "
+                    f"Which {c.domain.noun} do you reach?")
+    return None
+
+
+def gen_relation_filter(c: Context) -> Spec | None:
+    """The highest value among an entity's several relation targets."""
+    for _ in range(TRIES):
+        rel = c.rng.choice(c.domain.relations)
+        starts = [e.name for e in c.entities if len(e.relations.get(rel.key, [])) >= 2]
+        if not starts:
+            continue
+        start = c.rng.choice(starts)
+        targets = c.view.targets(start, rel.key)
+        attrs = [a for a in c.value_attrs() if all((t, a) in c.view.facts for t in targets)]
+        if attrs:
+            attr = c.rng.choice(attrs)
+            return (QuestionSpec(entities=[start], attrs=[attr], relations=[rel.key]),
+                    f"Among the {c.domain.plural} that {start} {rel.phrase}, what is the highest "
+                    f"{_label(c, attr)}?")
+    return None
+
+
 def gen_relation_count(c: Context) -> Spec | None:
     """Targets summed over three entities, so the answer spreads over a wide range."""
     rel = c.rng.choice(c.domain.relations)
@@ -268,10 +370,12 @@ def gen_relation_count(c: Context) -> Spec | None:
 
 REASONING_GENERATORS: dict[str, Generator] = {
     "synthesis_max": gen_synthesis(True), "synthesis_min": gen_synthesis(False), "aggregation": gen_aggregation,
-    "comparison": gen_comparison, "ratio": gen_ratio, "conditional": gen_conditional, "multi_hop": gen_multi_hop,
-    "outlier": gen_outlier, "temporal_trend": gen_temporal(False), "temporal_extreme": gen_temporal(True),
+    "average": gen_average, "comparison": gen_comparison, "ratio": gen_ratio, "conditional": gen_conditional,
+    "cross_category": gen_cross_category, "multi_hop": gen_multi_hop, "outlier": gen_outlier,
+    "temporal_trend": gen_temporal(False), "temporal_extreme": gen_temporal(True), "trend_label": gen_trend_label,
     "text_match": gen_text_match, "enum_filter": gen_enum_filter, "multi_count": gen_multi_count,
-    "relation_lookup": gen_relation_lookup, "relation_hop": gen_relation_hop, "relation_count": gen_relation_count,
+    "relation_lookup": gen_relation_lookup, "relation_hop": gen_relation_hop, "relation_chain": gen_relation_chain,
+    "relation_filter": gen_relation_filter, "relation_count": gen_relation_count,
 }
 assert set(REASONING_GENERATORS) == set(REASONING_KINDS)
 
@@ -302,7 +406,10 @@ def make_question(c: Context, qid: str, kind: str, spec: QuestionSpec, text: str
     else:
         needs = sorted(k for k in recorder.accessed if k in c.view.facts)
     candidates: list[str] = []
-    if answer_type == "text":
+    if kind == "trend_label":
+        steps = c.domain.attribute(spec.attrs[0]).length - 1
+        candidates = sorted(", ".join(p) for p in itertools.product(STEP_WORDS, repeat=steps))
+    elif answer_type == "text":
         attr = c.domain.attribute(spec.attrs[-1] if kind == "conditional" else spec.attrs[0])
         candidates = sorted({str(e.attrs[attr.key]) for e in c.entities if attr.key in e.attrs} | set(attr.values))
     return Question(id=qid, kind=kind, text=text, answer_type=answer_type, gold=gold, spec=spec, needs=needs,

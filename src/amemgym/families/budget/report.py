@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import RunError
+from .board import entry_flags
 from .harness import read_trace
 from .pool import Entry, RunResult, build_entries
 from .scoring import AXES
@@ -86,7 +87,8 @@ def build_budget_report(run_dirs: list[Path], entries: list[Entry] | None = None
     if entries is None:
         entries = build_entries(RunResult(d, "", r) for d, r in runs)
     agg = ["<table><tr><th>run</th><th>agent</th><th>store</th><th>model</th><th>tier</th><th>protocol</th>"
-           "<th>episodes</th><th>trials</th><th>composite mean [95% CI over episodes]</th><th>abstention</th></tr>"]
+           "<th>episodes</th><th>trials</th><th>composite mean [95% CI over episodes]</th><th>abstention</th>"
+           "<th>flags</th></tr>"]
     for e in entries:
         c = e.stat("composite")
         ci = "" if c["lo"] is None else f" [{c['lo']:.3f}, {c['hi']:.3f}]"
@@ -96,7 +98,8 @@ def build_budget_report(run_dirs: list[Path], entries: list[Entry] | None = None
                    f"<td class=l>{html.escape(e.model)}</td><td class=l>{html.escape(e.tier)}</td>"
                    f"<td class=l>{html.escape(e.protocol)}</td><td>{len(e.episode_set)}</td>"
                    f"<td>{1 if trials is None else trials['k']}</td><td>{_fmt(c['mean'])}{ci}</td>"
-                   f"<td>{_fmt(e.stat('abstention')['mean'])}</td></tr>")
+                   f"<td>{_fmt(e.stat('abstention')['mean'])}</td>"
+                   f"<td class=l>{html.escape('; '.join(entry_flags(e)[0]))}</td></tr>")
     agg.append("</table>")
     sections = []
     for d, r in runs:

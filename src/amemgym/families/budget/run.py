@@ -13,8 +13,9 @@ from .harness import Harness, ToolAgent, env_digest, wall_clock
 from .io import load_episode
 from .judging import judge_answers, judge_identity, merged
 from .model import Episode
-from .scoring import EpisodeScore, score_episode
+from .scoring import DEFINITIONS, EpisodeScore, score_episode
 from .tool_agents import (
+    EpisodeView,
     ProtocolChoice,
     ToolAgentContext,
     builtin_tool_agent,
@@ -47,8 +48,7 @@ def policy_of(agent: str) -> tuple[str, str]:
 def score_harness(harness: Harness) -> tuple[dict[str, Verdict], EpisodeScore]:
     """The verdict on every question and the episode's score, from the answers and store a harness holds."""
     verdicts = rule_verdicts(harness.episode, harness.state.answers)
-    notes = list(harness.store.notes.values())
-    return verdicts, score_episode(harness.episode, verdicts, harness.store.writes_used, notes)
+    return verdicts, score_episode(harness.episode, verdicts, harness.store.writes_used, harness.store.ledger)
 
 
 def refuse_judge(judge: bool) -> None:
@@ -63,14 +63,15 @@ def refuse_judge(judge: bool) -> None:
 
 
 def plugin_context(episode: Episode) -> ToolAgentContext:
-    """The context a plug-in factory gets: the episode for a tool agent, a metered store for a memory agent.
+    """The context a plug-in factory gets: the episode's rules for a tool agent, a metered store for a memory
+    agent; never its content (questions, golds, events, changes).
 
     Deciding which contract a plug-in implements means building it once; the store it may build then is a
     throwaway with no budget (the memory path builds the agent again with the episode's meter).
     """
     from .memory_agents import Meter, MeteredVectorStore
 
-    return ToolAgentContext(user_id=f"{episode.domain}-seed{episode.seed}", episode=episode,
+    return ToolAgentContext(user_id=f"{episode.domain}-seed{episode.seed}", episode=EpisodeView.of(episode),
                             store_factory=lambda: MeteredVectorStore(Meter(0, 1)))
 
 
@@ -131,9 +132,8 @@ async def run_episode(env: Path, agent: str, out_dir: Path, llm: LLMClient, *, t
     state = await harness.run()
     verdicts, score = score_harness(harness)
     judged = await judge_answers(llm, episode, state.answers, verdicts) if judge else {}
-    notes = list(harness.store.notes.values())
     judge_errors = sum(v.error is not None for v in judged.values())
-    score_judged = (score_episode(episode, merged(verdicts, judged), harness.store.writes_used, notes)
+    score_judged = (score_episode(episode, merged(verdicts, judged), harness.store.writes_used, harness.store.ledger)
                     if judge and not judge_errors else None)
     per_kind: dict[str, list[int]] = {}
     for q in episode.questions:
@@ -160,9 +160,7 @@ async def run_episode(env: Path, agent: str, out_dir: Path, llm: LLMClient, *, t
         "ledger": [e.__dict__ for e in harness.store.ledger],
         "usage": llm.ledger.to_dict(),
         "wall_seconds_last_invocation": round(wall_clock() - t0, 3),
-        "definitions": {"composite": "0.30 breadth + 0.25 maintenance + 0.25 reasoning + 0.20 efficiency",
-                        "maintenance": "update-kind accuracy x storage gate",
-                        "efficiency": "non-abstention accuracy x min(1, reference writes / writes used)",
+        "definitions": {**DEFINITIONS,
                         "score_judged": "the same scores with the answers the judge found right counted right "
                                         "(rule verdicts elsewhere); null without a judge or when a judge call "
                                         "failed"},

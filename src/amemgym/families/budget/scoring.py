@@ -1,29 +1,43 @@
 """Scores: four axes per episode, the composite, and means with intervals over episodes.
 
 - breadth: accuracy on retrieval questions;
-- maintenance: accuracy on update, delta and counterfactual questions, times the storage gate (the share
-  of entities the non-abstention questions need whose name appears in a stored note at the end), so keeping
-  facts right only counts as far as facts were kept at all; computed the same way for every agent;
+- maintenance: the share of update, delta and counterfactual questions answered right *and* whose fact was
+  stored before its change arrived: some write or edit made before the change's event left a note stating
+  the entity's original value next to its name (the ledger keeps each note's text after every write). An
+  agent that stores only names and the changes it is told about earns nothing here; computed the same way
+  for every agent;
 - reasoning: accuracy on the reasoning kinds;
 - efficiency: accuracy on non-abstention questions times min(1, reference writes / writes used), where the
-  reference is what the perfect scripted strategy spent on this episode; it never exceeds accuracy, and a
-  perfect agent that spends no more than the reference scores 1.0.
+  reference knows nothing of the questions: the writes needed to store every fact the documents state,
+  capped by the budget (generate.py). It never exceeds accuracy; an agent that answers everything right
+  scores 1.0 as long as it stays within the reference, which on every tier is the whole budget.
 composite = 0.30 breadth + 0.25 maintenance + 0.25 reasoning + 0.20 efficiency, so a perfect agent reaches
 1.0 on every tier. Abstention accuracy is reported on its own. A skipped question counts as wrong.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 
 from ...scoring.metrics import mean_ci
-from .checker import Verdict, normalise
+from .checker import Verdict, close, numbers
 from .model import Episode
 from .solve import axis_of
+from .store import LedgerEntry
 
 WEIGHTS: dict[str, float] = {"breadth": 0.30, "maintenance": 0.25, "reasoning": 0.25, "efficiency": 0.20}
 AXES = tuple(WEIGHTS)
+#: How the composite and the axes that are not plain accuracies are computed, written into every results file.
+DEFINITIONS: dict[str, str] = {
+    "composite": "0.30 breadth + 0.25 maintenance + 0.25 reasoning + 0.20 efficiency",
+    "maintenance": "share of update, delta and counterfactual questions answered right whose original value was "
+                   "stored (next to the entity's name) by a write made before the change arrived",
+    "efficiency": "non-abstention accuracy x min(1, reference writes / writes used); the reference is the writes "
+                  "storing every documented fact would take, capped by the budget (it does not know the questions)",
+    "storage_gate": "share of maintenance questions whose original value was stored before the change arrived",
+}
 
 
 @dataclass(frozen=True)
@@ -37,6 +51,7 @@ class EpisodeScore:
     composite: float | None
     abstention: float | None
     accuracy: float
+    #: Share of the maintenance questions whose fact was stored before its change arrived (1.0 without any).
     storage_gate: float
     writes_used: int
     reference_writes: int
@@ -52,36 +67,84 @@ def _acc(flags: list[bool]) -> float | None:
     return sum(flags) / len(flags) if flags else None
 
 
-def storage_gate(episode: Episode, notes: Sequence[str]) -> float:
-    """Share of the entities non-abstention questions need that a stored note names."""
-    needed = {e for q in episode.questions if q.kind != "abstention" for e, _ in q.needs}
-    if not needed:
-        return 1.0
-    text = " " + normalise(" ".join(notes)) + " "
-    return sum(1 for e in needed if f" {normalise(e)} " in text) / len(needed)
+def _mentions(names: Sequence[str]) -> re.Pattern[str]:
+    """Any entity name as a whole phrase, case-insensitive, longest first (a name inside a longer one is not
+    a mention of it)."""
+    alternatives = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+    return re.compile(r"(?<![\w])(" + alternatives + r")(?![\w])", re.I)
+
+
+def _segments(text: str, pattern: re.Pattern[str]) -> dict[str, list[str]]:
+    """The stretches of ``text`` after each mention of an entity (lower-cased name), up to the next mention."""
+    hits = list(pattern.finditer(text))
+    out: dict[str, list[str]] = {}
+    for i, m in enumerate(hits):
+        end = hits[i + 1].start() if i + 1 < len(hits) else len(text)
+        out.setdefault(m.group(1).lower(), []).append(text[m.end():end])
+    return out
+
+
+def originals_stored(episode: Episode, ledger: Sequence[LedgerEntry]) -> list[bool]:
+    """Per change: whether a write or edit made before the change's event left a note that states the
+    original value after the entity's name (before the next entity's name)."""
+    if not episode.changes:
+        return []
+    event_of = {ev.change: ev.index for ev in episode.events if ev.change is not None}
+    pattern = _mentions(episode.entity_names)
+    wanted = {c.entity.lower() for c in episode.changes}
+    # Per ledger text, the numbers stated in each changed entity's stretches.
+    stated = []
+    for e in ledger:
+        if e.text and not e.refunded:
+            segs = _segments(e.text, pattern)
+            found = {k: [x for seg in v for x in numbers(seg)] for k, v in segs.items() if k in wanted}
+            stated.append((e.event, found))
+    out = []
+    for i, c in enumerate(episode.changes):
+        arrived = event_of.get(i, -1)
+        integer = isinstance(c.old, int)
+        out.append(any(close(x, float(c.old), integer)
+                       for event, found in stated if event < arrived for x in found.get(c.entity.lower(), [])))
+    return out
+
+
+def maintenance_credit(episode: Episode, ledger: Sequence[LedgerEntry]) -> dict[str, bool]:
+    """Per maintenance question: whether its fact was stored before its change arrived."""
+    stored = originals_stored(episode, ledger)
+    change_of = {(c.entity, c.attr): i for i, c in enumerate(episode.changes)}
+    out = {}
+    for q in episode.questions:
+        if axis_of(q.kind) == "maintenance":
+            i = change_of.get((q.spec.entities[0], q.spec.attrs[0])) if q.spec.entities and q.spec.attrs else None
+            out[q.id] = i is not None and stored[i]
+    return out
 
 
 def score_episode(episode: Episode, verdicts: Mapping[str, Verdict], writes_used: int,
-                  notes: Sequence[str]) -> EpisodeScore:
-    """The axes of one episode. ``verdicts`` maps question id to verdict; a missing id counts as wrong."""
+                  ledger: Sequence[LedgerEntry]) -> EpisodeScore:
+    """The axes of one episode. ``verdicts`` maps question id to verdict; a missing id counts as wrong.
+
+    ``ledger`` is the store's (or meter's) ledger: the maintenance gate reads the note texts it recorded.
+    """
     by_axis: dict[str, list[bool]] = {"breadth": [], "maintenance": [], "reasoning": [], "abstention": []}
     answered: list[bool] = []
     skipped = 0
+    credit = maintenance_credit(episode, ledger)
     for q in episode.questions:
         v = verdicts.get(q.id)
         ok = bool(v and v.correct)
         skipped += v is None or v.reason.startswith("no answer")
-        by_axis[axis_of(q.kind)].append(ok)
+        axis = axis_of(q.kind)
+        by_axis[axis].append(ok and credit[q.id] if axis == "maintenance" else ok)
         if q.kind != "abstention":
             answered.append(ok)
-    gate = storage_gate(episode, notes)
-    maint = _acc(by_axis["maintenance"])
+    gate = sum(credit.values()) / len(credit) if credit else 1.0
     acc_non_abstain = _acc(answered) or 0.0
-    ref = episode.reference_writes
+    ref = max(episode.reference_writes, 0)
     spend = 1.0 if writes_used <= ref else ref / writes_used
     axes = {
         "breadth": _acc(by_axis["breadth"]),
-        "maintenance": None if maint is None else maint * gate,
+        "maintenance": _acc(by_axis["maintenance"]),
         "reasoning": _acc(by_axis["reasoning"]),
         "efficiency": acc_non_abstain * spend if answered else None,
     }
@@ -90,7 +153,8 @@ def score_episode(episode: Episode, verdicts: Mapping[str, Verdict], writes_used
     composite = sum(WEIGHTS[k] * v for k, v in present.items()) / total_w if present else None
     all_flags = [bool(verdicts.get(q.id) and verdicts[q.id].correct) for q in episode.questions]
     return EpisodeScore(**axes, composite=composite, abstention=_acc(by_axis["abstention"]),
-                        accuracy=sum(all_flags) / len(all_flags), storage_gate=gate, writes_used=writes_used,
+                        accuracy=sum(all_flags) / len(all_flags) if all_flags else 0.0, storage_gate=gate,
+                        writes_used=writes_used,
                         reference_writes=ref, questions=len(all_flags), skipped=skipped)
 
 

@@ -21,9 +21,12 @@ BREADTH_KINDS = ("retrieval",)
 #: Kinds scored on the maintenance axis (they depend on corrections and contradictions).
 MAINTENANCE_KINDS = ("update", "delta", "counterfactual")
 #: Kinds scored on the reasoning axis.
-REASONING_KINDS = ("synthesis_max", "synthesis_min", "aggregation", "comparison", "ratio", "conditional",
-                   "multi_hop", "outlier", "temporal_trend", "temporal_extreme", "text_match", "enum_filter",
-                   "multi_count", "relation_lookup", "relation_hop", "relation_count")
+REASONING_KINDS = ("synthesis_max", "synthesis_min", "aggregation", "average", "comparison", "ratio",
+                   "conditional", "cross_category", "multi_hop", "outlier", "temporal_trend", "temporal_extreme",
+                   "trend_label", "text_match", "enum_filter", "multi_count", "relation_lookup", "relation_hop",
+                   "relation_chain", "relation_filter", "relation_count")
+#: Words of a trend label, one per step between successive readings.
+STEP_WORDS = ("up", "down", "flat")
 ABSTENTION_KINDS = ("abstention",)
 ALL_KINDS = BREADTH_KINDS + MAINTENANCE_KINDS + REASONING_KINDS + ABSTENTION_KINDS
 
@@ -97,6 +100,24 @@ def aggregation(s: QuestionSpec, v: FactView, d: DomainTemplate) -> Answer:
     return _number(d, s.attrs[0], sum(v.number(e, s.attrs[0]) for e in s.entities))
 
 
+def average(s: QuestionSpec, v: FactView, d: DomainTemplate) -> Answer:
+    """The mean over the named entities (a float even for an integer attribute)."""
+    return "float", round(statistics.fmean(v.number(e, s.attrs[0]) for e in s.entities), 2)
+
+
+def cross_category(s: QuestionSpec, v: FactView, d: DomainTemplate) -> Answer:
+    """Among the named entities: the mean of the spec's category minus the mean of the other category
+    (``value``)."""
+    a = s.attrs[0]
+    groups: dict[str, list[float]] = {}
+    for e in s.entities:
+        groups.setdefault(str(v.get(e, "category")), []).append(v.number(e, a))
+    first, second = groups.get(s.category or ""), groups.get(s.value or "")
+    if not first or not second:
+        raise Missing("a category has no member in the group")
+    return "float", round(statistics.fmean(first) - statistics.fmean(second), 2)
+
+
 def comparison(s: QuestionSpec, v: FactView, d: DomainTemplate) -> Answer:
     """First entity's value minus the second's."""
     a = s.attrs[0]
@@ -151,6 +172,20 @@ def temporal_extreme(s: QuestionSpec, v: FactView, d: DomainTemplate) -> Answer:
     return _number(d, s.attrs[0], max(_series(s, v)))
 
 
+def step_label(xs: list[float]) -> str:
+    """``up``, ``down`` or ``flat`` for each step between successive readings, comma-separated."""
+    return ", ".join(STEP_WORDS[0] if b > a else STEP_WORDS[1] if b < a else STEP_WORDS[2]
+                     for a, b in zip(xs, xs[1:], strict=False))
+
+
+def trend_label(s: QuestionSpec, v: FactView, d: DomainTemplate) -> Answer:
+    """The direction of every step of a series, in order."""
+    xs = _series(s, v)
+    if len(xs) < 2:
+        raise Missing("a trend needs two readings")
+    return "text", step_label(xs)
+
+
 def text_match(s: QuestionSpec, v: FactView, d: DomainTemplate) -> Answer:
     """The one entity (among all the view knows) whose text attribute equals the value."""
     hits = []
@@ -174,9 +209,10 @@ def enum_filter(s: QuestionSpec, v: FactView, d: DomainTemplate) -> Answer:
 
 
 def multi_count(s: QuestionSpec, v: FactView, d: DomainTemplate) -> Answer:
-    """How many named entities are in the category and above the threshold."""
-    assert s.threshold is not None
-    n = sum(1 for e in s.entities if v.get(e, "category") == s.category and v.number(e, s.attrs[0]) > s.threshold)
+    """How many named entities are above both thresholds (the first attribute's and the second's)."""
+    if s.threshold is None or s.threshold2 is None or len(s.attrs) != 2:
+        raise Missing("a multi-constraint count needs two attributes and two thresholds")
+    n = sum(1 for e in s.entities if v.number(e, s.attrs[0]) > s.threshold and v.number(e, s.attrs[1]) > s.threshold2)
     return "int", n
 
 
@@ -199,6 +235,25 @@ def relation_hop(s: QuestionSpec, v: FactView, d: DomainTemplate) -> Answer:
     return "name", second[0]
 
 
+def relation_chain(s: QuestionSpec, v: FactView, d: DomainTemplate) -> Answer:
+    """Follow each relation in turn from the start; every step must have a single target."""
+    at = s.entities[0]
+    for rel in s.relations:
+        targets = v.targets(at, rel)
+        if len(targets) != 1:
+            raise Missing("a chain step needs exactly one target")
+        at = targets[0]
+    return "name", at
+
+
+def relation_filter(s: QuestionSpec, v: FactView, d: DomainTemplate) -> Answer:
+    """The highest value of the attribute among the start's relation targets."""
+    targets = v.targets(s.entities[0], s.relations[0])
+    if len(targets) < 2:
+        raise Missing("a filter needs several targets")
+    return _number(d, s.attrs[0], max(v.number(t, s.attrs[0]) for t in targets))
+
+
 def relation_count(s: QuestionSpec, v: FactView, d: DomainTemplate) -> Answer:
     """Relation targets summed over the named entities."""
     return "int", sum(len(v.targets(e, s.relations[0])) for e in s.entities)
@@ -215,10 +270,12 @@ def abstention(s: QuestionSpec, v: FactView, d: DomainTemplate) -> Answer:
 SOLVERS: dict[str, Solver] = {
     "retrieval": retrieval, "update": retrieval, "counterfactual": counterfactual, "delta": delta,
     "synthesis_max": synthesis_max, "synthesis_min": synthesis_min, "aggregation": aggregation,
-    "comparison": comparison, "ratio": ratio, "conditional": conditional, "multi_hop": multi_hop,
-    "outlier": outlier, "temporal_trend": temporal_trend, "temporal_extreme": temporal_extreme,
+    "average": average, "comparison": comparison, "ratio": ratio, "conditional": conditional,
+    "cross_category": cross_category, "multi_hop": multi_hop, "outlier": outlier,
+    "temporal_trend": temporal_trend, "temporal_extreme": temporal_extreme, "trend_label": trend_label,
     "text_match": text_match, "enum_filter": enum_filter, "multi_count": multi_count,
-    "relation_lookup": relation_lookup, "relation_hop": relation_hop, "relation_count": relation_count,
+    "relation_lookup": relation_lookup, "relation_hop": relation_hop, "relation_chain": relation_chain,
+    "relation_filter": relation_filter, "relation_count": relation_count,
     "abstention": abstention,
 }
 

@@ -27,7 +27,11 @@ _TOKEN = re.compile(r"[a-z0-9]+")
 
 @dataclass(frozen=True)
 class LedgerEntry:
-    """One charged operation: what it was, what it cost, and whether it was refunded."""
+    """One charged operation: what it was, what it cost, and whether it was refunded.
+
+    ``text`` is what the note held after a write or edit that went through: the maintenance gate reads it to
+    see which facts were stored before a change arrived (scoring.py).
+    """
 
     event: int
     op: str
@@ -35,6 +39,7 @@ class LedgerEntry:
     refunded: bool
     note: int | None
     reason: str = ""
+    text: str | None = None
 
 
 @dataclass(frozen=True)
@@ -111,7 +116,7 @@ class BudgetStore:
         self._next_id += 1
         self.notes[nid] = text
         i = len(self.ledger) - 1
-        self.ledger[i] = LedgerEntry(entry.event, "write", 1, False, nid)
+        self.ledger[i] = LedgerEntry(entry.event, "write", 1, False, nid, text=text)
         return ToolResult(True, f"stored note {nid}; writes left: {self._left_text()}")
 
     def edit(self, note_id: int, old: str, new: str) -> ToolResult:
@@ -133,6 +138,8 @@ class BudgetStore:
             self._refund(entry, problem)
             return ToolResult(False, f"{problem}; nothing changed (refunded)")
         self.notes[note_id] = updated
+        i = len(self.ledger) - 1 - self.ledger[::-1].index(entry)
+        self.ledger[i] = LedgerEntry(entry.event, "edit", cost, False, note_id, text=updated)
         return ToolResult(True, f"edited note {note_id} (cost {cost}); writes left: {self._left_text()}")
 
     def read(self, note_id: int) -> ToolResult:

@@ -16,7 +16,7 @@ from functools import lru_cache
 
 from ...seeding import derive_seed
 from .domain import DomainTemplate
-from .model import Episode, Event, Fact, Question
+from .model import Episode, Fact, Question
 from .solve import solve
 from .store import BudgetStore
 from .views import FactView, Missing
@@ -27,9 +27,10 @@ _LINE = re.compile(r"^(.+?)\|([A-Za-z0-9_:@]+)=(.+)$")
 
 #: The original benchmark's nine scripted strategies (as amemgym words them).
 STRATEGIES = ("perfect", "store_greedy", "store_random_full", "store_random_half", "store_prioritised",
-              "store_ignore_corrections", "guess_blind", "guess_smart", "always_abstain")
-#: Attacks the original did not test; each must score nothing on the questions it targets.
-ATTACKS = ("list_candidates", "fake_storage_blob", "distractor_answer")
+              "store_ignore_corrections", "ignore_contradictions", "template_expert", "guess_blind", "guess_smart",
+              "always_abstain")
+#: Attacks the original did not test; each must score nothing on the questions (or the axis) it targets.
+ATTACKS = ("list_candidates", "fake_storage_blob", "distractor_answer", "names_plus_changes")
 
 
 @dataclass
@@ -91,6 +92,24 @@ def answer_from_memory(q: Question, store: BudgetStore, domain: DomainTemplate) 
     return format_answer(answer_type, value)
 
 
+def _chunks(lines: list[str], cap: int) -> list[list[int]]:
+    """Indices of ``lines`` grouped greedily into notes of at most ``cap`` characters (header included)."""
+    out: list[list[int]] = []
+    size = len(HEADER)
+    for i, line in enumerate(lines):
+        if out and out[-1] and size + len(line) + 1 <= cap:
+            out[-1].append(i)
+            size += len(line) + 1
+        else:
+            out.append([i])
+            size = len(HEADER) + len(line) + 1
+    return out
+
+
+#: First line of every note the storing strategies write.
+HEADER = "facts\n"
+
+
 class _Packer:
     """Writes fact lines into as few notes as the per-note cap allows, remembering where each line went."""
 
@@ -98,28 +117,21 @@ class _Packer:
         self.store = store
         self.where: dict[tuple[str, str], int] = {}
         self.lines: dict[tuple[str, str], str] = {}
+        self.values: dict[tuple[str, str], object] = {}
 
-    def write(self, lines: list[tuple[tuple[str, str], str]]) -> None:
-        chunk: list[tuple[tuple[str, str], str]] = []
-        size = len("facts\n")
-        for key, line in lines:
-            if chunk and size + len(line) + 1 > self.store.note_chars:
-                self._flush(chunk)
-                chunk, size = [], len("facts\n")
-            chunk.append((key, line))
-            size += len(line) + 1
-        if chunk:
-            self._flush(chunk)
+    def write(self, lines: list[tuple[tuple[str, str], str, object]]) -> None:
+        for group in _chunks([line for _, line, _ in lines], self.store.note_chars):
+            self._flush([lines[i] for i in group])
 
-    def _flush(self, chunk: list[tuple[tuple[str, str], str]]) -> None:
-        text = "facts\n" + "".join(line + "\n" for _, line in chunk)
+    def _flush(self, chunk: list[tuple[tuple[str, str], str, object]]) -> None:
+        text = HEADER + "".join(line + "\n" for _, line, _ in chunk)
         before = set(self.store.notes)
         result = self.store.write(text[: self.store.note_chars])
         if not result.ok:
             return
         (nid,) = set(self.store.notes) - before
-        for key, line in chunk:
-            self.where[key], self.lines[key] = nid, line
+        for key, line, value in chunk:
+            self.where[key], self.lines[key], self.values[key] = nid, line, value
 
     def update(self, entity: str, attr: str, new: object) -> None:
         key = (entity, attr)
@@ -127,41 +139,55 @@ class _Packer:
             return
         line = fact_line(entity, attr, new)
         if self.store.edit(self.where[key], f"\n{self.lines[key]}\n", f"\n{line}\n").ok:
-            self.lines[key] = line
+            self.lines[key], self.values[key] = line, new
 
 
-def _lines_for(facts: list[Fact], keep: Callable[[str, str], bool], olds: set[tuple[str, str]]) \
-        -> list[tuple[tuple[str, str], str]]:
-    out = []
+def _lines_for(facts: list[Fact], keep: Callable[[str, str], bool], olds: set[tuple[str, str]],
+               first: bool) -> list[tuple[tuple[str, str], str, object]]:
+    out: list[tuple[tuple[str, str], str, object]] = []
     for f in facts:
         if keep(f.entity, f.attr):
-            out.append(((f.entity, f.attr), fact_line(f.entity, f.attr, f.value)))
-        if (f.entity, f.attr) in olds:
-            out.append(((f.entity, f"{f.attr}@old"), fact_line(f.entity, f"{f.attr}@old", f.value)))
+            out.append(((f.entity, f.attr), fact_line(f.entity, f.attr, f.value), f.value))
+        if first and (f.entity, f.attr) in olds:
+            old = (f.entity, f"{f.attr}@old")
+            out.append((old, fact_line(*old, f.value), f.value))
     return out
 
 
 def play_storing(episode: Episode, domain: DomainTemplate, store: BudgetStore, *,
-                 keep: Callable[[str, str], bool], olds: set[tuple[str, str]], apply_changes: bool,
+                 keep: Callable[[str, str], bool], olds: set[tuple[str, str]], notices: bool, silent: bool,
                  entity_notes: bool = False, stop_at: int | None = None) -> dict[str, str]:
-    """Play the stream: store kept facts at each document event, apply changes, answer from memory.
+    """Play the stream: store kept facts as documents arrive, keep them current, answer from memory.
 
-    ``entity_notes`` writes one note per entity (a record) instead of packing; ``stop_at`` caps the writes
-    spent on documents (the rest is kept for edits).
+    A strategy sees what an agent sees. A correction notice names its fact (``notices``: apply it). A later
+    document about a stored entity is compared with what was stored, and a differing value is a silent
+    change (``silent``: apply it); nothing else marks one. ``entity_notes`` writes one note per entity
+    (a record) instead of packing; ``stop_at`` caps the writes spent on documents (the rest is kept for
+    edits).
     """
     packer = _Packer(store)
     answers: dict[str, str] = {}
+    reported: set[tuple[str, str]] = set()
     for ev in episode.events:
         store.begin_event(ev.index, correction=ev.kind == "correction")
-        if ev.kind == "documents":
-            groups = _by_entity(ev) if entity_notes else [ev.facts]
+        if ev.kind in ("documents", "contradiction"):
+            fresh: list[Fact] = []
+            for f in ev.facts:
+                key = (f.entity, f.attr)
+                if key in packer.where:
+                    if silent and packer.values[key] != f.value:
+                        packer.update(f.entity, f.attr, f.value)
+                elif keep(*key) or (key in olds and key not in reported):
+                    fresh.append(f)
+            groups = _group_by_entity(fresh) if entity_notes else [fresh]
             for facts in groups:
                 if stop_at is not None and store.writes_used >= stop_at:
                     break
-                lines = _lines_for(facts, keep, olds)
+                lines = [ln for f in facts for ln in _lines_for([f], keep, olds, (f.entity, f.attr) not in reported)]
                 if lines:
                     packer.write(lines if not entity_notes else _one_note(lines, store.note_chars))
-        elif ev.kind in ("correction", "contradiction") and apply_changes and ev.change is not None:
+            reported.update((f.entity, f.attr) for f in ev.facts)
+        elif ev.kind == "correction" and notices and ev.change is not None:
             c = episode.changes[ev.change]
             packer.update(c.entity, c.attr, c.new)
         elif ev.kind == "question" and ev.question:
@@ -170,21 +196,36 @@ def play_storing(episode: Episode, domain: DomainTemplate, store: BudgetStore, *
     return answers
 
 
-def _by_entity(ev: Event) -> list[list[Fact]]:
+def _group_by_entity(facts: list[Fact]) -> list[list[Fact]]:
     groups: dict[str, list[Fact]] = {}
-    for f in ev.facts:
+    for f in facts:
         groups.setdefault(f.entity, []).append(f)
     return list(groups.values())
 
 
-def _one_note(lines: list[tuple[tuple[str, str], str]], cap: int) -> list[tuple[tuple[str, str], str]]:
-    kept, size = [], len("facts\n")
-    for key, line in lines:
-        if size + len(line) + 1 > cap:
+def _one_note(lines: list[tuple[tuple[str, str], str, object]], cap: int) -> list[tuple[tuple[str, str], str, object]]:
+    kept, size = [], len(HEADER)
+    for item in lines:
+        if size + len(item[1]) + 1 > cap:
             break
-        kept.append((key, line))
-        size += len(line) + 1
+        kept.append(item)
+        size += len(item[1]) + 1
     return kept
+
+
+def coverage_writes(episode: Episode) -> int:
+    """Writes that storing every fact the documents state would take, packed as the storing strategies pack.
+
+    It needs no knowledge of the questions: whatever the plan asks, the facts it reads are among these.
+    """
+    lines: list[str] = []
+    seen: set[tuple[str, str]] = set()
+    for ev in episode.events:
+        for f in ev.facts:
+            if (f.entity, f.attr) not in seen:
+                seen.add((f.entity, f.attr))
+                lines.append(fact_line(f.entity, f.attr, f.value))
+    return len(_chunks(lines, episode.note_chars))
 
 
 def needed(episode: Episode) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
@@ -230,35 +271,43 @@ def _guess(q: Question, episode: Episode, domain: DomainTemplate, rng: random.Ra
     return "0"
 
 
+def _template_keep(domain: DomainTemplate) -> Callable[[str, str], bool]:
+    """What a player who knows the question templates (not the questions) keeps: everything a template can
+    ask except dates, which only single-fact retrieval reads and which cost the most characters per answer."""
+    dates = {a.key for a in domain.attributes if a.type == "date"}
+    return lambda e, a: a not in dates
+
+
 def run_strategy(name: str, episode: Episode, domain: DomainTemplate, seed: int = 0) -> StrategyRun:
     """Play strategy or attack ``name`` over the episode."""
     rng = random.Random(derive_seed("budget.strategy", name, episode.domain, episode.seed, seed))
     store = new_store(episode)
     cur, old = needed(episode)
     budget = episode.tier.writes
-    if name in ("perfect", "store_ignore_corrections"):
+    # A tenth of the budget stays free for edits after silent contradictions.
+    reserve = max(1, budget // 10)
+    if name in ("perfect", "store_ignore_corrections", "ignore_contradictions"):
         answers = play_storing(episode, domain, store, keep=lambda e, a: (e, a) in cur, olds=old,
-                               apply_changes=name == "perfect")
+                               notices=name != "store_ignore_corrections", silent=name == "perfect")
         return StrategyRun(name, answers, store)
     if name in ("store_greedy", "store_random_full", "store_random_half"):
         n = len(episode.entity_names)
-        # A tenth of the budget stays free for edits after silent contradictions.
-        reserve = max(1, budget // 10)
         share = {"store_greedy": 1.0, "store_random_full": (budget - reserve) / n,
                  "store_random_half": (budget - reserve) / (2 * n)}[name]
         chosen = set(episode.entity_names) if share >= 1 else {e for e in episode.entity_names if rng.random() < share}
         stop = budget - reserve if name != "store_random_half" else (budget - reserve) // 2
-        answers = play_storing(episode, domain, store, keep=lambda e, a: e in chosen, olds=set(),
-                               apply_changes=True, entity_notes=True, stop_at=stop)
+        answers = play_storing(episode, domain, store, keep=lambda e, a: e in chosen, olds=set(), notices=True,
+                               silent=True, entity_notes=True, stop_at=stop)
         return StrategyRun(name, answers, store)
-    if name == "store_prioritised":
+    if name in ("store_prioritised", "template_expert"):
         numeric = {a.key for a in domain.attributes if a.numeric} | {"category"}
 
-        def keep(e: str, a: str) -> bool:
+        def prioritised(e: str, a: str) -> bool:
             return a in numeric or a.startswith("rel:")
 
-        answers = play_storing(episode, domain, store, keep=keep, olds=set(), apply_changes=True,
-                               stop_at=budget - max(1, budget // 10))
+        answers = play_storing(episode, domain, store, olds=set(), notices=True, silent=True,
+                               keep=prioritised if name == "store_prioritised" else _template_keep(domain),
+                               stop_at=budget - reserve)
         return StrategyRun(name, answers, store)
     if name in ("guess_blind", "guess_smart"):
         answers = {q.id: _guess(q, episode, domain, rng, name == "guess_smart") for q in episode.questions}
@@ -338,6 +387,30 @@ def _distractor(episode: Episode, domain: DomainTemplate, store: BudgetStore) ->
     return StrategyRun("distractor_answer", answers, store, targets)
 
 
+def _names_plus_changes(episode: Episode, domain: DomainTemplate, store: BudgetStore) -> StrategyRun:
+    """Store entity names and nothing of the documents, then one note per correction notice with the new and
+    the old value it states: the answers to update, delta and counterfactual questions on announced changes,
+    without ever having stored the fact that changed."""
+    names: list[str] = []
+    answers: dict[str, str] = {}
+    for ev in episode.events:
+        store.begin_event(ev.index, correction=ev.kind == "correction")
+        if ev.kind == "documents":
+            fresh = [n for n in dict.fromkeys(f.entity for f in ev.facts) if n not in names]
+            if fresh:
+                names += fresh
+                store.write(("names: " + ", ".join(fresh))[: store.note_chars])
+        elif ev.kind == "correction" and ev.change is not None:
+            c = episode.changes[ev.change]
+            lines = [fact_line(c.entity, c.attr, c.new), fact_line(c.entity, c.attr + "@old", c.old)]
+            store.write(HEADER + "".join(line + "\n" for line in lines))
+        elif ev.kind == "question" and ev.question:
+            q = episode.question(ev.question)
+            answers[q.id] = answer_from_memory(q, store, domain)
+    return StrategyRun("names_plus_changes", answers, store)
+
+
 ATTACK_RUNNERS: dict[str, Callable[[Episode, DomainTemplate, BudgetStore], StrategyRun]] = {
     "list_candidates": _list_candidates, "fake_storage_blob": _fake_blob, "distractor_answer": _distractor,
+    "names_plus_changes": _names_plus_changes,
 }

@@ -3,6 +3,11 @@
 Every fact gets a sentence; some numeric sentences carry a second, wrong number nearby (a rival's figure,
 an outdated estimate) that a careful reader must not store. Wording is drawn per sentence from small
 template sets so documents do not share one shape.
+
+A silent contradiction is a later document about an entity already documented, written exactly as any
+document is (same header, same sentence templates, distractors included): one of its values differs from
+what was first reported, and nothing says so. Re-reports that change nothing arrive too, so a second
+document about an entity is no signal by itself; only comparing its content with what was stored is.
 """
 
 from __future__ import annotations
@@ -70,13 +75,14 @@ def _far(x: float, y: float) -> bool:
 
 
 def document(domain: DomainTemplate, entity: EntityRecord, rng: random.Random,
-             later: dict[str, int | float] | None = None) -> tuple[str, list[Fact]]:
+             avoid: dict[str, list[int | float]] | None = None) -> tuple[str, list[Fact]]:
     """An entity's document and the facts it states.
 
-    ``later`` maps attributes to the values they will be revised to; a distractor never lands near one, so
-    the wrong number printed today cannot become the right answer tomorrow.
+    ``avoid`` maps attributes to values a distractor must stay far from: the values the fact will be revised
+    to (so the wrong number printed today cannot become the right answer tomorrow) and, in a re-report, the
+    values it had before (so a distractor never quotes the old figure and gives a contradiction away).
     """
-    later = later or {}
+    avoid = avoid or {}
     sentences = [f"{entity.name} is a {entity.category} {domain.noun}."]
     facts = [Fact(entity=entity.name, attr="category", value=entity.category)]
     attrs = [a for a in domain.attributes if a.key in entity.attrs]
@@ -88,7 +94,7 @@ def document(domain: DomainTemplate, entity: EntityRecord, rng: random.Random,
             assert isinstance(value, int | float)
             distractor = _distractor(attr, float(value), rng)
             for _ in range(20):
-                if attr.key not in later or _far(distractor, float(later[attr.key])):
+                if all(_far(distractor, float(x)) for x in avoid.get(attr.key, ())):
                     break
                 distractor = _distractor(attr, float(value), rng)
             else:
@@ -116,10 +122,30 @@ def correction_notice(domain: DomainTemplate, change: Change) -> str:
             f"{render_number(attr, change.old)}. The correct figure is {render_number(attr, change.new)}.")
 
 
-def contradiction(domain: DomainTemplate, change: Change, rng: random.Random) -> str:
-    """A later document that states the new value without saying anything changed."""
-    attr = domain.attribute(change.attr)
-    return f"## {change.entity} (field report)\n" + fact_sentence(domain, change.entity, attr, change.new, rng)
+def documents_text(domain: DomainTemplate, docs: list[str]) -> str:
+    """The text of a documents event: a one-line header and the documents.
+
+    The header says only how many documents follow, the same for a first batch and for a later re-report,
+    so the event gives no hint whether any value in it differs from an earlier one.
+    """
+    what = domain.noun if len(docs) == 1 else domain.plural
+    return f"{len(docs)} {what} document{'s' if len(docs) != 1 else ''}.\n\n" + "\n\n".join(docs)
+
+
+def contradiction_text(domain: DomainTemplate, doc: str) -> str:
+    """A silent contradiction's event text: exactly what any one-document event looks like."""
+    return documents_text(domain, [doc])
+
+
+#: How the agent is told the kind of each event. A silent contradiction is shown as the documents event it
+#: looks like; only the data file (never shown to the agent) keeps the kind apart for scoring.
+SHOWN_KIND = {"documents": "documents", "memo": "memo", "correction": "correction", "contradiction": "documents",
+              "question": "question"}
+
+
+def shown_kind(kind: str) -> str:
+    """The event kind as the agent sees it."""
+    return SHOWN_KIND[kind]
 
 
 def changed_value(attr: Attribute, old: int | float, rng: random.Random) -> int | float:

@@ -22,7 +22,8 @@ from ...prompts import render
 from ...storage import atomic_write_json
 from .harness import LLMToolAgent, ToolAgent
 from .model import Episode, Event
-from .protocol import function_tools, strip_fence
+from .protocol import TOOLS, function_tools, strip_fence
+from .tiers import Tier
 
 #: Values of ``budget.tools``.
 TOOL_SETTINGS = ("auto", "native", "text")
@@ -223,25 +224,96 @@ def builtin_tool_agent(llm: LLMClient, protocol: str, *, max_tokens: int = 512) 
 
 # ---- plug-ins ----------------------------------------------------------------------------------------
 @dataclass(frozen=True)
+class EpisodeView:
+    """What a player of an episode may know before it starts: the rules, never the content.
+
+    No questions, gold answers, entities, events or changes: a plug-in learns those only as the harness
+    shows them, event by event (docs/budget.md, "Plug-ins").
+
+    Attributes:
+        tier: the tier's sizes (entities, questions, corrections, write budget, sessions).
+        domain: the domain's name (the system prompt names its entities anyway).
+        budget: memory writes allowed, or None under the long-context reference.
+        note_chars: the longest note a write or edit may leave.
+        tools: the tool names of the protocol.
+    """
+
+    tier: Tier
+    domain: str
+    budget: int | None
+    note_chars: int
+    tools: tuple[str, ...]
+
+    @classmethod
+    def of(cls, episode: Episode, *, policy: str = "budget") -> EpisodeView:
+        """The view of ``episode`` under ``policy``."""
+        return cls(tier=episode.tier, domain=episode.domain,
+                   budget=None if policy == "long-context" else episode.tier.writes,
+                   note_chars=episode.note_chars, tools=tuple(TOOLS))
+
+
+@dataclass(frozen=True)
+class EventView:
+    """The event a plug-in's ``act`` is told about: what is on screen, nothing the harness keeps for scoring.
+
+    Attributes:
+        index: the event's position in the stream (0-based).
+        session: its session (multi-session tiers cut the context between sessions).
+        kind: documents, memo, correction, contradiction or question.
+        text: the event's text, as the opening message shows it.
+        question: the question's id for a question event (the key of its answer), else None.
+    """
+
+    index: int
+    session: int
+    kind: str
+    text: str
+    question: str | None
+
+    @classmethod
+    def of(cls, event: Event) -> EventView:
+        """The view of ``event``."""
+        return cls(event.index, event.session, event.kind, event.text, event.question)
+
+
+@dataclass(frozen=True)
 class ToolAgentContext(AgentContext):
     """What a budget-family plug-in's factory is told, whichever contract it implements.
 
-    A tool agent reads the episode it will play and the harness policy; a memory agent reads
-    ``store_factory`` (the harness's metered store) like any :class:`~amemgym.agents.base.AgentContext`.
+    A tool agent reads the rules of the episode it will play (:class:`EpisodeView`) and the harness policy;
+    a memory agent reads ``store_factory`` (the harness's metered store) like any
+    :class:`~amemgym.agents.base.AgentContext`.
     """
 
-    episode: Episode | None = None
+    episode: EpisodeView | None = None
     policy: str = "budget"
     max_tokens: int = 512
+
+
+class PluginToolAgent:
+    """A plug-in tool agent behind the guard (:mod:`amemgym.agents.guard`).
+
+    Each ``act`` gets copies of the messages (a plug-in that edits them cannot rewrite the trace) and the
+    :class:`EventView` of the event; it runs watched and limited, and must return a string.
+    """
+
+    def __init__(self, inner: ToolAgent, name: str) -> None:
+        self.inner, self.name = inner, name
+
+    async def act(self, messages: list[dict[str, str]], *, event: Event) -> str:
+        """The plug-in's next reply."""
+        from ...agents.guard import call_plugin
+
+        copies = [dict(m) for m in messages]
+        return await call_plugin(self.name, "act", self.inner.act, copies,  # type: ignore[no-any-return]
+                                 event=EventView.of(event), expect=str)
 
 
 def tool_agent_problem(obj: object) -> str | None:
     """What ``obj`` lacks to be a tool agent, or None."""
     act = getattr(obj, "act", None)
     if act is None or not callable(act):
-        return "an async act(messages, *, event) method"
-    if not inspect.iscoroutinefunction(act):
-        return "act must be async (async def act(messages, *, event))"
+        return "an act(messages, *, event) method (async, or a plain function run in a thread)"
     try:
         params = inspect.signature(act).parameters
     except (TypeError, ValueError):
@@ -279,8 +351,9 @@ def resolve_tool_agent(name: str, llm: LLMClient, ctx: ToolAgentContext) -> Tool
     if problem is not None or not isinstance(obj, ToolAgent):
         raise ConfigError(f"agent {name!r}: its factory returned {type(obj).__name__}, not a tool agent "
                           f"(needs {problem or 'act'})")
-    return obj
+    return PluginToolAgent(obj, name)
 
 
-__all__ = ["NativeToolAgent", "ProtocolChoice", "ToolAgentContext", "canonical_reply", "choose_protocol",
-           "probe_native", "resolve_tool_agent", "to_native", "tool_agent_problem"]
+__all__ = ["EpisodeView", "EventView", "NativeToolAgent", "PluginToolAgent", "ProtocolChoice", "ToolAgentContext",
+           "canonical_reply", "choose_protocol", "probe_native", "resolve_tool_agent", "to_native",
+           "tool_agent_problem"]

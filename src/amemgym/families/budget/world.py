@@ -50,7 +50,7 @@ class World:
 
 def _draw_number(attr: Attribute, rng: random.Random) -> float:
     lo, hi = float(attr.min or 0), float(attr.max or 1)
-    if lo > 0 and hi / lo > 50:
+    if attr.log_drawn:
         x = math.exp(rng.uniform(math.log(lo), math.log(hi)))
     else:
         x = rng.uniform(lo, hi)

@@ -1,0 +1,136 @@
+"""Scrubbing secrets out of everything amemgym stores or prints.
+
+A server (or a proxy in front of it) may echo the request's ``Authorization`` header: in an error body, but
+also in a successful reply or in the model list of ``/models``. Two levels of scrubbing:
+
+- :func:`redact`, for error texts: every registered key and anything shaped like a credential (bearer and
+  basic tokens, ``sk-`` and vendor keys, ``api_key=...``, ``user:password@`` in URLs). Error texts are ours,
+  so a false match costs nothing.
+- :func:`redact_content`, for everything else written or printed (run files, traces, reports, the response
+  cache, the console; ``amemgym.storage`` applies it to every write): registered keys and bearer-shaped
+  tokens only, narrow enough to leave ordinary conversation ("a basic recipe", "the bearer of news") alone.
+  Its patterns never match a JSON quote or backslash, so a JSON text stays valid JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from typing import Any
+
+_KNOWN: set[str] = set()
+#: The registered keys, longest first, with their JSON-escaped forms (a key inside a JSON text).
+_KNOWN_SORTED: list[str] = []
+_LOCK = threading.Lock()
+
+#: Shorter "keys" (e.g. a placeholder like "x") are not registered: replacing them would mangle every text.
+MIN_SECRET_CHARS = 6
+MASK = "[REDACTED]"
+
+# Anything shaped like a credential: a bearer/basic token, an OpenAI-style "sk-..." key, common vendor
+# prefixes, and ``user:password@`` in a URL.
+_PATTERNS = (
+    re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=:-]{4,}"),
+    re.compile(r"\b(?:sk|pk|rk)-[A-Za-z0-9_-]{6,}"),
+    re.compile(r"\b(?:ghp|gho|ghs|xox[abp]|AIza|hf)_?[A-Za-z0-9_-]{16,}"),
+    re.compile(r"(?i)(api[_-]?key|authorization|x-api-key)([\"']?\s*[:=]\s*[\"']?)(?!(?:bearer|basic)\b)[^\s\"',;}]{4,}"),
+    re.compile(r"(?<=://)[^/\s:@]+:[^/\s@]+@"),
+)
+
+
+# Credential shapes that can be told from prose: a bearer token or an ``sk-`` key with at least one digit, and
+# ``user:password@`` after a URL scheme. None of them crosses a quote, a backslash or whitespace. Each is
+# matched only where ``str.find`` sees its literal start (the regex engine alone scans a long text about ten
+# times slower): (the literals, where the match starts after one, the pattern matched there).
+_TOKEN = r"(?=[A-Za-z._~+/=-]*[0-9])[A-Za-z0-9._~+/=-]"
+_CONTENT_PATTERNS: tuple[tuple[tuple[str, ...], int, re.Pattern[str]], ...] = (
+    (("bearer", "Bearer", "BEARER"), 0, re.compile(rf"(?i)(bearer)\s+{_TOKEN}{{12,}}")),
+    (("sk-", "pk-", "rk-"), 0, re.compile(rf"(?:sk|pk|rk)-{_TOKEN}{{16,}}")),
+    (("://",), 3, re.compile(r"[^/\s:@\"'\\]+:[^/\s@\"'\\]+@")),
+)
+
+
+def register_secret(value: str | None) -> None:
+    """Remember a configured key so :func:`redact` removes it wherever it appears."""
+    if value and len(value.strip()) >= MIN_SECRET_CHARS:
+        secret = value.strip()
+        with _LOCK:
+            _KNOWN.add(secret)
+            forms = {k for s in _KNOWN for k in (s, json.dumps(s, ensure_ascii=False)[1:-1])}
+            _KNOWN_SORTED[:] = sorted(forms, key=len, reverse=True)
+
+
+def _sub(match: re.Match[str]) -> str:
+    groups = match.groups()
+    if len(groups) == 2:  # key=value forms keep the name, so the message still says what was hidden
+        return f"{groups[0]}{groups[1]}{MASK}"
+    if groups and groups[0]:
+        return f"{groups[0]} {MASK}"
+    return MASK + ("@" if match.group(0).endswith("@") else "")
+
+
+def redact(text: str) -> str:
+    """``text`` with every registered key and anything shaped like a credential replaced by a mask."""
+    if not text:
+        return text
+    with _LOCK:
+        known = sorted(_KNOWN, key=len, reverse=True)
+    for secret in known:
+        if secret in text:
+            text = text.replace(secret, MASK)
+    for pattern in _PATTERNS:
+        text = pattern.sub(_sub, text)
+    return text
+
+
+def redact_content(text: str) -> str:
+    """``text`` with every registered key and every bearer-shaped token replaced by a mask.
+
+    For run files, reports, the cache and the console; see the module docstring for why it is narrower
+    than :func:`redact`.
+    """
+    if not text:
+        return text
+    with _LOCK:
+        known = list(_KNOWN_SORTED)
+    for secret in known:
+        if secret in text:
+            text = text.replace(secret, MASK)
+    spans = sorted(_token_spans(text))
+    if not spans:
+        return text
+    out, last = [], 0
+    for start, end, mask in spans:
+        if start >= last:
+            out += [text[last:start], mask]
+            last = end
+    out.append(text[last:])
+    return "".join(out)
+
+
+def _token_spans(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, replacement) of every credential shape of :data:`_CONTENT_PATTERNS` in ``text``."""
+    spans = []
+    for literals, offset, pattern in _CONTENT_PATTERNS:
+        for literal in literals:
+            i = text.find(literal)
+            while i != -1:
+                # A literal inside a word ("task-", "unbearer") does not start a token.
+                if offset or not i or not (text[i - 1].isalnum() or text[i - 1] == "_"):
+                    m = pattern.match(text, i + offset)
+                    if m:
+                        spans.append((m.start(), m.end(), _sub(m)))
+                i = text.find(literal, i + 1)
+    return spans
+
+
+def redact_obj(obj: Any) -> Any:
+    """A copy of a JSON-like value with every string redacted (for failure records before they are written)."""
+    if isinstance(obj, str):
+        return redact(obj)
+    if isinstance(obj, dict):
+        return {k: redact_obj(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [redact_obj(v) for v in obj]
+    return obj

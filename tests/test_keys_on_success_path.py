@@ -1,0 +1,94 @@
+"""A server that echoes the API key on the success path (in its model list and in replies) puts it into no file,
+no cache and no console line (issue 30, item 3)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from amemgym.cli import app
+from amemgym.families.budget.generate import build_episode
+from amemgym.redact import MASK, redact_content, register_secret
+from amemgym.testing.fake_endpoint import FakeEndpoint
+from amemgym.testing.responder import default_responder
+from test_budget_harness import _served_episode
+
+KEY = "plainKEYvalue4242zz"
+#: A bearer token that was never configured: caught by its shape.
+STRANGER = "Bearer zz9TOKENshapedABC123xyz"
+FAST = ["--set", "llm.default.max_retries=1"]
+
+
+def every_text(*roots: Path) -> str:
+    texts = []
+    for root in roots:
+        for p in sorted(root.rglob("*")):
+            if p.is_file() and p.suffix in (".sqlite", ".db"):
+                with sqlite3.connect(p) as conn:
+                    texts.extend(str(row) for row in conn.execute("SELECT * FROM responses"))
+            elif p.is_file():
+                texts.append(p.read_text(encoding="utf-8", errors="replace"))
+    return "\n".join(texts)
+
+
+def echoing(body: dict[str, Any]) -> str | dict[str, Any]:
+    reply = default_responder(body)
+    if isinstance(reply, str) and not reply.lstrip().startswith(("{", "[")):
+        return f"{reply} (seen: Authorization: Bearer {KEY}; {STRANGER})"
+    return reply
+
+
+def test_a_statetrack_run_stores_and_prints_no_echoed_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out, cache = tmp_path / "run", tmp_path / "cache"
+    monkeypatch.setenv("AMEMGYM_CACHE_DIR", str(cache))
+    with FakeEndpoint(responder=echoing, model=f"model-{KEY}") as ep:
+        monkeypatch.setenv("OPENAI_BASE_URL", ep.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", KEY)
+        result = CliRunner().invoke(app, ["run", "--out", str(out), "--limit", "1", "--set",
+                                          f"llm.default.model=model-{KEY}", *FAST])
+    assert result.exit_code == 0, result.output
+    sessions = "".join(p.read_text() for p in out.rglob("sessions.jsonl"))
+    assert "(seen: Authorization: Bearer " + MASK in sessions  # the replies were recorded, masked
+    assert (out / "report.html").exists() and any(cache.rglob("*.sqlite"))
+    text = every_text(out, cache) + result.output
+    assert KEY not in text and "zz9TOKENshapedABC123xyz" not in text
+
+
+def test_a_budget_run_stores_and_prints_no_echoed_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    episode = build_episode("lite", "films", 0)
+    env, respond = _served_episode(episode, tmp_path)
+
+    def echo(body: dict[str, Any]) -> str:
+        reply = respond(body)
+        try:
+            call = json.loads(reply)
+        except ValueError:
+            return reply
+        if call.get("tool") == "write":
+            call["args"]["text"] += f" Authorization: Bearer {KEY}"
+        return json.dumps(call)
+
+    out, cache = tmp_path / "run", tmp_path / "cache"
+    monkeypatch.setenv("AMEMGYM_CACHE_DIR", str(cache))
+    with FakeEndpoint(responder=echo, model=f"model-{KEY}") as ep:
+        monkeypatch.setenv("OPENAI_BASE_URL", ep.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", KEY)
+        result = CliRunner().invoke(app, ["run", "--env", str(env), "--out", str(out), "--set",
+                                          f"llm.default.model=model-{KEY}", "--set", "budget.tools=text", *FAST])
+    assert result.exit_code == 0, result.output
+    assert MASK in (out / "trace.jsonl").read_text() and MASK in (out / "model.json").read_text()
+    assert KEY not in every_text(out, cache) + result.output
+
+
+def test_content_redaction_keeps_prose_and_json_intact() -> None:
+    register_secret("quote\"d-secret-value")
+    prose = "A basic recipe; the bearer of good news; sk-learning is a library; task-manager"
+    assert redact_content(prose) == prose
+    doc = json.dumps({"a": "Bearer abcDEF123456789 and quote\"d-secret-value", "u": "http://me:pw@host/v1"})
+    cleaned = redact_content(doc)
+    assert json.loads(cleaned) == {"a": f"Bearer {MASK} and {MASK}", "u": f"http://{MASK}@host/v1"}
