@@ -200,7 +200,7 @@ def test_validate_with_the_judge_fails_a_file_whose_openings_the_judge_finds_sil
                      "--set", "llm.default.model=fake-model", "--set", "llm.default.max_retries=1")
     assert res.exit_code == 1, res.output
     assert "not stated by any opening text" in res.output and "LLM judge" in res.output
-    assert "validate: judge reads" in res.output and "UNCHECKED" not in res.output
+    assert "validate: judge (" in res.output and "UNCHECKED" not in res.output
 
 
 def test_the_default_progress_runs_live_when_stderr_is_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:

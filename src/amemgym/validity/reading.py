@@ -116,7 +116,7 @@ def read_text(env: Environment, judge: TextJudge | None = None, judge_all: bool 
     def judged(users: set[str]) -> TextExposure:
         assert judge is not None
         periods = sum(len(u.periods) for u in env.users if u.id in users)
-        step = f"judge reads {periods} periods (one call each; minutes on a CPU-served model)"
+        step = f"judge ({periods} periods, one call each)"
         return run(step, lambda: judge.read(env, users))
 
     if judge is not None and judge_all:
