@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-import re
-from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,65 +13,24 @@ from typer.testing import CliRunner
 
 from amemgym.cli import app
 from amemgym.config import AppConfig, load_config
+from amemgym.engine.runner import RunOptions, run_units
+from amemgym.engine.trials import run_unit_trials
 from amemgym.families import family_for_env
-from amemgym.families.budget.batch import RunOptions, run_batch, run_trials
 from amemgym.families.budget.generate import build_episode
 from amemgym.families.budget.io import save_episode
 from amemgym.families.budget.model import Episode
+from amemgym.families.budget.units import UNITS
 from amemgym.llm.client import LLMClient
 from amemgym.llm.types import ChatRequest
 from amemgym.scoring.metrics import mean_ci
+from amemgym.testing.budget import BudgetScript, client_factory
 from amemgym.testing.scripted_model import ScriptedBackend
 
-_OPENING = re.compile(r"Event (\d+) of \d+ \((\w+)\)")
 EPISODES = (("lite", "cities", 0), ("lite", "companies", 0), ("lite", "films", 0))
-
-
-def call(tool: str, **args: object) -> str:
-    return json.dumps({"tool": tool, "args": args})
-
-
-class Agent:
-    """Writes each document batch once and answers a question with its gold for ``right`` share of episodes.
-
-    It never sees which episode it plays except through the prompts, as a real agent; ``calls`` counts the
-    chat calls per system prompt (one per domain here), and ``seeds`` the seeds the calls carried.
-    """
-
-    def __init__(self, episodes: list[Episode], wrong_domains: tuple[str, ...] = ()) -> None:
-        self.golds = {q.text: (e.domain, q.gold) for e in episodes for q in e.questions}
-        self.wrong = wrong_domains
-        self.calls: Counter[str] = Counter()
-        self.seeds: set[int | None] = set()
-        self.kill_at: int | None = None
-
-    def __call__(self, req: ChatRequest) -> str:
-        if not any(_OPENING.search(str(m["content"])) for m in req.messages):
-            self.calls["probe"] += 1
-            return "I have no function calls."  # the tool probe of budget.tools=auto: this agent speaks text
-        self.calls[req.messages[0]["content"]] += 1
-        self.seeds.add(req.seed)
-        if self.kill_at is not None and sum(self.calls.values()) >= self.kill_at:
-            raise KeyboardInterrupt  # a kill in the middle of the run
-        opening = next(m["content"] for m in reversed(req.messages) if _OPENING.search(m["content"]))
-        kind = _OPENING.search(opening).group(2)  # type: ignore[union-attr]
-        start = next(i for i, m in enumerate(req.messages) if m["content"] == opening)
-        steps = sum(1 for m in req.messages[start:] if m["role"] == "assistant")
-        if kind == "question":
-            domain, gold = next((v for t, v in self.golds.items() if t in opening), ("", None))
-            if domain in self.wrong:
-                return call("submit_answer", answer="I don't know")
-            return call("submit_answer", answer="I don't know" if gold is None else str(gold))
-        if kind == "documents" and steps == 0:
-            return call("write", text=opening[-300:])
-        return call("done")
-
-    def domain_calls(self, domain: str) -> int:
-        return sum(n for system, n in self.calls.items() if f" {domain}" in system)
-
-
-def factory(agent: Agent) -> Callable[[AppConfig], LLMClient]:
-    return lambda cfg: LLMClient(backends={"agent": ScriptedBackend(agent)})
+#: The scripted tool agent: writes each document batch once, answers with the gold (or abstains on wrong domains).
+Agent = BudgetScript
+#: A run's client factory answering every call with the script (other test modules import it by this name).
+factory = client_factory
 
 
 @pytest.fixture(scope="module")
@@ -93,8 +49,8 @@ def run(env: Path, out: Path, agent: Agent, *, limit: int | None = None, serial:
     cfg = load_config("tiny")
     cfg.run.seed = seed
     log = io.StringIO()
-    code = run_batch(cfg, env, out, RunOptions(agent="native", serial=serial, limit=limit),
-                     console=Console(file=log, width=250), make_client=factory(agent))
+    code = run_units(UNITS, cfg, env, out, RunOptions(agent="native", serial=serial, limit=limit),
+                     console=Console(file=log, width=250), make_client=client_factory(agent))
     return code, log.getvalue()
 
 
@@ -116,13 +72,18 @@ def test_every_episode_runs_into_its_folder_and_the_summary_is_a_t_interval_over
     lo, hi = max(0.0, ci["lo"]), min(1.0, ci["hi"])  # type: ignore[type-var]
     assert f"composite {ci['mean']:.3f} [{lo:.3f}, {hi:.3f}]" in log
     assert "abstention, reported apart" in log
-    batch = json.loads((tmp_path / "out" / "batch.json").read_text())
-    assert [e["path"] for e in batch["episodes"]] == list(got)
-    assert (tmp_path / "out" / "model.json").exists() and not (tmp_path / "out" / "films" / "seed0" /
-                                                                 "model.json").exists()
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert [u["id"] for u in manifest["units"]] == list(got) and manifest["family"] == "budget"
+    assert not (tmp_path / "out" / "films" / "seed0" / "manifest.json").exists()
+    # The same root files as a statetrack run.
+    assert {p.name for p in (tmp_path / "out").iterdir() if p.is_file()} >= {
+        "manifest.json", "metrics.json", "usage.json", "failures.json"}
     # Each episode reports its own usage, not the shared client's total.
     calls = [json.loads((tmp_path / "out" / r / "results.json").read_text())["usage"]["total"]["calls"] for r in got]
-    assert sum(calls) == sum(agent.calls.values()) and all(c > 0 for c in calls)
+    # (the tool-protocol probe is the run's, made once before any episode, and counted in usage.json)
+    assert sum(calls) == sum(agent.calls.values()) - agent.calls["probe"] and all(c > 0 for c in calls)
+    usage = json.loads((tmp_path / "out" / "usage.json").read_text())["cumulative"]
+    assert usage["total"]["calls"] == sum(agent.calls.values())
 
 
 def test_limit_takes_the_first_episodes_in_natural_order(tmp_path: Path) -> None:
@@ -180,8 +141,8 @@ def test_mixed_tiers_are_summarised_per_tier_never_together(tmp_path: Path) -> N
     assert "native on tier lite (budget/v1), 1 episode(s)" in flat
     assert "native on tier standard (budget/v1), 1 episode(s)" in flat
     assert "never averaged together" in flat
-    summary = json.loads((tmp_path / "out" / "batch.json").read_text())["summary"]
-    assert sorted(v["tier"] for v in summary.values()) == ["lite", "standard"]
+    groups = json.loads((tmp_path / "out" / "metrics.json").read_text())["groups"]
+    assert sorted(groups) == ["lite", "standard"]
 
 
 def test_bad_folders_exit_2_in_one_line(tmp_path: Path, original_env_path: Path) -> None:
@@ -216,8 +177,8 @@ def test_trials_make_fresh_calls_and_write_their_spread(envs: tuple[Path, list[E
 
         return LLMClient(backends={"agent": ScriptedBackend(agent)}, cache=ResponseCache(tmp_path / "cache.sqlite"))
 
-    code = run_trials(cfg, env, tmp_path / "out", RunOptions(agent="native", serial=True, limit=2), 2,
-                      console=Console(file=log, width=250), make_client=make)
+    code = run_unit_trials(UNITS, cfg, env, tmp_path / "out", RunOptions(agent="native", serial=True, limit=2), 2,
+                           console=Console(file=log, width=250), make_client=make)
     assert code == 0, log.getvalue()
     per_trial = [json.loads((tmp_path / "out" / f"trial_{k}" / "cities" / "seed0" / "results.json").read_text())
                  for k in (1, 2)]
@@ -230,7 +191,7 @@ def test_trials_make_fresh_calls_and_write_their_spread(envs: tuple[Path, list[E
     assert [t["run_seed"] for t in summary["trials"]] == [0, 1]
     assert all(t["flags"] == [] for t in summary["trials"])
     (pooled,) = summary["pooled"].values()
-    assert pooled["k"] == 2 and pooled["episodes"] == 2 and pooled["consistency"] == 1.0
+    assert pooled["k"] == 2 and pooled["units"] == 2 and pooled["consistency"] == 1.0
     assert pooled["spread"]["std"] == 0.0
     # The leaderboard reads the trials folder as one row over two episodes and two trials.
     res = CliRunner().invoke(app, ["leaderboard", str(tmp_path / "out"), "--out-csv", str(tmp_path / "b.csv")])
@@ -276,13 +237,13 @@ def test_the_cli_runs_a_folder_with_a_models_file(envs: tuple[Path, list[Episode
                                        str(models), "--limit", "2", "--set", "llm.cache=false"])
     assert res.exit_code == 0, res.output
     assert list(composites(tmp_path / "out")) == ["cities/seed0", "companies/seed0"]
-    assert json.loads((tmp_path / "out" / "model.json").read_text())["agent_model"] == "served-x"
+    assert json.loads((tmp_path / "out" / "manifest.json").read_text())["models"]["agent"]["served"] == "served-x"
 
 
 def test_episode_views_share_one_client_but_count_their_own_usage() -> None:
     import asyncio
 
-    from amemgym.families.budget.batch import _counted_view
+    from amemgym.engine.runner import counted_view as _counted_view
     from amemgym.testing.scripted_model import HashEmbedder
 
     made = []
@@ -312,25 +273,25 @@ def test_a_failed_episode_exits_1_and_its_run_is_never_ranked_as_complete(
 
     from amemgym.errors import RunError
     from amemgym.families import get_family
-    from amemgym.families.budget import batch
+    from amemgym.families.budget import units
 
     env, episodes = envs
-    real = batch.run_episode
+    real = units.play_episode
 
-    async def failing(path: Path, agent: str, out: Path, llm: LLMClient, **options: Any) -> dict[str, Any]:
+    async def failing(path: Path, agent: str, llm: LLMClient, checkpoint: Any, **options: Any) -> dict[str, Any]:
         if "films" in str(path):
             raise RunError("the films episode broke")
-        return await real(path, agent, out, llm, **options)
+        return await real(path, agent, llm, checkpoint, **options)
 
-    monkeypatch.setattr(batch, "run_episode", failing)
+    monkeypatch.setattr(units, "play_episode", failing)
     code, log = run(env, tmp_path / "out", Agent(episodes))
     assert code == 1 and "failed: the films episode broke" in " ".join(log.split())
     failures = json.loads((tmp_path / "out" / "failures.json").read_text())["failures"]
-    assert [f["episode"] for f in failures] == ["films/seed0"]
+    assert [f["user"] for f in failures] == ["films/seed0"]
     assert run(env, tmp_path / "full", Agent(episodes))[0] == 1
-    monkeypatch.setattr(batch, "run_episode", real)
+    monkeypatch.setattr(units, "play_episode", real)
     assert run(env, tmp_path / "full", Agent(episodes))[0] == 0  # a re-run retries the failed episode
-    assert not (tmp_path / "full" / "failures.json").exists()
+    assert json.loads((tmp_path / "full" / "failures.json").read_text())["failures"] == []
     rows = list(csv.DictReader(io.StringIO(get_family("budget").leaderboard([tmp_path / "out",
                                                                              tmp_path / "full"]).csv)))
     partial = next(r for r in rows if r["run"] == "out")

@@ -94,10 +94,11 @@ def test_different_models_behind_one_agent_name_are_separate_rows(tmp_path: Path
 def test_an_unfinished_multi_episode_run_is_listed_but_not_ranked(tmp_path: Path) -> None:
     out = tmp_path / "run"
     result(out / "films" / "seed0", agent="a", composite=0.9, seed=0)
-    (out / "batch.json").write_text(json.dumps({
-        "family": "budget", "agent": "a", "store": "notes", "policy": "budget", "results_version": 1,
-        "agent_model": "m", "episodes": [{"path": "films/seed0", "tier": "lite", "domain": "films", "seed": 0},
-                                         {"path": "films/seed1", "tier": "lite", "domain": "films", "seed": 1}]}))
+    (out / "manifest.json").write_text(json.dumps({
+        "format_version": 2, "family": "budget", "amemgym_version": "test", "protocol": {"agent": "a"},
+        "models": {"agent": {"served": "m"}},
+        "units": [{"id": f"films/seed{s}", "sha256": f"sha-lite-films-{s}", "group": "lite",
+                   "label": f"lite/films/seed{s}"} for s in (0, 1)]}))
     result(tmp_path / "other", agent="b", composite=0.1, seed=0)
     rows = board_rows(out, tmp_path / "other")
     assert [(r["agent"], r["rank"]) for r in rows] == [("b", "1"), ("a", "-")]

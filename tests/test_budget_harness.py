@@ -224,7 +224,7 @@ def test_an_interrupted_run_resumes_from_its_checkpoint(episode: Episode, tmp_pa
 
     with pytest.raises(KeyboardInterrupt):
         asyncio.run(run_episode(env, "native", tmp_path / "r", LLMClient(backends={"agent": ScriptedBackend(flaky)})))
-    done_before = json.loads((tmp_path / "r" / "checkpoint.json").read_text())["next_event"]
+    done_before = json.loads((tmp_path / "r" / "checkpoint.json").read_text())["state"]["next_event"]
     assert 0 < done_before < len(episode.events)
     res = asyncio.run(run_episode(env, "native", tmp_path / "r", LLMClient(backends={"agent": ScriptedBackend(agent)})))
     assert res["score"]["accuracy"] == 1.0
@@ -274,5 +274,7 @@ def test_cli_run_pins_the_served_model_honours_no_cache_and_records_the_model(
     # The episode had finished under model-a, so it is not re-run and keeps its model; the pin records the change.
     results = json.loads((out / "results.json").read_text())
     assert results["agent_model"] == "model-a" and results["model_changes"] == []
-    pin = json.loads((out / "model.json").read_text())
-    assert pin["agent_model"] == "model-b" and pin["changes"] == [{"from": "model-a", "to": "model-b"}]
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["models"]["agent"]["served"] == "model-b"
+    assert [{k: c[k] for k in ("role", "from", "to")} for c in manifest["model_changes"]] == [
+        {"role": "agent", "from": "model-a", "to": "model-b"}]

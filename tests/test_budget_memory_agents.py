@@ -13,12 +13,13 @@ from typer.testing import CliRunner
 
 from amemgym.cli import app
 from amemgym.errors import AgentError, ConfigError, RunError
-from amemgym.families.budget.board import leaderboard, protocol_of
+from amemgym.families import get_family
 from amemgym.families.budget.generate import build_episode
 from amemgym.families.budget.io import save_episode
 from amemgym.families.budget.memory_agents import shape_problem
 from amemgym.families.budget.model import Episode, Question
 from amemgym.families.budget.run import run_episode
+from amemgym.families.budget.units import protocol_label as protocol_of
 from amemgym.families.budget.world import render_date
 from amemgym.llm.types import ChatRequest
 from amemgym.testing.fake_endpoint import FakeEndpoint
@@ -92,7 +93,7 @@ def test_rag_runs_a_lite_episode_through_amemgym_run(episode: Episode, env: Path
     assert res["writes_over_time"] == sorted(res["writes_over_time"])
     assert len(res["writes_over_time"]) == len(episode.events)
     assert len(reader.answer_requests) == len(episode.questions)
-    assert (out / "trace.jsonl").exists() and (out / "model.json").exists()
+    assert (out / "trace.jsonl").exists() and (out / "manifest.json").exists()
 
 
 def test_answers_come_from_memory_only(episode: Episode, env: Path, tmp_path: Path) -> None:
@@ -129,7 +130,7 @@ def test_the_budget_holds_against_an_agent_that_adds_ten_times_too_much(env: Pat
     assert res["refused_by_reason"]["budget"] == 150 * (non_questions - notices - rereports) - budget + rereports
     assert sum(e["op"] == "update" and e["charged"] == 0 for e in res["ledger"]) == notices
     assert res["refused_writes"] == res["refused_by_reason"]["budget"]
-    checkpoint = json.loads((tmp_path / "g" / "checkpoint.json").read_text())
+    checkpoint = json.loads((tmp_path / "g" / "checkpoint.json").read_text())["state"]
     assert len(checkpoint["snapshot"]["store"]["metered_memories"]["records"]) == budget
 
 
@@ -200,7 +201,7 @@ def test_awi_rewrites_are_metered_and_those_past_the_budget_rolled_back(env: Pat
     res = play(env, "awi", tmp_path / "awi", script)
     assert res["score"]["writes_used"] == episode.tier.writes
     assert res["refused_by_reason"]["budget"] > 0 and res["truncated_writes"] > 0
-    notes = json.loads((tmp_path / "awi" / "checkpoint.json").read_text())["snapshot"]["memory"]["notes"]
+    notes = json.loads((tmp_path / "awi" / "checkpoint.json").read_text())["state"]["snapshot"]["memory"]["notes"]
     new_keys = sum(e["op"] == "add" for e in res["ledger"])
     assert len(notes) == new_keys < 5 * calls["n"]
     assert all(len(k) + len(v) <= episode.note_chars for k, v in notes.items())
@@ -219,7 +220,7 @@ def test_a_killed_run_resumes_to_the_same_result(env: Path, episode: Episode, tm
 
     with pytest.raises(KeyboardInterrupt):
         play(env, "awe", tmp_path / "cut", killed)
-    done = json.loads((tmp_path / "cut" / "checkpoint.json").read_text())["next_event"]
+    done = json.loads((tmp_path / "cut" / "checkpoint.json").read_text())["state"]["next_event"]
     assert 0 < done < len(episode.events)
     again = play(env, "awe", tmp_path / "cut", _awe_script(episode))
     for key in ("score", "answers", "ledger", "writes_over_time", "refused_by_reason", "truncated_writes"):
@@ -236,7 +237,8 @@ def test_writes_while_answering_are_refused_and_dropped(env: Path, episode: Epis
 
 def test_the_harness_embeds_what_is_stored(env: Path, episode: Episode, tmp_path: Path) -> None:
     play(env, "budget_plugins:store_agent", tmp_path / "e", Reader(episode))
-    store = json.loads((tmp_path / "e" / "checkpoint.json").read_text())["snapshot"]["store"]["metered_memories"]
+    state = json.loads((tmp_path / "e" / "checkpoint.json").read_text())["state"]
+    store = state["snapshot"]["store"]["metered_memories"]
     import base64
 
     vectors = np.frombuffer(base64.b64decode(store["vectors"]), dtype="<f4").reshape(len(store["records"]), -1)
@@ -276,11 +278,11 @@ def test_metered_memory_agents_rank_with_tool_agents_and_never_with_unmetered_ru
     play(env, "budget_plugins:store_agent", tmp_path / "runs" / "plug", Reader(episode))
     play(env, "rag", tmp_path / "runs" / "rag", Reader(episode))
     res = json.loads((tmp_path / "runs" / "rag" / "results.json").read_text())
-    assert protocol_of(res) == protocol_of({"policy": "budget", "format_version": 1})  # a tool-agent run's
+    assert protocol_of(res) == protocol_of({"policy": "budget", "results_version": 1})  # a tool-agent run's
     unmetered = {**res, "metered": False, "agent": "hand-edited"}
     (tmp_path / "runs" / "odd").mkdir()
     (tmp_path / "runs" / "odd" / "results.json").write_text(json.dumps(unmetered))
-    board = leaderboard([tmp_path / "runs"])
+    board = get_family("budget").leaderboard([tmp_path / "runs"])
     col = {c: i for i, c in enumerate(board.columns)}
     groups = {row[col["agent"]]: (row[col["group"]], row[col["protocol"]]) for row in board.rows}
     assert groups["rag"][0] == groups["budget_plugins:store_agent"][0] != groups["hand-edited"][0]
@@ -315,14 +317,16 @@ def test_the_judge_is_refused_for_memory_agents_before_anything_is_written(env: 
 
 def test_the_memory_role_model_is_pinned_like_the_agent_model(tmp_path: Path) -> None:
     # A memory agent's memory comes from the memory role: resuming on another memory model must not mix them.
-    from amemgym.families.budget.run import check_model
+    from amemgym.engine.models import pin_models
 
-    assert check_model(tmp_path, "agent-a", allow_change=False, roles={"memory": "mem-1"}) == []
-    assert check_model(tmp_path, "agent-a", allow_change=False, roles={"memory": "mem-1"}) == []
+    models, changes = pin_models(tmp_path, {}, {"agent": "agent-a", "memory": "mem-1"}, allow_change=False)
+    assert changes == [] and models == {"agent": {"served": "agent-a"}, "memory": {"served": "mem-1"}}
+    assert pin_models(tmp_path, models, {"agent": "agent-a", "memory": "mem-1"}, allow_change=False)[1] == []
     with pytest.raises(RunError, match="memory model 'mem-1', now 'mem-2'"):
-        check_model(tmp_path, "agent-a", allow_change=False, roles={"memory": "mem-2"})
-    changes = check_model(tmp_path, "agent-a", allow_change=True, roles={"memory": "mem-2"})
-    assert changes == [{"role": "memory", "from": "mem-1", "to": "mem-2"}]
-    assert json.loads((tmp_path / "model.json").read_text())["role_models"] == {"memory": "mem-2"}
+        pin_models(tmp_path, models, {"agent": "agent-a", "memory": "mem-2"}, allow_change=False)
+    moved, changes = pin_models(tmp_path, models, {"agent": "agent-a", "memory": "mem-2"}, allow_change=True)
+    assert [{k: c[k] for k in ("role", "from", "to")} for c in changes] == [
+        {"role": "memory", "from": "mem-1", "to": "mem-2"}]
+    assert moved["memory"] == {"served": "mem-2"}
     with pytest.raises(RunError, match="agent model 'agent-a', now 'agent-b'"):
-        check_model(tmp_path, "agent-b", allow_change=False, roles={"memory": "mem-2"})
+        pin_models(tmp_path, moved, {"agent": "agent-b", "memory": "mem-2"}, allow_change=False)

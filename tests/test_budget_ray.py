@@ -16,9 +16,10 @@ from rich.console import Console
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'amemgym[ray]')")
 
 from amemgym.config import AppConfig, EndpointConfig, LLMConfig, load_config  # noqa: E402
-from amemgym.families.budget.batch import RunOptions, run_batch  # noqa: E402
+from amemgym.engine.runner import RunOptions, run_units  # noqa: E402
 from amemgym.families.budget.generate import build_episode  # noqa: E402
 from amemgym.families.budget.io import save_episode  # noqa: E402
+from amemgym.families.budget.units import UNITS  # noqa: E402
 from amemgym.llm.client import LLMClient  # noqa: E402
 from amemgym.llm.types import ChatRequest  # noqa: E402
 from amemgym.testing.fake_endpoint import FakeEndpoint  # noqa: E402
@@ -57,7 +58,7 @@ def test_ray_runs_each_episode_as_a_task_with_the_local_results(tmp_path: Path) 
         out = {}
         for executor in ("local", "ray"):
             log = io.StringIO()
-            code = run_batch(config(ep, tmp_path / f"{executor}.sqlite"), env, tmp_path / executor,
+            code = run_units(UNITS, config(ep, tmp_path / f"{executor}.sqlite"), env, tmp_path / executor,
                              RunOptions(agent="native", executor=executor), console=Console(file=log, width=200))
             assert code == 0, log.getvalue()
             out[executor] = {p.parent.name + p.parent.parent.name: json.loads(p.read_text())
@@ -68,7 +69,7 @@ def test_ray_runs_each_episode_as_a_task_with_the_local_results(tmp_path: Path) 
             assert remote["run_seed"] == 0 and remote["agent_model"] == local["agent_model"]
             assert remote["usage"]["total"]["calls"] == local["usage"]["total"]["calls"] > 0
         ep.reset_counters()
-        again = run_batch(config(ep, tmp_path / "ray.sqlite"), env, tmp_path / "ray",
+        again = run_units(UNITS, config(ep, tmp_path / "ray.sqlite"), env, tmp_path / "ray",
                           RunOptions(agent="native", executor="ray"), console=Console(file=io.StringIO()))
         assert again == 0 and ep.calls == 0
 
@@ -98,11 +99,11 @@ def test_a_task_that_fails_is_recorded_and_the_run_exits_1(tmp_path: Path) -> No
 
     with FakeEndpoint(responder=respond) as ep:
         log = io.StringIO()
-        code = run_batch(config(ep, tmp_path / "c.sqlite"), env, tmp_path / "out",
+        code = run_units(UNITS, config(ep, tmp_path / "c.sqlite"), env, tmp_path / "out",
                          RunOptions(agent="native", executor="ray"), console=Console(file=log, width=200),
                          make_client=OtherModelOnWorkers(os.getpid()))
         assert ep.calls_by_kind.get("chat", 0) == 0
     assert code == 1, log.getvalue()
     (failure,) = json.loads((tmp_path / "out" / "failures.json").read_text())["failures"]
-    assert failure["episode"] == "films/seed0" and "another-model" in failure["error"]
+    assert failure["user"] == "films/seed0" and "another-model" in failure["error"]
     assert not (tmp_path / "out" / "films" / "seed0" / "results.json").exists()

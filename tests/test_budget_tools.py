@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 
 from amemgym.cli import app
 from amemgym.config import EndpointConfig, LLMConfig
+from amemgym.engine.checkpoint import read_trace
 from amemgym.families.budget.generate import build_episode
-from amemgym.families.budget.harness import read_trace
 from amemgym.families.budget.io import save_episode
 from amemgym.families.budget.model import Episode
 from amemgym.families.budget.protocol import TOOLS, function_tools, parse_call
@@ -367,7 +367,7 @@ def judge_run(episode: Episode, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         return agent(ChatRequest(role="agent", messages=tuple(
             {"role": m["role"], "content": m["content"]} for m in body["messages"])))
 
-    with FakeEndpoint(responder=respond) as ep:
+    with FakeEndpoint(responder=respond, served_models=("fake-model", "judge-model")) as ep:
         monkeypatch.setenv("OPENAI_BASE_URL", ep.base_url)
         result = cli("--env", str(env), "--out", str(tmp_path / "r"), "--no-cache", *extra)
     return result, prompts

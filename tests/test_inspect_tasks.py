@@ -97,3 +97,33 @@ def test_inspect_eval_command_finds_the_task_through_the_entry_point(tmp_path: P
     assert res.returncode == 0, res.stderr[-2000:]
     assert "memory_score" in res.stdout and "overall" in res.stdout
     assert len(list((tmp_path / "out").iterdir())) == 1  # one user's run directory
+
+
+def test_a_budget_file_is_one_sample_per_episode_scored_like_amemgym_run(monkeypatch: pytest.MonkeyPatch,
+                                                                         tmp_path: Path) -> None:
+    from amemgym.testing.budget import BudgetScript, write_episodes
+
+    episodes = write_episodes(tmp_path / "env", (("lite", "cities", 0), ("lite", "films", 0)))
+    script = BudgetScript(episodes, wrong_domains=("films",))
+    with FakeEndpoint(responder=script.body_reply) as ep:
+        monkeypatch.setenv("OPENAI_BASE_URL", ep.base_url)
+        # A service name of its own: Inspect keeps a model per name, and another test's endpoint is gone.
+        monkeypatch.setenv("FAKEBUDGET_BASE_URL", ep.base_url)
+        monkeypatch.setenv("FAKEBUDGET_API_KEY", "not-a-real-key")
+        res = CliRunner().invoke(app, ["run", "--env", str(tmp_path / "env"), "--out", str(tmp_path / "run"),
+                                       "--set", "budget.tools=text"])
+        assert res.exit_code == 0, res.output
+        logs = inspect_eval(amemgym_memory(env=str(tmp_path / "env"), out=str(tmp_path / "inspect"),
+                                           config=None),
+                            model="openai-api/fakebudget/fake-model", log_dir=str(tmp_path / "logs"), display="none",
+                            task_args={})
+    log = logs[0]
+    assert log.status == "success", log.error
+    samples = {str(s.id): next(iter(s.scores.values())).value for s in log.samples or []}
+    assert set(samples) == {"cities/seed0", "films/seed0"}
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    for unit, got in samples.items():
+        assert got["composite"] == pytest.approx(metrics["per_unit"][unit]["composite"])
+    assert samples["cities/seed0"]["composite"] > samples["films/seed0"]["composite"]
+    headline = log.results.scores[0].metrics
+    assert headline["composite"].value == pytest.approx(metrics["groups"]["lite"]["composite"]["mean"])

@@ -81,7 +81,7 @@ def test_a_budget_run_stores_and_prints_no_echoed_key(tmp_path: Path, monkeypatc
         result = CliRunner().invoke(app, ["run", "--env", str(env), "--out", str(out), "--set",
                                           f"llm.default.model=model-{KEY}", "--set", "budget.tools=text", *FAST])
     assert result.exit_code == 0, result.output
-    assert MASK in (out / "trace.jsonl").read_text() and MASK in (out / "model.json").read_text()
+    assert MASK in (out / "trace.jsonl").read_text() and MASK in (out / "manifest.json").read_text()
     assert KEY not in every_text(out, cache) + result.output
 
 

@@ -18,8 +18,9 @@ from amemgym.agents import resolve_agent
 from amemgym.cli import app
 from amemgym.config import load_config
 from amemgym.data import load_environment
-from amemgym.families.budget.batch import RunOptions, run_batch
-from amemgym.families.budget.board import leaderboard as budget_leaderboard
+from amemgym.engine.runner import RunOptions, run_units
+from amemgym.families import get_family
+from amemgym.families.budget.units import UNITS
 from amemgym.llm.client import LLMClient
 from amemgym.report.leaderboard import leaderboard
 from amemgym.report.load import load_runs
@@ -82,11 +83,11 @@ def test_a_budget_run_resumed_on_another_model_is_flagged_and_not_ranked(envs, t
     agent = Agent(episodes)
     cfg = load_config("tiny")
     console = Console(file=log, width=250)
-    assert run_batch(cfg, env, out, RunOptions(agent="native", serial=True, limit=1), console=console,
+    assert run_units(UNITS, cfg, env, out, RunOptions(agent="native", serial=True, limit=1), console=console,
                      make_client=lambda c: _client(agent, "model-a")) == 0
-    assert run_batch(cfg, env, out, RunOptions(agent="native", serial=True, allow_model_change=True),
+    assert run_units(UNITS, cfg, env, out, RunOptions(agent="native", serial=True, allow_model_change=True),
                      console=console, make_client=lambda c: _client(agent, "model-b")) == 0, log.getvalue()
-    board = budget_leaderboard([out])
+    board = get_family("budget").leaderboard([out])
     row = next(r for r in board.rows if "model-b" in r)  # the episodes played after the change
     assert row[1] == "-" and "model changed during the run (agent model-a -> model-b)" in row[-1]
     assert CliRunner().invoke(app, ["compare", str(out), str(out)]).exit_code == 2  # two models on a side: refused

@@ -16,8 +16,9 @@ from amemgym.agents import resolve_agent
 from amemgym.cli import app
 from amemgym.config import load_config
 from amemgym.data import load_environment
+from amemgym.engine.runner import RunOptions, run_units
 from amemgym.errors import DataError, RunError
-from amemgym.families.budget.batch import RunOptions, run_batch
+from amemgym.families.budget.units import UNITS
 from amemgym.families.folders import episode_files
 from amemgym.run import Runner
 from amemgym.testing.run_script import RunScript
@@ -57,7 +58,7 @@ def test_a_budget_resume_removes_temp_files_a_kill_left(envs, tmp_path: Path) ->
     env, episodes = envs
     out = tmp_path / "out"
     plant(out)
-    code = run_batch(load_config("tiny"), env, out, RunOptions(agent="native", serial=True, limit=1),
+    code = run_units(UNITS, load_config("tiny"), env, out, RunOptions(agent="native", serial=True, limit=1),
                      console=Console(file=io.StringIO()), make_client=factory(Agent(episodes)))
     assert code == 0
     assert not [n for n in STALE if (out / n).exists()] and (out / "notes.tmp").exists()

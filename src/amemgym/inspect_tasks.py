@@ -16,6 +16,14 @@ Examples::
 The run directories (``-T out=DIR``, default a fresh temporary directory) are ordinary amemgym runs:
 ``amemgym report DIR/<user>`` shows their conversations. The embedder stays the local MiniLM unless the
 config gives the ``embedder`` role an endpoint.
+
+An environment of a family on the engine's unit contract (a budget episode file or a folder of them) gives
+one sample per unit instead: the solver plays it through the engine (``amemgym.engine.runner.play_file``,
+the path ``amemgym run`` takes) into ``DIR/<unit>``, and the scorer reports the family's registered unit
+metrics from the record the engine wrote, averaged over units by Inspect (per group, as ``amemgym run`` does,
+only when every unit shares one group)::
+
+    inspect eval amemgym/amemgym_memory --model openai/gpt-4.1-mini -T env=budget/lite -T agent=native
 """
 
 from __future__ import annotations
@@ -55,7 +63,7 @@ from .run.flags import first_users
 from .run.layout import RunDir
 from .scoring.registry import in_display_order
 
-__all__ = ["InspectBackend", "amemgym_memory", "score_keys"]
+__all__ = ["InspectBackend", "amemgym_memory", "score_keys", "unit_score"]
 
 
 def score_keys() -> tuple[str, ...]:
@@ -179,6 +187,86 @@ def memory_score() -> Any:
     return score
 
 
+def _family_units(env_path: Path) -> Any:
+    """The engine contract of the environment's family, or None for the statetrack family."""
+    from .families import family_for_env
+
+    return getattr(family_for_env(env_path), "units", None)
+
+
+@solver
+def amemgym_unit(family: str, agent: str, cfg_json: str, out: str) -> Any:
+    """Play one unit (the sample's ``unit``) through the engine, every role of the agent on the eval model."""
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        from .engine.runner import play_file
+        from .families import get_family
+
+        cfg = AppConfig.model_validate_json(cfg_json)
+        backend = InspectBackend(get_model())
+        llm = LLMClient(cfg.llm, backends={"agent": backend, "memory": backend})
+        unit_dir = Path(out) / str(state.metadata["unit"])
+        try:
+            await play_file(get_family(family).units, Path(state.metadata["path"]), agent,  # type: ignore[attr-defined]
+                            unit_dir, llm, cfg)
+        finally:
+            await llm.aclose()
+        state.metadata["unit_dir"] = str(unit_dir)
+        state.output.completion = f"amemgym {family} unit {state.metadata['unit']}: {unit_dir}"
+        state.completed = True
+        return state
+
+    return solve
+
+
+@metric
+def unit_mean(keys: list[str]) -> Any:
+    """Mean of each of ``keys`` over the units where it is defined (as ``amemgym run`` averages units)."""
+
+    def compute(scores: list[SampleScore]) -> dict[str, float | None]:
+        out: dict[str, float | None] = {}
+        for key in keys:
+            xs = [float(v) for s in scores if isinstance(s.score.value, dict)
+                  and isinstance(v := s.score.value.get(key), int | float)]
+            out[key] = sum(xs) / len(xs) if xs else None
+        return out
+
+    return compute
+
+
+def unit_score(family: str) -> Any:
+    """The scorer of a unit family: its registered unit metrics, read from the record the engine wrote."""
+    from .scoring.registry import unit_metrics
+
+    keys = [m.name for m in unit_metrics(family)]
+
+    @scorer(metrics=[unit_mean(keys)], name=f"{family}_unit_metrics")
+    def unit_metrics_scorer() -> Any:
+        async def score(state: TaskState, target: Target) -> Score:
+            from .engine.rundir import UnitRunDir
+
+            record = UnitRunDir(Path(state.metadata["unit_dir"])).record(".") or {}
+            value = {m.name: m.fn(record) for m in unit_metrics(family)}
+            return Score(value=value, answer=None,  # type: ignore[arg-type]
+                         explanation=f"{family} unit {state.metadata['unit']}; record in {state.metadata['unit_dir']}",
+                         metadata={"group": record.get("group")})
+
+        return score
+
+    return unit_metrics_scorer()
+
+
+def _unit_task(units: Any, env_path: Path, agent: str, cfg: AppConfig, out: str | None, limit: int | None) -> Task:
+    """One sample per unit of a unit family's environment (see the module docstring)."""
+    chosen = units.units(env_path, limit)
+    out_dir = Path(out or tempfile.mkdtemp(prefix="amemgym-inspect-")).resolve()
+    dataset = MemoryDataset([Sample(input=f"{units.name} {u.label}", id=u.id if u.id != "." else u.label,
+                                    metadata={"unit": u.id, "path": str(u.path.resolve())}) for u in chosen],
+                            name=f"amemgym:{env_path.name}")
+    return Task(dataset=dataset, solver=amemgym_unit(units.name, agent, cfg.model_dump_json(), str(out_dir)),
+                scorer=unit_score(units.name), name="amemgym_memory")
+
+
 @task
 def amemgym_memory(env: str | None = None, agent: str = "native", config: str | None = None,
                    out: str | None = None, limit_users: int | None = None) -> Task:
@@ -190,12 +278,15 @@ def amemgym_memory(env: str | None = None, agent: str = "native", config: str | 
         config: a preset or config file, as for ``amemgym run`` (default ``tiny`` with the bundled
             environment, else the defaults).
         out: where the per-user run directories go (default: a fresh temporary directory).
-        limit_users: only the first N users.
+        limit_users: only the first N users (the first N units of a unit family's environment).
     """
     from .run.driver import default_environment
 
     env_path = Path(env) if env else default_environment()
     cfg = load_config(config if config or env else "tiny")
+    units = _family_units(env_path)
+    if units is not None:  # a family on the engine's unit contract: one sample per unit
+        return _unit_task(units, env_path, agent, cfg, out, limit_users)
     resolve_agent(agent)  # a bad name fails when the task is created, not in every sample
     environment = first_users(load_environment(env_path, limit=limit_users), limit_users)
     if len({u.id for u in environment.users}) != len(environment.users):

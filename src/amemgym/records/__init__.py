@@ -2,7 +2,8 @@
 
 One module per record family: :mod:`.manifest`, :mod:`.session` (``sessions.jsonl``), :mod:`.evaluation`
 (period evaluations and upper bound), :mod:`.results` (metrics, usage, failures) and :mod:`.checkpoint`
-(resume state and period snapshots), :mod:`.evolve` (self-evolution cycles). See :mod:`.base` for
+(resume state and period snapshots), :mod:`.evolve` (self-evolution cycles), :mod:`.units` (the root
+files, unit records and checkpoints of a family run on :mod:`amemgym.engine`). See :mod:`.base` for
 versioning and migration.
 """
 
@@ -13,12 +14,22 @@ from .evolve import EvolutionCycle
 from .manifest import Manifest
 from .results import Failure, FailuresFile, Metrics, PendingUsage, UsageFile
 from .session import Message, SessionRecord
+from .units import (
+    PlannedUnit,
+    UnitCheckpoint,
+    UnitManifest,
+    UnitMetrics,
+    UnitRecord,
+    parse_unit_record,
+    run_family,
+)
 
 __all__ = [
     "RUN_FORMAT_VERSION", "UNVERSIONED", "EvaluationRecord", "EvolutionCycle", "Failure", "FailuresFile",
     "Manifest", "Message", "Metrics", "PendingUsage", "QuestionResult", "RunFile", "SessionRecord", "Snapshot", "State",
-    "UpperBoundAnswer", "UpperBoundRecord", "UsageFile", "as_dict", "build_models", "parse_record", "read_record",
-    "versioned",
+    "PlannedUnit", "UnitCheckpoint", "UnitManifest", "UnitMetrics", "UnitRecord", "UpperBoundAnswer",
+    "UpperBoundRecord", "UsageFile", "as_dict", "build_models", "parse_record", "parse_unit_record", "read_record",
+    "run_family", "versioned",
 ]
 
 
@@ -30,9 +41,9 @@ def build_models() -> None:
     """
     from pydantic import BaseModel
 
-    from . import base, checkpoint, evaluation, evolve, manifest, results, session
+    from . import base, checkpoint, evaluation, evolve, manifest, results, session, units
 
-    for module in (base, checkpoint, evaluation, evolve, manifest, results, session):
+    for module in (base, checkpoint, evaluation, evolve, manifest, results, session, units):
         for obj in vars(module).values():
             if isinstance(obj, type) and issubclass(obj, BaseModel) and obj.__module__ == module.__name__:
                 obj.model_rebuild()

@@ -143,6 +143,44 @@ def toc() -> str:
     return f'<nav id="toc" aria-label="contents"><ul>{links}</ul></nav>'
 
 
+def page_script() -> str:
+    """The one script every report page carries (the trace browser and the charts)."""
+    return _asset("viewer.js") + "\n" + _asset("charts.js")
+
+
+def page_csp() -> str:
+    """The Content-Security-Policy of every report page: nothing from the network, no script but the page's own
+    (admitted by its hash), images only as data URIs, no forms, no base URL."""
+    script_hash = base64.b64encode(hashlib.sha256(page_script().encode("utf-8")).digest()).decode("ascii")
+    return (f"default-src 'none'; img-src data:; style-src 'unsafe-inline'; "
+            f"script-src 'sha256-{script_hash}'; base-uri 'none'; form-action 'none'")
+
+
+def render_page(title: str, body: str, data: dict[str, Any] | None = None) -> str:
+    """A self-contained page with the report's style, policy and script around ``body`` (already escaped HTML).
+
+    ``data`` is the script's JSON block (no runs to browse, no charts by default).
+    """
+    return f"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="{escape(page_csp())}">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{escape(title)}</title>
+<style>{_asset("style.css")}</style>
+</head>
+<body>
+<header><h1>{escape(title)}</h1></header>
+{body}
+<pre id="console-errors" hidden></pre>
+<script type="application/json" id="report-data">{embed_json(data or {"runs": [], "charts": {}})}</script>
+<script>{page_script()}</script>
+</body>
+</html>
+"""
+
+
 def render_report(
     *,
     title: str,
@@ -168,10 +206,7 @@ def render_report(
         simulator: per run, its simulator audit and leak-guard counts (see :func:`simulator_table`).
         charts: chart data by id (see :mod:`amemgym.report.charts`), for figures that name a chart.
     """
-    script = _asset("viewer.js") + "\n" + _asset("charts.js")
-    script_hash = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
-    csp = (f"default-src 'none'; img-src data:; style-src 'unsafe-inline'; "
-           f"script-src 'sha256-{script_hash}'; base-uri 'none'; form-action 'none'")
+    script, csp = page_script(), page_csp()
     notes_html = "".join(f"<li>{escape(n)}</li>" for n in notes)
     heat_html = "".join(
         f'<div class="heat-run"><h3>{escape(label)}</h3>{"".join(figure_block(f) for f in figs)}</div>'

@@ -24,6 +24,10 @@
   var pickUser = document.getElementById("pick-user");
   var pickPeriod = document.getElementById("pick-period");
   var panel = document.getElementById("browser");
+  if (!pickRun) {  // a page without the trace browser (a unit family's report): nothing to wire
+    document.body.setAttribute("data-ready", "1");
+    return;
+  }
 
   function el(tag, cls, text) {
     var node = document.createElement(tag);

@@ -17,13 +17,14 @@ from ..agents.registry import AgentSpec
 from ..config import AppConfig, RunSettings
 from ..data.io import environment_sha256
 from ..data.model import Environment, UserEnv
+from ..engine.usage import FLUSH_SECONDS, UsageBook
 from ..errors import RunError
 from ..llm.client import LLMClient
 from ..llm.health import endpoint_problems
 from ..llm.redact import redact_obj
 from ..llm.usage import UsageLedger
 from ..prompts import template_hashes
-from ..records import RUN_FORMAT_VERSION, Manifest, PendingUsage, UsageFile, as_dict, read_record, versioned
+from ..records import RUN_FORMAT_VERSION, Manifest, UsageFile, as_dict, read_record, versioned
 from ..storage import atomic_write_json, remove_stale_temps
 from .episode import RUN_ROLES, Episode, EpisodeEvents, PeriodHook
 from .layout import RunDir, adopt_legacy_folders, folder_clashes, prepare_out_dir, user_folder
@@ -32,7 +33,7 @@ from .ranking_flags import source_sessions_sha256
 from .results import compute_metrics, protocol_settings, write_trace
 
 #: How often a running invocation writes its usage so far (a SIGKILL loses at most this much of it).
-USAGE_FLUSH_SECONDS = 2.0
+USAGE_FLUSH_SECONDS = FLUSH_SECONDS
 
 
 def environment_hash(env: Environment) -> str:
@@ -286,39 +287,12 @@ class Runner:
         atomic_write_json(self.rundir.metrics, versioned(metrics))
         return RunOutcome(metrics, events.failures, self.llm.ledger, elapsed)
 
-    def _cumulative_usage(self) -> dict[str, Any]:
-        # Read strictly: silently restarting the count from zero would under-report what the run spent.
-        return as_dict(read_record(self.rundir.usage, UsageFile)) if self.rundir.usage.exists() else {}
-
     def _save_usage(self, invocation: str, ledger: UsageLedger | None = None) -> None:
-        # Usage accumulates across invocations of the same run (a resume adds what it spent). The id of the
-        # last invocation folded in keeps a kill between this write and the unlink below from counting twice.
-        data = self._cumulative_usage()
-        if data.get("invocation") == invocation:
-            self.rundir.usage_pending.unlink(missing_ok=True)
-            return
-        total = UsageLedger.from_dict(data.get("cumulative", {})) if data.get("cumulative") else UsageLedger()
-        spent = ledger if ledger is not None else self.llm.ledger
-        total.merge(spent)
-        atomic_write_json(self.rundir.usage, versioned({"cumulative": total.to_dict(),
-                                                        "last_invocation": spent.to_dict(), "invocation": invocation}))
-        self.rundir.usage_pending.unlink(missing_ok=True)
+        UsageBook(self.rundir.root).save(invocation, ledger if ledger is not None else self.llm.ledger)
 
     def _fold_pending_usage(self) -> None:
         """Add the usage a killed invocation flushed before it died."""
-        if not self.rundir.usage_pending.exists():
-            return
-        try:
-            pending = read_record(self.rundir.usage_pending, PendingUsage)
-            ledger = UsageLedger.from_dict(pending.usage)
-            invocation = pending.invocation
-        except (RunError, KeyError, TypeError, ValueError):
-            self.rundir.usage_pending.unlink(missing_ok=True)  # torn by the kill: nothing trustworthy to add
-            return
-        self._save_usage(invocation, ledger)
+        UsageBook(self.rundir.root).fold_pending()
 
     async def _flush_usage(self, invocation: str) -> None:
-        while True:
-            await asyncio.sleep(USAGE_FLUSH_SECONDS)
-            atomic_write_json(self.rundir.usage_pending, versioned({"invocation": invocation,
-                                                                    "usage": self.llm.ledger.to_dict()}))
+        await UsageBook(self.rundir.root).flush_forever(invocation, self.llm.ledger, None, USAGE_FLUSH_SECONDS)

@@ -7,24 +7,15 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
+from ..engine.progress import STALL_SECONDS, TICK_SECONDS, ledger_info, stall_text
 from ..llm.usage import UsageLedger
 
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.progress import Progress
 
-#: A call on the wire longer than this is reported as waiting (the display shows how many and the longest).
-STALL_SECONDS = 30.0
-#: How often the display refreshes on its own, so a hung call shows even when no session finishes.
-TICK_SECONDS = 5.0
-
-
-def stall_text(ledger: UsageLedger, threshold_s: float = STALL_SECONDS) -> str:
-    """``"2 calls waiting > 30 s (longest 95 s)"``, or an empty string when nothing waits that long."""
-    count, longest = ledger.stalled(threshold_s)
-    if not count:
-        return ""
-    return f"{count} call{'s' if count != 1 else ''} waiting > {threshold_s:g} s (longest {longest:.0f} s)"
+#: Re-exported: the display of every family counts calls and stalls the same way (``amemgym.engine.progress``).
+__all__ = ["STALL_SECONDS", "TICK_SECONDS", "RunProgress", "stall_text"]
 
 
 class RunProgress:
@@ -86,15 +77,7 @@ class RunProgress:
             self._update(heartbeat=True)
 
     def _info(self) -> str:
-        if self._ledger is None:
-            return ""
-        t = self._ledger.totals()
-        # Each endpoint's adaptive concurrency limit (it falls on 429/5xx/slow replies), next to what is in flight.
-        limits = "/".join(str(lim.limit) for lim in self._ledger.limiters.values())
-        cap = f" limit {limits}" if limits else ""
-        stall = stall_text(self._ledger, self.stall_seconds)
-        return (f"calls {t.calls} (in flight {self._ledger.in_flight}{cap}) cached {t.cache_hits} "
-                f"tokens {t.prompt_tokens}+{t.completion_tokens} errors {t.failures}" + (f"; {stall}" if stall else ""))
+        return "" if self._ledger is None else ledger_info(self._ledger, self.stall_seconds)
 
     def _update(self, heartbeat: bool = False) -> None:
         if self._progress is not None:

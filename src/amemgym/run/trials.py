@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..data.model import Environment
+from ..engine.pool import pass_k
 from ..records import Manifest, Metrics, as_dict, read_record
 from ..scoring.metrics import QuestionOutcome, aggregate
 from ..scoring.registry import in_display_order
@@ -103,7 +104,6 @@ def pooled_metrics(env: Environment, dirs: list[Path]) -> dict[str, Any]:
         flags += [f for f in (trial.get("overall") or {}).get("flags") or [] if f not in flags]
     metrics["overall"]["flags"] = flags
     metrics["overall"]["degenerate"] = bool(flags)
-    everywhere = [v for v in right.values() if len(v) == len(dirs)]
     metrics["complete"] = not missing
     metrics["missing"] = missing
     metrics["trials"] = {
@@ -112,9 +112,7 @@ def pooled_metrics(env: Environment, dirs: list[Path]) -> dict[str, Any]:
         "dirs": [d.name for d in dirs],
         "seeds": [as_dict(read_record(d / "manifest.json", Manifest)).get("config", {}).get("run", {}).get("seed")
                   for d in dirs],
-        "questions_in_all_trials": len(everywhere),
-        "consistency": statistics.fmean(all(v) for v in everywhere) if everywhere else None,
-        "pass_at_1": statistics.fmean(x for v in everywhere for x in v) if everywhere else None,
+        **pass_k(right, len(dirs)),
         "definitions": {
             "consistency": "pass^k: share of questions (user, period, question) answered correctly in all k trials",
             "spread": "mean and sample standard deviation of each trial's headline number",

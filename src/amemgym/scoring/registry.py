@@ -16,6 +16,11 @@ function takes and where its value is written:
     on every row of the run: a rate pooled over cells rather than a mean of per-cell values.
 ``run``
     ``fn(rows) -> Any`` on every per-cell row of the run, written in the overall block only.
+``unit``
+    ``fn(record) -> float | None`` on one unit's record of a family that runs on :mod:`amemgym.engine`'s
+    contract (a budget episode's ``results.json``). Registered per family with :func:`unit_metric`, apart from
+    the state-tracking metrics above; written per unit, then per group as the mean over units with a 95 %
+    interval.
 
 The built-ins (the scores of §5, the failure counts and rates, the two alternative memory-score
 aggregations) register in :mod:`amemgym.scoring.metrics` with the same decorator a new metric uses::
@@ -34,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:
     from .metrics import QuestionOutcome
 
-Level = Literal["cell", "count", "pooled", "run"]
+Level = Literal["cell", "count", "pooled", "run", "unit"]
 #: One cell's values as written under ``per_user`` in ``metrics.json`` (cell and count metrics by name).
 Row = Mapping[str, Any]
 
@@ -78,6 +83,8 @@ class Metric:
         group: a pooled metric is written under this key of its block (``failure_rates``), as ``key``.
         key: where a pooled metric's value is written (the name by default; every other level writes under
             its name).
+        family: the family a unit metric belongs to (None for the state-tracking metrics).
+        headline: the unit metric boards rank by (one per family).
     """
 
     name: str
@@ -95,6 +102,8 @@ class Metric:
     percent: bool = False
     group: str | None = None
     key: str = ""
+    family: str | None = None
+    headline: bool = False
 
     @property
     def title(self) -> str:
@@ -168,6 +177,42 @@ def ratio(name: str, description: str, numerator: str, denominator: str, **optio
         return sum(r[numerator] for r in rows) / total if total else None
 
     metric(name, description, level="pooled", **options)(pooled)
+
+
+_UNITS: dict[str, dict[str, Metric]] = {}
+
+
+def unit_metric(family: str, name: str, description: str, *, label: str | None = None, bounded: bool = True,
+                higher_is_better: bool | None = True, headline: bool = False, trials: bool = True,
+                column: bool = True) -> Callable[[Callable[[Any], Any]], Callable[[Any], Any]]:
+    """Register the decorated ``fn(record) -> float | None`` as the unit metric ``name`` of ``family``.
+
+    Raises:
+        ValueError: if the family already has a metric ``name``, or a second headline.
+    """
+
+    def register(fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        own = _UNITS.setdefault(family, {})
+        if name in own:
+            raise ValueError(f"family {family!r} already has a metric named {name!r}")
+        if headline and any(m.headline for m in own.values()):
+            raise ValueError(f"family {family!r} already has a headline metric")
+        text = label or name.replace("_", " ")
+        own[name] = Metric(name, description, fn, "unit", text, text, bounded, higher_is_better, curve=False,
+                           column=column, trials=trials, family=family, headline=headline)
+        return fn
+
+    return register
+
+
+def unit_metrics(family: str) -> tuple[Metric, ...]:
+    """The unit metrics of ``family`` in registration order (empty for a family that registered none)."""
+    return tuple(_UNITS.get(family, {}).values())
+
+
+def unregister_unit_metrics(family: str) -> None:
+    """Remove every unit metric of ``family`` (a test's toy family)."""
+    _UNITS.pop(family, None)
 
 
 def unregister(name: str) -> None:

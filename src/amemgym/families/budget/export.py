@@ -28,14 +28,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ...engine.checkpoint import read_trace
+from ...engine.read import load_found, require_results
 from ...errors import ConfigError, RunError
 from ...storage import atomic_write_text
 from .. import ExportResult
-from .board import read_results
-from .family import require_finished
-from .harness import env_digest, read_trace, system_prompt
+from .harness import env_digest, system_prompt
 from .io import load_episode
-from .model import Episode
+from .model import FAMILY, Episode
 
 FORMATS = ("openai-chat", "jsonl")
 #: The keys of every ``jsonl`` line, in order.
@@ -48,60 +48,78 @@ JSONL_KEYS: tuple[str, ...] = (
 
 def export_budget_run(run_dir: Path, out: Path, *, fmt: str = "openai-chat", unit: str | None = None,
                       with_evaluation: bool = False) -> ExportResult:
-    """Write the budget run in ``run_dir`` to ``out`` (atomically) in ``fmt``.
+    """Write the budget run in ``run_dir`` (one episode, a multi-episode run, a ``--trials`` output or a folder of
+    runs) to ``out`` (atomically) in ``fmt``: every finished episode, in path order.
 
     Raises:
         ConfigError: an unknown format or unit, or ``openai-chat`` for a long-context reference run.
-        RunError: an unfinished run (no ``results.json``), a trace without prompts, a changed episode file,
-            or a trace and results that disagree on an answer.
+        RunError: no finished episode, a trace without prompts, a changed episode file, or a trace and results
+            that disagree on an answer.
     """
     if fmt not in FORMATS:
         raise ConfigError(f"unknown export format {fmt!r}; known: {', '.join(FORMATS)}")
     if unit not in (None, "event"):
         raise ConfigError(f"a budget-family run exports one line per event; --unit {unit!r} does not apply "
                           "(leave it out, or pass --unit event)")
-    run_dir = Path(run_dir)
-    require_finished([run_dir])
-    results = read_results(run_dir)
-    if results is None:
-        raise RunError(f"{run_dir}: no budget results.json (the episode has not finished; resume it with "
-                       "`amemgym run` first)")
-    episode = _episode(run_dir, results)
-    trace = read_trace(run_dir)
-    calls = [r for r in trace if "reply" in r]
+    root = Path(run_dir)
+    require_results([root], FAMILY, "episodes")
+    found, planned = load_found([root], FAMILY)
+    lines: list[dict[str, Any]] = []
+    counts: dict[str, int] = {}
+    details = []
+    for f in found:
+        name = f.path.relative_to(root).as_posix() if f.path != root else root.name
+        got, tally, detail = _export_episode(f.path, name, f.record, fmt, with_evaluation)
+        lines += got
+        details.append(detail)
+        for k, v in tally.items():
+            counts[k] = counts.get(k, 0) + v
+    notes: list[str] = []
+    if counts.get("wrong"):
+        notes.append(f"left out {counts['wrong']} question event(s) answered wrongly or not at all: no trainable "
+                     "target (use --format jsonl to keep every call with its reward)")
+    if counts.get("empty"):
+        notes.append(f"left out {counts['empty']} storage event(s) without an accepted tool call: no trainable target")
+    if not with_evaluation:
+        notes.append(f"{counts.get('questions', 0)} question event(s) not exported (add --with-evaluation)")
+    if counts.get("failed"):
+        notes.append(f"{counts['failed']} failed model call(s) have no reply and are not exported")
+    if planned:
+        notes.append(f"{len(planned)} planned episode(s) have not finished and are not exported")
+    atomic_write_text(Path(out), "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines))
+    detail = details[0] if len(details) == 1 else f"budget: {len(found)} episodes"
+    return ExportResult(Path(out), len(lines), detail, tuple(notes))
+
+
+def _export_episode(unit_dir: Path, name: str, results: dict[str, Any], fmt: str,
+                    with_evaluation: bool) -> tuple[list[dict[str, Any]], dict[str, int], str]:
+    """One finished episode's lines, the counts behind the notes, and its one-line description."""
+    episode = _episode(unit_dir, results)
+    trace = read_trace(unit_dir)
+    calls = [r for r in trace if r.get("reply") is not None]
     failed = len(trace) - len(calls)
     if any("prompt" not in r for r in calls):
-        raise RunError(f"{run_dir}: trace.jsonl does not record the messages the agent saw (written by an older "
+        raise RunError(f"{unit_dir}: trace.jsonl does not record the messages the agent saw (written by an older "
                        "amemgym); run the episode again into a new directory to export it")
     answers = results["answers"]
-    _check_answers(run_dir, episode, calls, answers)
+    _check_answers(unit_dir, episode, calls, answers)
     question_events = {ev.index for ev in episode.events if ev.kind == "question"}
     kept = [r for r in calls if with_evaluation or r["event"] not in question_events]
-    notes: list[str] = []
+    counts = {"failed": failed, "questions": 0 if with_evaluation else len(question_events)}
     if fmt == "jsonl":
-        lines = [_row(run_dir, results, episode, r, answers) for r in kept]
+        lines = [_row(name, results, episode, r, answers) for r in kept]
     else:
         if results.get("policy") == "long-context":
-            raise ConfigError(f"{run_dir}: openai-chat export of a long-context reference run is not supported "
+            raise ConfigError(f"{unit_dir}: openai-chat export of a long-context reference run is not supported "
                               "(each event had the whole session in context); use --format jsonl")
         asked = question_events if with_evaluation else set()
-        lines, empty, wrong = _chat_lines(episode, results, kept, answers, asked)
-        if wrong:
-            notes.append(f"left out {wrong} question event(s) answered wrongly or not at all: no trainable target "
-                         "(use --format jsonl to keep every call with its reward)")
-        if empty:
-            notes.append(f"left out {empty} storage event(s) without an accepted tool call: no trainable target")
-    if not with_evaluation:
-        notes.append(f"{len(question_events)} question event(s) not exported (add --with-evaluation)")
-    if failed:
-        notes.append(f"{failed} failed model call(s) have no reply and are not exported")
-    atomic_write_text(Path(out), "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines))
+        lines, counts["empty"], counts["wrong"] = _chat_lines(episode, results, kept, answers, asked)
     n_events = len({r["event"] for r in kept})
     detail = (f"budget {results['tier']} {results['domain']} seed {results['seed']}: {len(kept)} tool calls in "
               f"{n_events} events")
     if with_evaluation:
         detail += f", {len(answers)} questions ({sum(bool(a['correct']) for a in answers.values())} correct)"
-    return ExportResult(Path(out), len(lines), detail, tuple(notes))
+    return lines, counts, detail
 
 
 def _episode(run_dir: Path, results: dict[str, Any]) -> Episode:
@@ -117,7 +135,12 @@ def _episode(run_dir: Path, results: dict[str, Any]) -> Episode:
 
 
 def _accepted_answer(rec: dict[str, Any]) -> bool:
-    return rec.get("tool") == "submit_answer" and rec.get("ok") is True
+    """A tool agent's accepted ``submit_answer``, or a memory agent's ``answer``."""
+    return rec.get("tool") in ("submit_answer", "answer") and rec.get("ok") is True
+
+
+def _answer_text(rec: dict[str, Any]) -> str:
+    return str(rec["args"]["answer"]) if rec.get("tool") == "submit_answer" else str(rec["reply"])
 
 
 def _check_answers(run_dir: Path, episode: Episode, calls: list[dict[str, Any]],
@@ -127,7 +150,7 @@ def _check_answers(run_dir: Path, episode: Episode, calls: list[dict[str, Any]],
     traced: dict[str, str] = {}
     for rec in calls:
         if _accepted_answer(rec):
-            traced[str(by_event.get(rec["event"]))] = rec["args"]["answer"]
+            traced[str(by_event.get(rec["event"]))] = _answer_text(rec)
     for q in episode.questions:
         if q.id not in answers or traced.get(q.id) != answers[q.id].get("reply"):
             raise RunError(f"{run_dir}: trace.jsonl and results.json disagree on the answer to {q.id}; the run "
@@ -140,22 +163,22 @@ def _reward(rec: dict[str, Any], qid: str | None, answers: dict[str, dict[str, A
     return 1.0 if answers[qid]["correct"] else 0.0
 
 
-def _row(run_dir: Path, results: dict[str, Any], episode: Episode, rec: dict[str, Any],
+def _row(name: str, results: dict[str, Any], episode: Episode, rec: dict[str, Any],
          answers: dict[str, dict[str, Any]]) -> dict[str, Any]:
     ev = episode.events[rec["event"]]
     qid = ev.question
     reward = _reward(rec, qid, answers)
     q = episode.question(qid) if qid else None
     fields = {
-        "run": run_dir.name, "tier": results["tier"], "domain": results["domain"], "seed": results["seed"],
+        "run": name, "tier": results["tier"], "domain": results["domain"], "seed": results["seed"],
         "salt": results["salt"], "agent": results["agent"], "policy": results["policy"], "event": ev.index,
         "event_kind": ev.kind, "session": ev.session, "step": rec["step"], "prompt": rec["prompt"],
         "reply": rec["reply"], "tool": rec.get("tool"),
         "args": None if "args" not in rec else json.dumps(rec["args"], ensure_ascii=False, sort_keys=True),
         "ok": rec.get("ok"), "result": rec.get("result"), "hits": rec.get("hits"), "error": rec.get("error"),
-        "writes_used": rec["writes_used"], "question": qid, "question_kind": None if q is None else q.kind,
+        "writes_used": rec.get("writes_used"), "question": qid, "question_kind": None if q is None else q.kind,
         "gold": None if q is None else json.dumps(q.gold, ensure_ascii=False),
-        "answer": rec["args"]["answer"] if reward is not None else None,
+        "answer": _answer_text(rec) if reward is not None else None,
         "correct": None if reward is None else reward == 1.0, "reward": reward,
     }
     return {k: fields[k] for k in JSONL_KEYS}
@@ -164,7 +187,9 @@ def _row(run_dir: Path, results: dict[str, Any], episode: Episode, rec: dict[str
 def _chat_lines(episode: Episode, results: dict[str, Any], calls: list[dict[str, Any]],
                 answers: dict[str, dict[str, Any]], asked: set[int]) -> tuple[list[dict[str, Any]], int, int]:
     """One ``{"messages": [...]}`` line per event with a target; also the storage and question events left out."""
-    system = {"role": "system", "content": system_prompt(episode, policy=str(results["policy"]))}
+    # A memory agent's conversation has no harness system prompt: its messages are the events themselves.
+    memory = results.get("interface") == "memory-agent"
+    system = [] if memory else [{"role": "system", "content": system_prompt(episode, policy=str(results["policy"]))}]
     by_event: dict[int, list[dict[str, Any]]] = {}
     for rec in calls:
         by_event.setdefault(rec["event"], []).append(rec)
@@ -173,7 +198,7 @@ def _chat_lines(episode: Episode, results: dict[str, Any], calls: list[dict[str,
     for index, recs in by_event.items():
         qid = episode.events[index].question
         learnable = qid is None or bool(answers[qid]["correct"])
-        messages: list[dict[str, Any]] = [system]
+        messages: list[dict[str, Any]] = list(system)
         for rec in sorted(recs, key=lambda r: r["step"]):
             target = learnable and rec.get("tool") is not None and rec.get("ok") is True
             messages += [{"role": "user", "content": rec["prompt"]},

@@ -10,16 +10,15 @@ resume where it stopped.
 from __future__ import annotations
 
 import hashlib
-import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from ...engine.checkpoint import Checkpoint
 from ...errors import AMemGymError, LLMError
 from ...llm.client import LLMClient
 from ...prompts import render
-from ...storage import append_jsonl, atomic_write_json, atomic_write_text, read_jsonl
 from .domain import load_domain
 from .model import Episode, Event
 from .protocol import ProtocolError, parse_call
@@ -104,14 +103,17 @@ def env_digest(raw: bytes) -> str:
 
 
 class Harness:
-    """Runs one episode for one agent policy, writing ``checkpoint.json`` and ``trace.jsonl`` under ``out_dir``."""
+    """Runs one episode for one agent policy, saving its state and trace through the engine's checkpoint."""
 
     def __init__(self, episode: Episode, llm: LLMClient, out_dir: Path, *, policy: str = "budget",
                  max_steps: int = MAX_STEPS_PER_EVENT, max_tokens: int = 512, digest: str = "",
-                 store_mode: str = "notes", embed_search: bool = True, agent: ToolAgent | None = None) -> None:
+                 store_mode: str = "notes", embed_search: bool = True, agent: ToolAgent | None = None,
+                 checkpoint: Checkpoint | None = None) -> None:
         if policy not in POLICIES:
             raise ValueError(policy)
         self.episode, self.llm, self.out_dir, self.policy = episode, llm, out_dir, policy
+        #: Where progress is saved after each event (the engine's, or one of ``out_dir`` for a lone harness).
+        self.checkpoint = checkpoint or Checkpoint(out_dir, {"digest": digest, "policy": policy})
         self.max_steps, self.max_tokens, self.digest = max_steps, max_tokens, digest
         self.agent: ToolAgent = agent if agent is not None else LLMToolAgent(llm, max_tokens=max_tokens)
         budget = None if policy == "long-context" else episode.tier.writes
@@ -123,39 +125,26 @@ class Harness:
         self.state = EpisodeState(0, {}, [], 1, {}, [], [])
 
     # ---- checkpoints --------------------------------------------------------------------------------
-    @property
-    def checkpoint_path(self) -> Path:
-        """Where progress is saved after each event."""
-        return self.out_dir / "checkpoint.json"
-
     def _save(self) -> None:
         s = self.state
         s.notes, s.ledger, s.next_id = dict(self.store.notes), list(self.store.ledger), self.store._next_id
-        atomic_write_json(self.checkpoint_path, {"digest": self.digest, "policy": self.policy, **s.to_dict()})
+        self.checkpoint.save(s.to_dict())
 
     def _restore(self) -> None:
-        if not self.checkpoint_path.exists():
+        saved = self.checkpoint.restore()
+        if saved is None:
             return
-        data = json.loads(self.checkpoint_path.read_text(encoding="utf-8"))
-        if data.get("digest") != self.digest or data.get("policy") != self.policy:
-            from ...errors import RunError
-
-            raise RunError(f"{self.out_dir} holds a run of another episode or policy; use a new --out")
-        self.state = EpisodeState.from_dict(data)
-        trim_trace(self.out_dir, self.state.next_event)
+        self.state = EpisodeState.from_dict(saved)
         self.store.notes, self.store.ledger = dict(self.state.notes), list(self.state.ledger)
         self.store._next_id = self.state.next_id
 
     def _trace(self, record: dict[str, Any]) -> None:
-        append_jsonl(self.out_dir / "trace.jsonl", [record])
+        self.checkpoint.trace(record)
 
     # ---- the loop -----------------------------------------------------------------------------------
     async def run(self) -> EpisodeState:
         """Play every remaining event; returns the final state."""
-        self.out_dir.mkdir(parents=True, exist_ok=True)
         self._restore()
-        if self.state.next_event == 0:
-            (self.out_dir / "trace.jsonl").unlink(missing_ok=True)
         events = self.episode.events
         for ev in events[self.state.next_event:]:
             await self._event(ev)
@@ -239,18 +228,6 @@ class Harness:
             text = "\n".join(f"note {i}: {t[:80]}" for i, t in s.notes.items()) or "no notes"
             return False, f"result:\n{text}", {**rec, "ok": True}
         return False, f"result: {r.message}", {**rec, "ok": r.ok, "result": r.message}
-
-
-def trim_trace(out_dir: Path, next_event: int) -> None:
-    """On resume: the calls of the event a kill interrupted are replayed, so drop their half-written trace."""
-    kept = [r for r in read_trace(out_dir) if r.get("event", -1) < next_event]
-    atomic_write_text(out_dir / "trace.jsonl", "".join(json.dumps(r) + "\n" for r in kept))
-
-
-def read_trace(out_dir: Path) -> list[dict[str, Any]]:
-    """The tool-call trace of a run directory."""
-    path = out_dir / "trace.jsonl"
-    return list(read_jsonl(path)) if path.exists() else []
 
 
 def wall_clock() -> float:

@@ -16,7 +16,6 @@ agent's code does. docs/budget.md, "Memory agents", states the rules; in short:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -29,12 +28,12 @@ from ...agents.base import AgentContext, MemoryAgent
 from ...agents.mem0_adapter import Mem0Agent
 from ...agents.registry import AgentSpec, resolve_agent
 from ...agents.vector_store import Hit, MemoryRecord, NumpyVectorStore
+from ...engine.checkpoint import Checkpoint
 from ...errors import AgentError, AMemGymError, ConfigError, LLMError, RunError
 from ...llm.client import LLMClient
 from ...prompts import render
-from ...storage import append_jsonl, atomic_write_json
 from .domain import load_domain
-from .harness import env_digest, trim_trace, wall_clock
+from .harness import env_digest, wall_clock
 from .model import Episode, Event
 from .scoring import DEFINITIONS, score_episode
 from .store import LedgerEntry
@@ -356,19 +355,18 @@ class MemoryRunState:
 
 
 class MemoryAgentHarness:
-    """Plays one episode to one memory agent, writing ``checkpoint.json`` and ``trace.jsonl`` under ``out_dir``."""
+    """Plays one episode to one memory agent, saving its state and trace through the engine's checkpoint."""
 
-    def __init__(self, episode: Episode, llm: LLMClient, out_dir: Path, plan: Plan, *, digest: str) -> None:
+    def __init__(self, episode: Episode, llm: LLMClient, out_dir: Path, plan: Plan, *, digest: str,
+                 checkpoint: Checkpoint | None = None) -> None:
         self.episode, self.llm, self.out_dir, self.plan, self.digest = episode, llm, out_dir, plan, digest
+        #: Where progress is saved after each event (the engine's, or one of ``out_dir`` for a lone harness).
+        self.checkpoint = checkpoint or Checkpoint(out_dir, {"digest": digest, "policy": POLICY,
+                                                             "agent": plan.spec.name})
         self.meter = Meter(episode.tier.writes, episode.note_chars)
         self.domain = load_domain(episode.domain)
         self.state = MemoryRunState(0, None, self.meter.to_dict(), {}, [], None)
         self.stores: list[MeteredVectorStore] = []
-
-    @property
-    def checkpoint_path(self) -> Path:
-        """Where progress is saved after each event."""
-        return self.out_dir / "checkpoint.json"
 
     # ---- the agent, rebuilt from its snapshot ------------------------------------------------------
     def _agent(self, snapshot: dict[str, Any] | None) -> MemoryAgent:
@@ -408,30 +406,23 @@ class MemoryAgentHarness:
     # ---- checkpoints --------------------------------------------------------------------------------
     def _save(self) -> None:
         self.state.meter = self.meter.to_dict()
-        atomic_write_json(self.checkpoint_path, {"digest": self.digest, "policy": POLICY,
-                                                 "agent": self.plan.spec.name, **asdict(self.state)})
+        self.checkpoint.save(asdict(self.state))
 
     def _restore(self) -> None:
-        if not self.checkpoint_path.exists():
+        saved = self.checkpoint.restore()
+        if saved is None:
             return
-        data = json.loads(self.checkpoint_path.read_text(encoding="utf-8"))
-        same = (data.get("digest"), data.get("policy"), data.get("agent")) == (self.digest, POLICY, self.plan.spec.name)
-        if not same:
-            raise RunError(f"{self.out_dir} holds a run of another episode or agent; use a new --out")
-        self.state = MemoryRunState(**{k: data[k] for k in MemoryRunState.__dataclass_fields__})
+        self.state = MemoryRunState(**{k: saved[k] for k in MemoryRunState.__dataclass_fields__})
         self.meter.load(self.state.meter)
-        trim_trace(self.out_dir, self.state.next_event)
 
     def _trace(self, record: dict[str, Any]) -> None:
-        append_jsonl(self.out_dir / "trace.jsonl", [record])
+        self.checkpoint.trace(record)
 
     # ---- the loop -----------------------------------------------------------------------------------
     async def run(self) -> MemoryRunState:
         """Play every remaining event; returns the final state."""
-        self.out_dir.mkdir(parents=True, exist_ok=True)
         self._restore()
         if self.state.next_event == 0:
-            (self.out_dir / "trace.jsonl").unlink(missing_ok=True)
             fresh = self._agent(None)
             self.state.snapshot = await self._call("snapshot", fresh.snapshot())
             self.state.fresh = self._outside(self.state.snapshot)
@@ -460,7 +451,8 @@ class MemoryAgentHarness:
                 return
             self.state.answers[ev.question or ""] = reply
             # Whatever answering changed is dropped: the next event starts from the snapshot before it.
-            self._trace({**rec, "tool": "answer", "args": {"question": ev.question}, "reply": reply, "ok": True,
+            self._trace({**rec, "tool": "answer", "args": {"question": ev.question}, "prompt": prompt, "reply": reply,
+                         "ok": True,
                          "result": f"refused writes so far: {sum(self.meter.refused.values())}"})
             return
         message = render("budget_memory_event", index=ev.index + 1, total=len(self.episode.events),
@@ -491,7 +483,7 @@ class MemoryAgentHarness:
                            "metered and the conversation is cut (docs/budget.md, Memory agents)")
         self.state.snapshot = snapshot
         self._trace({**rec, "tool": "reply", "args": {"time": self._time(ev), "message_chars": len(message)},
-                     "reply": said, "ok": error is None, **({"error": error} if error else {}),
+                     "prompt": message, "reply": said, "ok": error is None, **({"error": error} if error else {}),
                      "result": f"writes charged {self.meter.writes_used - used_before}; used {self.meter.writes_used} "
                                f"of {self.meter.budget}; refused so far {sum(self.meter.refused.values())}; "
                                f"cut to the note cap so far {self.meter.truncated}",
@@ -513,12 +505,12 @@ class MemoryAgentHarness:
 
 
 async def run_memory_episode(env: Path, episode: Episode, raw: bytes, name: str, out_dir: Path,
-                             llm: LLMClient) -> dict[str, Any]:
-    """Run (or resume) one episode (``episode``, loaded from the bytes ``raw`` of the file ``env``) with a
-    memory agent; returns the results (also written to ``results.json``)."""
+                             llm: LLMClient, checkpoint: Checkpoint | None = None) -> dict[str, Any]:
+    """Run (or resume, from ``checkpoint``) one episode (``episode``, loaded from the bytes ``raw`` of the file
+    ``env``) with a memory agent; returns the results record (the engine writes it)."""
     plan = plan_agent(name, llm)
     t0 = wall_clock()
-    harness = MemoryAgentHarness(episode, llm, out_dir, plan, digest=env_digest(raw))
+    harness = MemoryAgentHarness(episode, llm, out_dir, plan, digest=env_digest(raw), checkpoint=checkpoint)
     state = await harness.run()
     verdicts = judge(episode, state.answers)
     score = score_episode(episode, verdicts, harness.meter.writes_used, harness.meter.ledger)
@@ -529,7 +521,7 @@ async def run_memory_episode(env: Path, episode: Episode, raw: bytes, name: str,
         per_kind[q.kind][1] += 1
     m = harness.meter
     results = {
-        "family": "budget", "format_version": 1, "environment_file": str(env),
+        "family": "budget", "results_version": 1, "environment_file": str(env),
         "environment_sha256": env_digest(raw), "agent": name, "policy": "budget", "interface": "memory-agent",
         "metered": True, "store": f"agent-{plan.memory}", "search_embedder_problem": None,
         "tier": episode.tier.name, "domain": episode.domain, "seed": episode.seed, "salt": episode.salt,
@@ -553,5 +545,4 @@ async def run_memory_episode(env: Path, episode: Episode, raw: bytes, name: str,
             "truncated_writes": "texts the meter cut to the episode's note cap before storing",
         },
     }
-    atomic_write_json(out_dir / "results.json", results)
     return results

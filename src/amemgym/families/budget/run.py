@@ -1,28 +1,20 @@
-"""One budget episode: play it, check the answers, write ``results.json`` (``batch.py`` runs many)."""
+"""One budget episode: play it and check the answers into its results record (the engine runs many and writes it)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from ...errors import ConfigError, RunError
+from ...engine.checkpoint import Checkpoint
+from ...errors import ConfigError
 from ...llm.client import LLMClient
-from ...storage import atomic_write_json
 from .checker import Verdict
 from .harness import Harness, ToolAgent, env_digest, wall_clock
 from .io import load_episode
 from .judging import judge_answers, judge_identity, merged
 from .model import Episode
 from .scoring import DEFINITIONS, EpisodeScore, score_episode
-from .tool_agents import (
-    EpisodeView,
-    ProtocolChoice,
-    ToolAgentContext,
-    builtin_tool_agent,
-    choose_protocol,
-    keep_pin,
-    resolve_tool_agent,
-)
+from .tool_agents import EpisodeView, ProtocolChoice, ToolAgentContext, builtin_tool_agent, resolve_tool_agent
 from .validity import judge as rule_verdicts
 
 #: Agent names this family runs -> (harness policy, store): the tool-using LLM agent with the notes store
@@ -91,28 +83,22 @@ def interface_of(agent: str, env: Path, llm: LLMClient) -> str:
     return "memory"
 
 
-async def tool_agent_for(agent: str, plugin: ToolAgent | None, llm: LLMClient, out_dir: Path,
-                         tools: str) -> tuple[str, str, ToolAgent, ProtocolChoice]:
-    """The harness policy, store mode, tool agent and tool protocol of ``--agent``: a built-in name, or the
-    tool agent ``plugin`` its plug-in factory built.
-
-    Raises:
-        RunError: when the run directory was run with another tool protocol.
-    """
+async def tool_agent_for(agent: str, plugin: ToolAgent | None, llm: LLMClient,
+                         choice: ProtocolChoice) -> tuple[str, str, ToolAgent]:
+    """The harness policy, store mode and tool agent of ``--agent``: a built-in name speaking the run's tool
+    protocol ``choice``, or the tool agent ``plugin`` its plug-in factory built."""
     if plugin is not None:
-        choice = keep_pin(out_dir, ProtocolChoice("plugin", f"plug-in tool agent {agent}"))
-        return "budget", "notes", plugin, choice
+        return "budget", "notes", plugin
     policy, store_mode = AGENTS[agent]
-    choice = await choose_protocol(llm, tools, out_dir)
-    return policy, store_mode, builtin_tool_agent(llm, choice.protocol), choice
+    return policy, store_mode, builtin_tool_agent(llm, choice.protocol)
 
 
-async def run_episode(env: Path, agent: str, out_dir: Path, llm: LLMClient, *, tools: str = "text",
-                      judge: bool = False) -> dict[str, Any]:
-    """Run (or resume) one episode and return the results record (also written to ``results.json``).
+async def play_episode(env: Path, agent: str, llm: LLMClient, checkpoint: Checkpoint, *,
+                       choice: ProtocolChoice, judge: bool = False) -> dict[str, Any]:
+    """Play (or resume from ``checkpoint``) one episode and return its results record (the engine writes it).
 
-    ``tools`` is ``budget.tools`` (how the built-in agent calls tools); ``judge`` sends the answers the rule
-    checker marks wrong to the judge role (refused, before any call, when that is the model under test).
+    ``choice`` is the run's tool protocol (pinned in its manifest); ``judge`` sends the answers the rule checker
+    marks wrong to the judge role (the engine's plan refused it when that is the model under test).
 
     Raises:
         ConfigError: for an agent this family cannot run, or the judge asked of a memory agent's run.
@@ -123,12 +109,12 @@ async def run_episode(env: Path, agent: str, out_dir: Path, llm: LLMClient, *, t
         refuse_judge(judge)
         from .memory_agents import run_memory_episode
 
-        return await run_memory_episode(env, episode, raw, agent, out_dir, llm)
+        return await run_memory_episode(env, episode, raw, agent, checkpoint.dir, llm, checkpoint)
     judge_model = await judge_identity(llm) if judge else None
-    policy, store_mode, tool_agent, choice = await tool_agent_for(agent, plugin, llm, out_dir, tools)
+    policy, store_mode, tool_agent = await tool_agent_for(agent, plugin, llm, choice)
     t0 = wall_clock()
-    harness = Harness(episode, llm, out_dir, policy=policy, digest=env_digest(raw), store_mode=store_mode,
-                      agent=tool_agent)
+    harness = Harness(episode, llm, checkpoint.dir, policy=policy, digest=env_digest(raw), store_mode=store_mode,
+                      agent=tool_agent, checkpoint=checkpoint)
     state = await harness.run()
     verdicts, score = score_harness(harness)
     judged = await judge_answers(llm, episode, state.answers, verdicts) if judge else {}
@@ -140,8 +126,8 @@ async def run_episode(env: Path, agent: str, out_dir: Path, llm: LLMClient, *, t
         per_kind.setdefault(q.kind, [0, 0])
         per_kind[q.kind][0] += verdicts[q.id].correct
         per_kind[q.kind][1] += 1
-    results = {
-        "family": "budget", "format_version": RESULTS_VERSION, "environment_file": str(env),
+    return {
+        "family": "budget", "results_version": RESULTS_VERSION, "environment_file": str(env),
         "environment_sha256": env_digest(raw), "agent": agent, "policy": policy, "store": store_mode,
         "tool_protocol": choice.protocol, "tool_protocol_reason": choice.reason,
         "search_embedder_problem": harness.embedder_problem, "tier": episode.tier.name,
@@ -158,55 +144,27 @@ async def run_episode(env: Path, agent: str, out_dir: Path, llm: LLMClient, *, t
                     for q in episode.questions},
         "writes_over_time": state.writes_over_time,
         "ledger": [e.__dict__ for e in harness.store.ledger],
-        "usage": llm.ledger.to_dict(),
         "wall_seconds_last_invocation": round(wall_clock() - t0, 3),
         "definitions": {**DEFINITIONS,
                         "score_judged": "the same scores with the answers the judge found right counted right "
                                         "(rule verdicts elsewhere); null without a judge or when a judge call "
                                         "failed"},
     }
-    atomic_write_json(out_dir / "results.json", results)
-    return results
 
 
-MODEL_FILE = "model.json"
-
-
-def check_model(out_dir: Path, served: str, *, allow_change: bool,
-                roles: dict[str, str] | None = None) -> list[dict[str, str]]:
-    """Pin the served models to the run directory; refuse to resume with another one unless allowed.
-
-    ``served`` is the agent role's model; ``roles`` the other roles the agent calls (a memory agent's
-    ``memory`` role), pinned the same way. Returns the model changes recorded so far (each ``{"from", "to"}``,
-    with ``"role"`` for a role other than the agent's).
+async def run_episode(env: Path, agent: str, out_dir: Path, llm: LLMClient, *, tools: str = "text",
+                      judge: bool = False) -> dict[str, Any]:
+    """Play (or resume) the one episode file ``env`` into ``out_dir`` through the engine, without a run directory
+    around it (a Gym-style or test use); returns the record the engine wrote to ``out_dir/results.json``.
 
     Raises:
-        RunError: when the directory was run with another model for any pinned role and ``allow_change`` is off.
+        ConfigError: for an agent this family cannot run, or the judge asked of a memory agent's run.
     """
-    import json
+    from ...config import AppConfig
+    from ...engine.runner import play_file
+    from .units import UNITS
 
-    path = out_dir / MODEL_FILE
-    current = {"agent": served, **(roles or {})}
-    if not path.exists():
-        atomic_write_json(path, {"format_version": 1, "agent_model": served, "role_models": roles or {},
-                                 "changes": []})
-        return []
-    try:
-        pinned = json.loads(path.read_text(encoding="utf-8"))
-        before = {"agent": str(pinned["agent_model"]), **{str(k): str(v) for k, v in
-                                                          dict(pinned.get("role_models") or {}).items()}}
-        changes = list(pinned.get("changes", []))
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        raise RunError(f"{path}: unreadable or wrong shape; remove the run directory to start again") from None
-    moved = {r: (before[r], m) for r, m in current.items() if r in before and before[r] != m}
-    if moved and not allow_change:
-        what = "; ".join(f"{r} model {old!r}, now {new!r}" for r, (old, new) in moved.items())
-        raise RunError(f"{out_dir}: was run with {what}; refusing to mix models in one episode (use a new --out "
-                       "directory, or pass --allow-model-change)")
-    for r, (old, new) in moved.items():
-        changes.append({"from": old, "to": new} if r == "agent" else {"role": r, "from": old, "to": new})
-    if moved or set(current) - set(before):
-        atomic_write_json(path, {"format_version": 1, "agent_model": served,
-                                 "role_models": {**{r: m for r, m in before.items() if r != "agent"}, **(roles or {})},
-                                 "changes": changes})
-    return changes
+    cfg = AppConfig()
+    cfg.budget.tools = tools  # type: ignore[assignment]
+    cfg.budget.judge = judge
+    return await play_file(UNITS, env, agent, out_dir, llm, cfg)

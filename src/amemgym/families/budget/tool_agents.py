@@ -11,7 +11,6 @@ from __future__ import annotations
 import inspect
 import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from ...agents.base import AgentContext
@@ -19,7 +18,6 @@ from ...errors import AMemGymError, ConfigError, LLMError, RunError
 from ...llm.client import LLMClient
 from ...llm.types import ChatMessage, ToolCallOut
 from ...prompts import render
-from ...storage import atomic_write_json
 from .harness import LLMToolAgent, ToolAgent
 from .model import Episode, Event
 from .protocol import TOOLS, function_tools, strip_fence
@@ -33,7 +31,6 @@ FEEDBACK_PREFIXES = ("result:", "error:", "protocol error:")
 ENDED = "ok"
 #: The tool output for each call of a reply that made several: none of them was run.
 SEVERAL_CALLS = "error: several function calls in one reply; none was run. Call one function per reply."
-PIN_FILE = "tool_protocol.json"
 
 
 def canonical_reply(calls: tuple[ToolCallOut, ...], text: str) -> str:
@@ -160,59 +157,34 @@ async def probe_native(llm: LLMClient) -> ProtocolChoice:
     return choice
 
 
-async def choose_protocol(llm: LLMClient, setting: str, out_dir: Path) -> ProtocolChoice:
-    """The protocol of a run: pinned in the run directory on first use, so a resume speaks the same one.
+async def choose_protocol(llm: LLMClient, setting: str, pinned: ProtocolChoice | None) -> ProtocolChoice:
+    """The protocol of a run: the one ``pinned`` by its first invocation (the engine keeps it in the manifest),
+    else the configured one, or with ``auto`` the endpoint's answer to one probe.
 
     Raises:
         ConfigError: for an unknown setting.
-        RunError: when the directory was run with another protocol than the one now asked for.
+        RunError: when the run was made with another protocol than the one now asked for.
     """
     if setting not in TOOL_SETTINGS:
         raise ConfigError(f"budget.tools: expected one of {', '.join(TOOL_SETTINGS)}, got {setting!r}")
-    pinned = read_pin(out_dir)
     if pinned is not None and pinned.protocol in ("native", "text") and setting in ("auto", pinned.protocol):
         return pinned
     if pinned is not None:
-        raise RunError(f"{out_dir}: was run with the {pinned.protocol} tool protocol, now {setting!r} is asked "
+        raise RunError(f"the run was made with the {pinned.protocol} tool protocol, now {setting!r} is asked "
                        "for; a resume keeps its protocol (use a new --out directory)")
-    choice = await probe_native(llm) if setting == "auto" else ProtocolChoice(setting, "configured (budget.tools)")
-    pin(out_dir, choice)
-    return choice
+    return await probe_native(llm) if setting == "auto" else ProtocolChoice(setting, "configured (budget.tools)")
 
 
-def keep_pin(out_dir: Path, choice: ProtocolChoice) -> ProtocolChoice:
-    """Pin ``choice`` in ``out_dir``, or check it against the protocol pinned there.
+def keep_choice(pinned: ProtocolChoice | None, choice: ProtocolChoice) -> ProtocolChoice:
+    """``choice`` when nothing is pinned, else the pinned protocol once checked to be the same.
 
     Raises:
-        RunError: when the directory was run with another protocol.
+        RunError: when the run was made with another protocol.
     """
-    pinned = read_pin(out_dir)
-    if pinned is None:
-        pin(out_dir, choice)
-        return choice
-    if pinned.protocol != choice.protocol:
-        raise RunError(f"{out_dir}: was run with the {pinned.protocol} tool protocol, not {choice.protocol}; "
+    if pinned is not None and pinned.protocol != choice.protocol:
+        raise RunError(f"the run was made with the {pinned.protocol} tool protocol, not {choice.protocol}; "
                        "use a new --out directory")
-    return pinned
-
-
-def read_pin(out_dir: Path) -> ProtocolChoice | None:
-    """The protocol pinned in ``out_dir``, if any."""
-    path = out_dir / PIN_FILE
-    if not path.exists():
-        return None
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        return ProtocolChoice(str(data["tool_protocol"]), str(data["reason"]))
-    except (OSError, ValueError, KeyError, TypeError):
-        raise RunError(f"{path}: unreadable or wrong shape; remove the run directory to start again") from None
-
-
-def pin(out_dir: Path, choice: ProtocolChoice) -> None:
-    """Record the protocol of ``out_dir``'s run."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(out_dir / PIN_FILE, {"format_version": 1, "tool_protocol": choice.protocol,
-                                           "reason": choice.reason})
+    return pinned or choice
 
 
 def builtin_tool_agent(llm: LLMClient, protocol: str, *, max_tokens: int = 512) -> ToolAgent:
@@ -355,5 +327,5 @@ def resolve_tool_agent(name: str, llm: LLMClient, ctx: ToolAgentContext) -> Tool
 
 
 __all__ = ["EpisodeView", "EventView", "NativeToolAgent", "PluginToolAgent", "ProtocolChoice", "ToolAgentContext",
-           "canonical_reply", "choose_protocol", "probe_native", "resolve_tool_agent", "to_native",
+           "canonical_reply", "choose_protocol", "keep_choice", "probe_native", "resolve_tool_agent", "to_native",
            "tool_agent_problem"]

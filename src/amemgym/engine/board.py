@@ -1,0 +1,210 @@
+"""Leaderboard and paired comparison of a unit family's runs, with the family's panel for what differs.
+
+The board pools records (``pool.py``) into one row per folder given, agent, group and protocol, averaged over
+units, and ranks rows by the family's headline metric only against rows of the same group and protocol that
+ran exactly the same units. Rows with a unit lacking the headline, or with planned units unfinished, are
+listed but not ranked; means equal at 3 decimals share a rank (``=N``). The columns are the family's unit
+metrics (the registry); a family's :class:`BoardPanel` adds flags and notes of its own.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..errors import RunError
+from ..scoring.registry import unit_metrics
+from .pool import Entry, build_entries
+from .read import MAX_DEPTH, load_entries, load_found
+from .summary import headline_of
+
+__all__ = ["BoardPanel", "BoardTable", "Pairing", "board_table", "entry_flags", "pair_runs"]
+
+
+class BoardPanel(Protocol):
+    """What a family adds to its board: flags that do not stop ranking, and notes under the table."""
+
+    def board_flags(self, entry: Entry) -> list[str]:
+        """Extra flags of one row (shown; the row is still ranked)."""
+        ...
+
+    def board_notes(self, entry: Entry) -> list[str]:
+        """Extra notes about one row, printed under the table."""
+        ...
+
+
+@dataclass(frozen=True)
+class BoardTable:
+    """A ranked board: column names, display rows, notes, Markdown and CSV."""
+
+    title: str
+    columns: tuple[str, ...]
+    rows: list[list[str]]
+    notes: list[str]
+    markdown: str
+    csv: str
+
+
+def _cell(x: Any) -> str:
+    if isinstance(x, float):
+        return f"{x:.3f}"
+    return "-" if x is None else str(x)
+
+
+def board_table(family: str, run_dirs: Sequence[Path], panel: BoardPanel | None = None, *, noun: str = "units",
+                group_noun: str = "unit group") -> BoardTable:
+    """One row per folder given, agent (name, variant, served model), group and protocol (see the module)."""
+    from ..report.leaderboard import markdown_cell
+
+    head = headline_of(family)
+    others = [m for m in unit_metrics(family) if m.column and m is not head]
+    entries = load_entries(list(run_dirs), family)
+    columns = ("group", "rank", "run", "agent", "variant", "model", group_noun, "protocol", noun, "trials", head.label,
+               f"{head.label} 95% CI", *(m.label for m in others), "flags")
+    groups: dict[tuple[str, str, frozenset[str]], list[Entry]] = {}
+    for e in entries:
+        groups.setdefault((e.group, e.protocol, e.unit_set), []).append(e)
+    full: list[list[Any]] = []
+    notes: list[str] = []
+    for g, ((grp, proto, _), members) in enumerate(groups.items(), start=1):
+        flagged = {id(e): entry_flags(e, head, panel, noun) for e in members}
+        scored = sorted((e for e in members if flagged[id(e)][1]),
+                        key=lambda e: (-round(e.stat(head)["mean"] or 0.0, 3), e.agent, e.model))
+        shown = [round(e.stat(head)["mean"] or 0.0, 3) for e in scored]
+        ordered = [(e, f"={shown.index(v) + 1}" if shown.count(v) > 1 else str(shown.index(v) + 1))
+                   for e, v in zip(scored, shown, strict=True)]
+        ordered += [(e, "-") for e in members if not flagged[id(e)][1]]
+        for e, rank in ordered:
+            stat = e.stat(head)
+            ci = None if stat["lo"] is None else f"[{stat['lo']:.3f}, {stat['hi']:.3f}]"
+            trials = e.trials(head)
+            full.append([g, rank, e.root, e.agent, e.variant, e.model, grp, proto, len(e.unit_set),
+                         1 if trials is None else trials["k"], stat["mean"], ci,
+                         *(e.stat(m)["mean"] for m in others), "; ".join(flagged[id(e)][0])])
+            if panel is not None:
+                notes += panel.board_notes(e)
+            if trials is not None:
+                std = "n/a" if trials["spread"]["std"] is None else f"{trials['spread']['std']:.4f}"
+                passk = "n/a" if trials["consistency"] is None else f"{trials['consistency']:.3f}"
+                notes.append(f"note: {e.root} ({e.agent}, {grp}, {proto}): {trials['k']} trials averaged per "
+                             f"{noun.rstrip('s')}; {head.label} std between trials {std}; pass^{trials['k']} over "
+                             f"questions {passk}"
+                             + ("" if trials["same_units"] else f" (the trials ran different {noun})"))
+    by_kind: dict[tuple[str, str], list[int]] = {}
+    for g, (grp, proto, _) in enumerate(groups, start=1):
+        by_kind.setdefault((grp, proto), []).append(g)
+    for (grp, proto), gs in by_kind.items():
+        if len(gs) > 1:
+            notes.append(f"note: groups {', '.join(map(str, gs))} ({group_noun} {grp}, {proto}) ran different sets of "
+                         f"{noun}; each is ranked on its own and their ranks are not comparable")
+    if len(by_kind) > 1:
+        notes.append(f"note: runs differ in {group_noun} or protocol; each group is ranked separately")
+    rows = [[_cell(x) for x in row] for row in full]
+    md = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    md += ["| " + " | ".join(markdown_cell(c) for c in row) + " |" for row in rows]
+    explain = (f"\nOne row per run folder given, agent, {group_noun} and protocol; each number is the mean over the "
+               f"row's {noun} (a unit's trials are averaged first), with a 95 % t-interval over {noun} for "
+               f"{head.label} ({head.description}). Rows are ranked only within a group of the same {group_noun} and "
+               f"protocol that ran the same set of {noun}; rows with a unit lacking {head.label} or with unfinished "
+               f"{noun} are listed but not ranked. Equal means at 3 decimals share a rank (=N).\n")
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(columns)
+    writer.writerows(["" if x is None else x for x in row] for row in full)
+    return BoardTable(f"amemgym leaderboard: {family} family (mean over {noun}, ranked within {group_noun}, protocol "
+                      f"and {noun.rstrip('s')} set)", columns, rows, notes, "\n".join(md) + "\n" + explain,
+                      buf.getvalue())
+
+
+def entry_flags(e: Entry, head: Any, panel: BoardPanel | None, noun: str) -> tuple[list[str], bool]:
+    """An entry's flags and whether it may be ranked (a unit without the headline, unfinished units, or a model
+    changed during the run keep it off the ranking; the family's flags and repeated seeds do not)."""
+    from ..run.ranking_flags import model_change_flag
+
+    flags, rankable = [], True
+    missing = e.units_without(head)
+    if missing:
+        flags.append(f"no {head.label} on {len(missing)} {noun.rstrip('s')}(s)")
+        rankable = False
+    if e.unfinished:
+        flags.append(f"unfinished: {len(e.unfinished)} planned {noun.rstrip('s')}(s) have no results")
+        rankable = False
+    changed = model_change_flag([c for r in e.runs for c in r.record.get("model_changes") or []])
+    if changed:
+        flags.append(changed)
+        rankable = False
+    if panel is not None:
+        flags += panel.board_flags(e)
+    repeated = e.repeated_seeds()
+    if repeated:
+        flags.append(f"{len(repeated)} {noun.rstrip('s')}(s) run twice under one seed (averaged)")
+    return flags, rankable
+
+
+@dataclass(frozen=True)
+class Pairing:
+    """Two run collections matched unit by unit on the headline metric.
+
+    Attributes:
+        diffs: per shared unit (label), the difference B - A (one value each).
+        value_a, value_b: per shared unit, each side's value (its trials averaged).
+        only_a, only_b: units (labels) on one side only, or without a value on the other.
+        protocols: the protocols seen on each side.
+        trials: the most records (trials) any unit has on each side.
+    """
+
+    diffs: dict[str, list[float]]
+    value_a: dict[str, float]
+    value_b: dict[str, float]
+    only_a: list[str]
+    only_b: list[str]
+    protocols: tuple[set[str], set[str]]
+    trials: tuple[int, int] = (1, 1)
+
+
+def _by_unit(family: str, root: Path, noun: str,
+             group_noun: str) -> tuple[dict[str, tuple[str, float | None, int]], set[str]]:
+    found, _ = load_found([root], family)
+    if not found:
+        raise RunError(f"{root}: no {family}-family results here or up to {MAX_DEPTH} levels below")
+    entries = build_entries(found)
+    if len(entries) > 1:
+        names = "; ".join(f"{e.agent}/{e.variant}/{e.model}/{e.group}/{e.protocol}" for e in entries)
+        raise RunError(f"{root}: holds runs of more than one agent, {group_noun} or protocol ({names}); compare "
+                       "needs one per side")
+    (entry,) = entries
+    twice = entry.repeated_seeds()
+    if twice:
+        raise RunError(f"{root}: {noun.rstrip('s')} {twice[0]} was run twice under one seed; compare needs one run "
+                       f"per {noun.rstrip('s')} and trial seed on each side")
+    head = headline_of(family)
+    labels = {r.digest: r.label for r in found}
+    counts = {d: len(rs) for d, rs in entry.by_unit().items()}
+    return ({d: (labels[d], v, counts[d]) for d, v in entry.unit_value(head).items()}, {entry.protocol})
+
+
+def pair_runs(family: str, run_a: Path, run_b: Path, *, noun: str = "units", group_noun: str = "unit group") -> Pairing:
+    """Match two run collections by unit (the digest of its file) on the headline metric, trials averaged.
+
+    Raises:
+        RunError: a side has no run, mixes agents, groups or protocols, runs a unit twice under one seed, or no
+            unit has a value on both sides.
+    """
+    (a, pa), (b, pb) = _by_unit(family, run_a, noun, group_noun), _by_unit(family, run_b, noun, group_noun)
+    shared = sorted(k for k in a.keys() & b.keys() if a[k][1] is not None and b[k][1] is not None)
+    if not shared:
+        raise RunError(f"{run_a} and {run_b} share no {noun.rstrip('s')} with a value on both sides")
+    diffs, va, vb = {}, {}, {}
+    for k in shared:
+        label = a[k][0]
+        va[label], vb[label] = a[k][1] or 0.0, b[k][1] or 0.0
+        diffs[label] = [vb[label] - va[label]]
+    return Pairing(diffs, va, vb, sorted(a[k][0] for k in a if k not in shared),
+                   sorted(b[k][0] for k in b if k not in shared), (pa, pb),
+                   (max(n for _, _, n in a.values()), max(n for _, _, n in b.values())))
+
+

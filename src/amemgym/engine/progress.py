@@ -1,0 +1,127 @@
+"""The live progress line of a run whose work comes in units (episodes): units done, calls, stalls.
+
+On a terminal it is a rich progress bar; otherwise a plain line whenever a unit finishes (at most every
+5 s) and, between units, whenever a call has waited longer than :data:`STALL_SECONDS`, so a hung endpoint
+is reported within half a minute however long one unit takes. The statetrack runner's display
+(``run/progress.py``) shows the same call counts through :func:`ledger_info`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from ..llm.usage import UsageLedger
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import Progress
+
+__all__ = ["STALL_SECONDS", "TICK_SECONDS", "UnitProgress", "ledger_info", "stall_text"]
+
+#: A call on the wire longer than this is reported as waiting (the display shows how many and the longest).
+STALL_SECONDS = 30.0
+#: How often the display refreshes on its own, so a hung call shows even when no unit finishes.
+TICK_SECONDS = 5.0
+
+
+def stall_text(ledger: UsageLedger, threshold_s: float = STALL_SECONDS) -> str:
+    """``"2 calls waiting > 30 s (longest 95 s)"``, or an empty string when nothing waits that long."""
+    count, longest = ledger.stalled(threshold_s)
+    if not count:
+        return ""
+    return f"{count} call{'s' if count != 1 else ''} waiting > {threshold_s:g} s (longest {longest:.0f} s)"
+
+
+def ledger_info(ledger: UsageLedger, stall_seconds: float = STALL_SECONDS) -> str:
+    """Calls, in flight (with each endpoint's adaptive limit), cache hits, tokens, errors and any stall."""
+    t = ledger.totals()
+    limits = "/".join(str(lim.limit) for lim in ledger.limiters.values())
+    cap = f" limit {limits}" if limits else ""
+    stall = stall_text(ledger, stall_seconds)
+    return (f"calls {t.calls} (in flight {ledger.in_flight}{cap}) cached {t.cache_hits} "
+            f"tokens {t.prompt_tokens}+{t.completion_tokens} errors {t.failures}" + (f"; {stall}" if stall else ""))
+
+
+class UnitProgress:
+    """Counts finished units of a run (``noun`` names them) with the calls of its ledger.
+
+    A call is reported once it has waited ``stall_seconds``, at the next tick: with the defaults, no later
+    than :data:`STALL_SECONDS` after it was sent.
+    """
+
+    def __init__(self, console: Console | None = None, *, noun: str = "units", live: bool | None = None,
+                 tick_seconds: float = TICK_SECONDS, stall_seconds: float = STALL_SECONDS - TICK_SECONDS) -> None:
+        self._console = console
+        self.noun = noun
+        self.live = sys.stderr.isatty() if live is None else live
+        self.tick_seconds = tick_seconds
+        self.stall_seconds = stall_seconds
+        self._progress: Progress | None = None
+        self._task: object = None
+        self._source: Callable[[], UsageLedger] = UsageLedger
+        self._ticker: asyncio.Task[None] | None = None
+        self._last_log = 0.0
+        self.done = 0
+        self.total = 0
+
+    @property
+    def console(self) -> Console:
+        """Where the display goes (stderr unless given)."""
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(stderr=True)
+        return self._console
+
+    def start(self, total: int, ledger: UsageLedger | Callable[[], UsageLedger]) -> None:
+        """Show ``total`` units to go, counting the calls of ``ledger`` (or of the ledger it returns, read at
+        each refresh); ticks while the event loop runs."""
+        self.total = total
+        self._source = ledger if callable(ledger) else (lambda: ledger)
+        if self.live:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                      TimeElapsedColumn(), TextColumn("{task.fields[info]}"), console=self.console)
+            self._progress.start()
+            self._task = self._progress.add_task(self.noun, total=total, info="")
+        try:
+            self._ticker = asyncio.get_running_loop().create_task(self._tick())
+        except RuntimeError:
+            self._ticker = None
+
+    def unit_done(self) -> None:
+        """One more unit finished (or failed)."""
+        self.done += 1
+        self._update()
+
+    async def _tick(self) -> None:
+        while True:
+            await asyncio.sleep(self.tick_seconds)
+            self._update(heartbeat=True)
+
+    def _update(self, heartbeat: bool = False) -> None:
+        ledger = self._source()
+        info = ledger_info(ledger, self.stall_seconds)
+        if self._progress is not None:
+            self._progress.update(self._task, completed=self.done, info=info)  # type: ignore[arg-type]
+            return
+        now = time.monotonic()
+        if heartbeat and not ledger.stalled(self.stall_seconds)[0]:
+            return  # plain logs only speak up between units when something is stuck
+        if heartbeat or now - self._last_log >= 5 or self.done == self.total:
+            self._last_log = now
+            self.console.print(f"{self.noun} {self.done}/{self.total}; {info}", highlight=False, markup=False)
+
+    def close(self) -> None:
+        """Stop the display and its timer."""
+        if self._ticker is not None:
+            self._ticker.cancel()
+            self._ticker = None
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None

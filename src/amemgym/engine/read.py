@@ -1,0 +1,166 @@
+"""Finding a unit family's runs and records below the folders given to ``report``, ``leaderboard``, ``compare``.
+
+A folder given on the command line is a run directory (its ``manifest.json`` names the family), a ``--trials``
+output (``trial_k`` run directories), or a folder of such runs up to :data:`MAX_DEPTH` levels deep. Each folder
+given is one label: its records form their own entries (``pool.py``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..errors import RunError
+from ..records import run_family
+from .pool import Entry, Found, build_entries
+from .rundir import RECORD_FILE, UnitRunDir, peek_family, read_unit_record
+
+__all__ = ["MAX_DEPTH", "bare_records", "checkpoint_family", "family_of_tree", "load_entries", "load_found",
+           "require_results", "runs_under", "unfinished_runs"]
+
+#: How deep below a given folder run directories are looked for.
+MAX_DEPTH = 4
+
+
+def runs_under(root: Path, family: str | None = None) -> list[Path]:
+    """The unit-family run directories at ``root`` or below it (of ``family`` when given), in path order."""
+    root = Path(root)
+    found = []
+    for depth in range(MAX_DEPTH + 1):
+        for path in sorted(root.glob("/".join(["*"] * depth + ["manifest.json"]))):
+            name = run_family(path.parent)
+            if name is not None and (family is None or name == family):
+                found.append(path.parent)
+    return found
+
+
+def family_of_tree(root: Path) -> str | None:
+    """The unit family of the runs at or below ``root``, or of a unit record found there; None if none."""
+    runs = runs_under(root)
+    if runs:
+        return run_family(runs[0])
+    for depth in range(MAX_DEPTH + 1):
+        for path in sorted(Path(root).glob("/".join(["*"] * depth + [RECORD_FILE]))):
+            name = peek_family(path)
+            if name is not None:
+                return name
+    return checkpoint_family(Path(root))
+
+
+def checkpoint_family(unit_dir: Path) -> str | None:
+    """The family of a unit folder that holds only a checkpoint (a unit started and not finished)."""
+    import json
+
+    from .checkpoint import CHECKPOINT_FILE
+
+    try:
+        data = json.loads((unit_dir / CHECKPOINT_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    identity = data.get("identity") if isinstance(data, dict) else None
+    name = identity.get("family") if isinstance(identity, dict) else None
+    return name if isinstance(name, str) else None
+
+
+def unfinished_runs(roots: list[Path]) -> list[tuple[Path, list[str]]]:
+    """Runs below ``roots`` with planned units that have no record yet, with those units' ids."""
+    out = []
+    for root in roots:
+        for run in runs_under(root):
+            rd = UnitRunDir(run)
+            missing = [u["id"] for u in (rd.manifest() or {}).get("units") or []
+                       if not (rd.unit_dir(u["id"]) / RECORD_FILE).is_file()]
+            if missing:
+                out.append((run, missing))
+    return out
+
+
+#: A planned unit without a record: (folder label, agent, served model, group, unit label).
+Planned = tuple[str, str, str, str, str]
+
+
+def load_found(roots: list[Path], family: str | None = None) -> tuple[list[Found], list[Planned]]:
+    """Every unit record below the given folders, each labelled by its folder (labels made unique), and the
+    planned units without a record as (label, agent, served model, group, unit label).
+
+    Raises:
+        RunError: a folder holds no run of the family, or a record is unreadable.
+    """
+    from ..report.load import unique_labels
+
+    paths = [Path(r) for r in roots]
+    found: list[Found] = []
+    planned: list[Planned] = []
+    for root, label in zip(paths, unique_labels(paths), strict=True):
+        runs = runs_under(root, family)
+        if not runs:
+            bare = bare_records(root, family)
+            if not bare:
+                raise RunError(f"{root}: no {family or 'unit-family'} run here or up to {MAX_DEPTH} levels below "
+                               "(no manifest.json naming the family, no results.json of it)")
+            found += [Found(d, label, described(r)) for d, r in bare]
+            continue
+        for run in runs:
+            rd = UnitRunDir(run)
+            manifest = rd.manifest() or {}
+            agent = str((manifest.get("protocol") or {}).get("agent"))
+            # The first role a plan calls is the agent's: its served model names the entry.
+            first: dict[str, Any] = next(iter((manifest.get("models") or {}).values()), {})
+            model = str(first.get("served") or "-")
+            for u in manifest.get("units") or []:
+                record = rd.record(u["id"])
+                if record is None:
+                    planned.append((label, agent, model, str(u["group"]), str(u["label"])))
+                    continue
+                found.append(Found(rd.unit_dir(u["id"]), label, described(record)))
+    return found, planned
+
+
+def bare_records(root: Path, family: str | None = None) -> list[tuple[Path, dict[str, Any]]]:
+    """Unit records in folders without a run directory around them (a unit played on its own, or a run written
+    before the engine kept a manifest), at ``root`` or up to :data:`MAX_DEPTH` levels below it."""
+    root = Path(root)
+    out = []
+    for depth in range(MAX_DEPTH + 1):
+        for path in sorted(root.glob("/".join(["*"] * depth + [RECORD_FILE]))):
+            name = peek_family(path)
+            if name is None or (family is not None and name != family):
+                continue
+            record = read_unit_record(path)
+            if record is not None:
+                out.append((path.parent, record))
+        if depth == 0 and out:
+            break  # the root is itself a unit folder
+    return out
+
+
+def described(record: dict[str, Any]) -> dict[str, Any]:
+    """A record with the engine's pooling fields, derived again from its content when the family can (so an
+    edited record pools by what it says, and a record written on its own gets them)."""
+    from ..families import get_family
+
+    units = getattr(get_family(str(record["family"])), "units", None)
+    describe = getattr(units, "describe", None)
+    return {**record, **describe(record)} if callable(describe) else record
+
+
+def load_entries(roots: list[Path], family: str | None = None) -> list[Entry]:
+    """The records below the given folders pooled into entries (one per folder, agent, group and protocol)."""
+    found, planned = load_found(roots, family)
+    return build_entries(found, planned)
+
+
+def require_results(roots: list[Path], family: str, noun: str = "units") -> None:
+    """Refuse, in one line, a folder with no finished unit of ``family`` (its numbers do not exist yet).
+
+    Raises:
+        RunError: naming the first such folder: a unit started and not finished, or nothing finished at all.
+    """
+    for d in map(Path, roots):
+        if checkpoint_family(d) == family and not (d / RECORD_FILE).exists():
+            raise RunError(f"{d}: the {noun.rstrip('s')} has not finished (no {RECORD_FILE}); run `amemgym run` "
+                           "again with the same --out to resume it")
+        found, planned = load_found([d], family)
+        if not found:
+            raise RunError(f"{d}: no {noun} finished yet ({len(planned)} planned); run `amemgym run` again with "
+                           "the same --out to resume")

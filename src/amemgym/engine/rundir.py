@@ -1,0 +1,142 @@
+"""The run directory of a unit family: the same root files as a statetrack run, and one folder per unit.
+
+```
+OUT/
+  manifest.json        family, planned units, protocol, served models, pins (UnitManifest)
+  metrics.json         every unit's metrics and the per-group means with intervals (UnitMetrics)
+  usage.json           usage of all invocations; usage.pending.json while one runs (engine/usage.py)
+  failures.json        what failed in the last invocation, redacted (FailuresFile)
+  .amemgym.lock        held by the one process writing the directory (run/lock.py)
+  <unit>/              results.json (UnitRecord), checkpoint.json, trace.jsonl (engine/checkpoint.py)
+```
+
+Only the engine writes these files; a family returns records and states.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..errors import RunError
+from ..llm.redact import redact_obj
+from ..records import (
+    FailuresFile,
+    UnitManifest,
+    UnitMetrics,
+    as_dict,
+    parse_unit_record,
+    read_record,
+    versioned,
+)
+from ..records.base import load_json_file
+from ..storage import atomic_write_json
+
+__all__ = ["RECORD_FILE", "UnitRunDir"]
+
+#: Each unit's record, in the unit's folder.
+RECORD_FILE = "results.json"
+
+
+class UnitRunDir:
+    """Paths and records of one unit-family run directory."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.root / "manifest.json"
+
+    @property
+    def metrics_path(self) -> Path:
+        return self.root / "metrics.json"
+
+    @property
+    def failures_path(self) -> Path:
+        return self.root / "failures.json"
+
+    def unit_dir(self, unit_id: str) -> Path:
+        """The folder of the unit ``unit_id`` (``.`` is the run directory itself)."""
+        return self.root / unit_id
+
+    def manifest(self) -> dict[str, Any] | None:
+        """The manifest, validated (None when there is none yet)."""
+        if not self.manifest_path.exists():
+            return None
+        return as_dict(read_record(self.manifest_path, UnitManifest))
+
+    def write_manifest(self, manifest: Mapping[str, Any]) -> None:
+        """Validate and write the manifest atomically."""
+        data = versioned(dict(manifest))
+        UnitManifest.model_validate(data)
+        atomic_write_json(self.manifest_path, data)
+
+    def record(self, unit_id: str) -> dict[str, Any] | None:
+        """A finished unit's record (None when the unit has none, or another family wrote the file).
+
+        Raises:
+            RunError: the file is unreadable or of the wrong shape.
+        """
+        path = self.unit_dir(unit_id) / RECORD_FILE
+        if not path.is_file():
+            return None
+        return read_unit_record(path)
+
+    def write_record(self, unit_id: str, record: Mapping[str, Any]) -> None:
+        """Validate and write a unit's record (its failure texts redacted) atomically."""
+        data = versioned(redact_obj(dict(record)))
+        parse_unit_record(data, str(self.unit_dir(unit_id) / RECORD_FILE))
+        atomic_write_json(self.unit_dir(unit_id) / RECORD_FILE, data)
+
+    def write_failures(self, failures: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Write ``failures.json`` (redacted again: a text from a plug-in or a worker may not have passed the
+        client) and return what was written."""
+        clean: list[dict[str, Any]] = redact_obj(failures)
+        data = versioned({"failures": clean})
+        FailuresFile.model_validate(data)
+        atomic_write_json(self.failures_path, data)
+        return clean
+
+    def failures(self) -> list[dict[str, Any]]:
+        """The failures of the last invocation (empty when none were written)."""
+        if not self.failures_path.exists():
+            return []
+        return [f.model_dump(mode="json") for f in read_record(self.failures_path, FailuresFile).failures]
+
+    def write_metrics(self, metrics: Mapping[str, Any]) -> None:
+        """Validate and write ``metrics.json``."""
+        data = versioned(dict(metrics))
+        UnitMetrics.model_validate(data)
+        atomic_write_json(self.metrics_path, data)
+
+    def metrics(self) -> dict[str, Any]:
+        """``metrics.json``, validated."""
+        return as_dict(read_record(self.metrics_path, UnitMetrics))
+
+
+def read_unit_record(path: Path) -> dict[str, Any] | None:
+    """A unit record file as a dict; None when it is another family's file (no ``family`` key).
+
+    Raises:
+        RunError: unreadable or of the wrong shape.
+    """
+    raw = load_json_file(path)
+    if not isinstance(raw, dict) or "family" not in raw:
+        return None
+    try:
+        return as_dict(parse_unit_record(raw, str(path)))
+    except RecursionError:
+        raise RunError(f"{path}: nested too deeply") from None
+
+
+def peek_family(path: Path) -> str | None:
+    """The ``family`` of a JSON file's top level without validating it (None when absent or unreadable)."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    value = data.get("family") if isinstance(data, dict) else None
+    return value if isinstance(value, str) else None

@@ -1,0 +1,310 @@
+"""``amemgym run`` for a unit family: every unit of ``--env`` into one run directory, resumable.
+
+The order of a run: the units and the agent's plan are resolved (bad input exits 2 before anything is
+written); an existing run directory's manifest is checked against this run's protocol; every role the plan
+calls is preflighted (endpoint reachable, key accepted, model served) before the first call; the directory
+is locked; the served models are pinned (a resume with another model is refused unless allowed); the
+family's pins are made or kept; then the units that have no record yet are played, concurrently up to
+``run.user_concurrency`` (one with ``--serial``) on one client, or one Ray task each. Usage accumulates in
+``usage.json`` across invocations (a kill loses at most one flush), failures land redacted in
+``failures.json``, and ``metrics.json`` holds every unit metric per unit and per group.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import json
+import platform
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .. import __version__
+from ..agents.guard import set_call_limit
+from ..config import AppConfig
+from ..errors import AMemGymError, ConfigError, DataError, RunError
+from ..llm.client import LLMClient
+from ..llm.health import endpoint_problems
+from ..llm.redact import redact
+from ..llm.usage import UsageLedger
+from ..storage import remove_stale_temps
+from .checkpoint import Checkpoint
+from .contract import AgentPlan, Unit, UnitFamily, UnitRow
+from .metrics import unit_run_metrics
+from .models import pin_models
+from .pool import Found
+from .progress import UnitProgress
+from .rundir import UnitRunDir
+from .summary import print_run_summary
+from .usage import LiveUsage, UsageBook
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+__all__ = ["ClientFactory", "RunOptions", "run_units"]
+
+#: Builds the run's client from its config (tests pass a scripted one; Ray tasks build their own).
+ClientFactory = Callable[[AppConfig], LLMClient]
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """The ``run`` options the engine honours for every unit family."""
+
+    agent: str
+    serial: bool = False
+    allow_model_change: bool = False
+    limit: int | None = None
+    executor: str = "local"
+    ray_address: str | None = None
+
+
+def counted_view(llm: LLMClient) -> LLMClient:
+    """The same client (backends, limiters, cache, in-flight calls) counting into its own ledger, so units share
+    one limiter while each record reports its own usage."""
+    view = copy.copy(llm)
+    view.ledger = UsageLedger()
+    view.embedder = llm.embedder  # type: ignore[method-assign]  # one embedding model for every unit
+    return view
+
+
+def _protocol(plan: AgentPlan, cfg: AppConfig) -> dict[str, Any]:
+    return {"agent": plan.agent, "run_seed": cfg.run.seed, **plan.protocol}
+
+
+def check_protocol(family: UnitFamily, rd: UnitRunDir, protocol: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The manifest already in the run directory (None for a new run), checked against ``protocol``.
+
+    Raises:
+        RunError: the directory holds another family's run, or one whose protocol differs (naming the setting).
+    """
+    from ..records import run_family
+
+    if rd.manifest_path.exists() and run_family(rd.root) != family.name:
+        raise RunError(f"{rd.root}: holds a run of family {run_family(rd.root) or 'statetrack'!r}, not "
+                       f"{family.name!r}; use a new --out directory")
+    old = rd.manifest()
+    if old is None:
+        return None
+    before = old.get("protocol") or {}
+    for key, value in protocol.items():
+        if key in before and before[key] != value:
+            raise RunError(f"{rd.root}: holds a run with {key.replace('_', ' ')} {before[key]!r}, now {value!r}; "
+                           "refusing to mix results (use a new --out directory)")
+    return old
+
+
+def _identity(family: str, unit: Unit, plan: AgentPlan) -> dict[str, str]:
+    """Who writes a unit's checkpoint: the family, the unit's file, the agent and the plan's text settings."""
+    return {"family": family, "digest": unit.digest, "agent": plan.agent,
+            **{k: v for k, v in plan.protocol.items() if isinstance(v, str)}}
+
+
+def finished_record(rd: UnitRunDir, unit: Unit) -> dict[str, Any] | None:
+    """A unit's record when it finished under this run (None otherwise).
+
+    Raises:
+        RunError: the unit's folder holds the record of another file.
+    """
+    record = rd.record(unit.id)
+    if record is None:
+        return None
+    if record.get("environment_sha256") != unit.digest:
+        raise RunError(f"{rd.unit_dir(unit.id)} holds the results of another file than {unit.path}; use a new --out")
+    return record
+
+
+def _manifest(family: UnitFamily, env: Path, units: list[Unit], old: dict[str, Any] | None,
+              protocol: Mapping[str, Any], cfg: AppConfig, models: dict[str, Any], changes: list[dict[str, Any]],
+              pins: Mapping[str, Any]) -> dict[str, Any]:
+    planned = {u["id"]: u for u in (old or {}).get("units") or []}
+    for u in units:
+        planned[u.id] = {"id": u.id, "sha256": u.digest, "group": u.group, "label": u.label, **u.info}
+    from ..families.folders import natural_key
+
+    base = old or {"created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "python": platform.python_version()}
+    return {**base, "family": family.name, "amemgym_version": __version__, "environment_file": str(env),
+            "units": [planned[k] for k in sorted(planned, key=natural_key)], "protocol": dict(protocol),
+            "config": json.loads(cfg.model_dump_json()), "models": models,
+            "model_changes": [*(old or {}).get("model_changes", []), *changes], "pins": dict(pins)}
+
+
+def run_units(family: UnitFamily, cfg: AppConfig, env: Path, out_dir: Path, opts: RunOptions, *, console: Console,
+              units: list[Unit] | None = None, make_client: ClientFactory | None = None,
+              progress: UnitProgress | None = None) -> int:
+    """Run (or resume) every unit of ``env`` into ``out_dir``; print the summary; return the exit code.
+
+    ``make_client`` builds the client from the run's config (None: its endpoints and cache, each role
+    preflighted first; tests pass a scripted one, which is not preflighted).
+
+    Raises:
+        ConfigError: an agent, executor or option the family cannot honour.
+        DataError: a unit file that does not load, or a folder without units.
+        RunError: ``out_dir`` is in use, or holds a run of another family, protocol or model.
+        BackendUnavailable: a role's endpoint is unreachable, rejects the key or does not serve the model.
+    """
+    from ..run.layout import prepare_out_dir
+    from ..run.lock import run_lock
+
+    if opts.executor not in ("local", "ray"):
+        raise ConfigError(f"unknown executor {opts.executor!r}; use 'local' or 'ray'")
+    if opts.ray_address and opts.executor != "ray":
+        raise ConfigError("--ray-address needs --executor ray")
+    units = units if units is not None else family.units(env, opts.limit)
+    serial = opts.serial or cfg.run.serial
+    llm = make_client(cfg) if make_client is not None else LLMClient.from_config(cfg.llm, serial=serial)
+    llm.sample_seed = cfg.run.seed
+    plan = family.plan(opts.agent, cfg, llm, units[0])
+    protocol = _protocol(plan, cfg)
+    rd = UnitRunDir(out_dir)
+    try:
+        old = check_protocol(family, rd, protocol)
+    except RunError as mismatch:
+        if not rd.root.is_dir():
+            raise
+        with run_lock(out_dir, "amemgym run"):  # a writer still holding the directory explains it better
+            raise mismatch from None
+    if opts.executor == "ray":
+        from ..run.ray_executor import check_endpoints, import_ray
+
+        import_ray()
+        check_endpoints(cfg, plan.roles)
+    if make_client is None:
+        from ..llm.preflight import preflight
+
+        preflight(cfg.llm, plan.roles)
+    prepare_out_dir(out_dir)
+    progress = progress or UnitProgress(noun=family.noun)
+    failures: list[dict[str, Any]] = []
+    skipped: set[str] = set()
+    t0 = time.perf_counter()
+    with run_lock(out_dir, "amemgym run"):
+        remove_stale_temps(out_dir)  # left by a killed invocation; this one holds the lock
+        for u in units:
+            if finished_record(rd, u) is not None:
+                skipped.add(u.id)
+        todo = [u for u in units if u.id not in skipped]
+        book = UsageBook(out_dir)
+        book.fold_pending()
+        live = LiveUsage(llm.ledger)
+
+        async def go() -> None:
+            invocation = uuid.uuid4().hex
+            flusher: asyncio.Task[None] | None = None
+            try:
+                served = {role: await llm.model_identity(role) for role in plan.roles}
+                models, changes = pin_models(out_dir, (old or {}).get("models") or {}, served,
+                                             allow_change=opts.allow_model_change)
+                pins = await family.pins(plan, cfg, llm, (old or {}).get("pins") or {})
+                rd.write_manifest(_manifest(family, env, units, old, protocol, cfg, models, changes, pins))
+                first = served.get(plan.roles[0]) if plan.roles else None
+                run_fields = {"run_seed": cfg.run.seed, "agent_model": first,
+                              "model_changes": [*(old or {}).get("model_changes", []), *changes]}
+                flusher = asyncio.create_task(book.flush_forever(invocation, live.now))
+                progress.start(len(todo), live.now)
+                if opts.executor == "ray":
+                    from .ray import play_on_ray
+
+                    failures.extend(await play_on_ray(family, todo, plan, pins, cfg, out_dir, served, run_fields,
+                                                      address=opts.ray_address, ledger=llm.ledger,
+                                                      make_client=make_client, on_done=progress.unit_done))
+                    return
+                gate = asyncio.Semaphore(1 if serial else max(1, cfg.run.user_concurrency))
+
+                async def one(unit: Unit) -> None:
+                    async with gate:
+                        failure = await play_one(family, unit, plan, pins, llm, cfg, rd, run_fields, live)
+                    if failure is not None:
+                        failures.append(failure)
+                    progress.unit_done()
+
+                await asyncio.gather(*(one(u) for u in todo))
+            finally:
+                progress.close()
+                if flusher is not None:
+                    flusher.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await flusher
+                book.save(invocation, llm.ledger)
+                await llm.aclose()
+
+        set_call_limit(cfg.run.agent_call_timeout)  # plug-in calls are guarded with the run's limit
+        asyncio.run(go())
+        rows, found = [], []
+        failed = {f["user"]: f["error"] for f in failures}
+        for u in units:
+            record = rd.record(u.id)
+            if record is None or u.id in failed:
+                rows.append(UnitRow(u, None, f"failed: {failed.get(u.id, 'no results')}"))
+                continue
+            rows.append(UnitRow(u, record, "done earlier (skipped)" if u.id in skipped else "done"))
+            found.append(Found(rd.unit_dir(u.id), str(out_dir), record))
+        written = rd.write_failures(failures)
+        manifest = rd.manifest() or {}
+        metrics = unit_run_metrics(family.name, found, [u["id"] for u in manifest.get("units") or []])
+        usage = book.cumulative()
+        usage.pop("format_version", None)
+        rd.write_metrics({**metrics, "agent": plan.agent, "usage": usage, "failures": written,
+                          "endpoint_problems": endpoint_problems(usage.get("last_invocation") or {}),
+                          "wall_seconds_last_invocation": round(time.perf_counter() - t0, 3)})
+    print_run_summary(console, family, out_dir, rows, found, llm.ledger, time.perf_counter() - t0)
+    if failures:
+        console.print(f"[red]{len(failures)} {family.noun} failed[/red] (see {rd.failures_path}); re-run the same "
+                      "command to retry them", highlight=False)
+        return 1
+    return 0
+
+
+async def play_one(family: UnitFamily, unit: Unit, plan: AgentPlan, pins: Mapping[str, Any], llm: LLMClient,
+                   cfg: AppConfig, rd: UnitRunDir, run_fields: Mapping[str, Any],
+                   live: LiveUsage | None = None) -> dict[str, Any] | None:
+    """Play one unit on a view of ``llm`` and write its record; the failure to record when it failed.
+
+    Raises:
+        ConfigError, DataError: bad input is one line and exit 2, not one failed unit among others.
+    """
+    try:
+        await play_and_write(family, unit, plan, pins, llm, cfg, rd, run_fields, live)
+    except (ConfigError, DataError):
+        raise
+    except AMemGymError as exc:
+        return {"user": unit.id, "stage": family.noun.rstrip("s"), "label": unit.label, "error": redact(str(exc))}
+    return None
+
+
+async def play_and_write(family: UnitFamily, unit: Unit, plan: AgentPlan, pins: Mapping[str, Any], llm: LLMClient,
+                         cfg: AppConfig, rd: UnitRunDir, run_fields: Mapping[str, Any],
+                         live: LiveUsage | None = None) -> dict[str, Any]:
+    """Play one unit on a view of ``llm`` (its calls merged into ``llm``'s ledger at the end, and seen by ``live``
+    meanwhile) and write its record."""
+    view = counted_view(llm)
+    try:
+        with live.unit(view.ledger) if live is not None else contextlib.nullcontext(view.ledger):
+            record = await family.play(unit, plan, pins, view, cfg,
+                                       Checkpoint(rd.unit_dir(unit.id), _identity(family.name, unit, plan)))
+    finally:
+        llm.ledger.merge(view.ledger)
+    full = {**record, "family": family.name, "unit": unit.id, "group": unit.group, "label": unit.label,
+            "usage": view.ledger.to_dict(), **run_fields}
+    rd.write_record(unit.id, full)
+    return rd.record(unit.id) or full
+
+
+async def play_file(family: UnitFamily, env: Path, agent: str, out_dir: Path, llm: LLMClient,
+                    cfg: AppConfig) -> dict[str, Any]:
+    """Play (or resume) the one unit file ``env`` into ``out_dir`` without a run directory around it (no lock,
+    manifest or usage files): a Gym-style or test use. Returns the record written to ``out_dir``.
+
+    Raises:
+        AMemGymError: whatever the unit's play raised.
+    """
+    (unit,) = family.units(env, None)
+    set_call_limit(cfg.run.agent_call_timeout)
+    plan = family.plan(agent, cfg, llm, unit)
+    pins = await family.pins(plan, cfg, llm, {})
+    return await play_and_write(family, unit, plan, pins, llm, cfg, UnitRunDir(out_dir), {"run_seed": cfg.run.seed})

@@ -1,0 +1,106 @@
+"""Usage of a run across its invocations: ``usage.json`` and, while one runs, ``usage.pending.json``.
+
+Every family's run directory keeps one cumulative count. A running invocation flushes what it has spent to
+``usage.pending.json`` every :data:`FLUSH_SECONDS`; the next invocation folds a pending file left by a kill
+into ``usage.json`` before it starts, so a SIGKILL loses at most one flush interval of counting. The id of
+the last invocation folded in keeps a kill between the write of ``usage.json`` and the removal of the
+pending file from counting the same calls twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from ..errors import RunError
+from ..llm.usage import UsageLedger
+from ..records import PendingUsage, UsageFile, as_dict, read_record, versioned
+from ..storage import atomic_write_json
+
+__all__ = ["FLUSH_SECONDS", "LiveUsage", "UsageBook"]
+
+#: How often a running invocation writes its usage so far (a SIGKILL loses at most this much of it).
+FLUSH_SECONDS = 2.0
+
+
+class UsageBook:
+    """The usage files of the run directory ``root``."""
+
+    def __init__(self, root: Path) -> None:
+        self.usage = Path(root) / "usage.json"
+        self.pending = Path(root) / "usage.pending.json"
+
+    def cumulative(self) -> dict[str, Any]:
+        """``usage.json`` as a dict (empty when there is none); read strictly, since restarting the count from
+        zero would under-report what the run spent."""
+        return as_dict(read_record(self.usage, UsageFile)) if self.usage.exists() else {}
+
+    def save(self, invocation: str, spent: UsageLedger) -> None:
+        """Add ``spent`` (the invocation ``invocation``'s usage) to the cumulative count, once."""
+        data = self.cumulative()
+        if data.get("invocation") == invocation:
+            self.pending.unlink(missing_ok=True)
+            return
+        total = UsageLedger.from_dict(data["cumulative"]) if data.get("cumulative") else UsageLedger()
+        total.merge(spent)
+        atomic_write_json(self.usage, versioned({"cumulative": total.to_dict(), "last_invocation": spent.to_dict(),
+                                                 "invocation": invocation}))
+        self.pending.unlink(missing_ok=True)
+
+    def fold_pending(self) -> None:
+        """Add the usage a killed invocation flushed before it died."""
+        if not self.pending.exists():
+            return
+        try:
+            pending = read_record(self.pending, PendingUsage)
+            ledger = UsageLedger.from_dict(pending.usage)
+        except (RunError, KeyError, TypeError, ValueError):
+            self.pending.unlink(missing_ok=True)  # torn by the kill: nothing trustworthy to add
+            return
+        self.save(pending.invocation, ledger)
+
+    async def flush_forever(self, invocation: str, ledger: UsageLedger | Callable[[], UsageLedger],
+                            ready: Awaitable[Any] | None = None, every: float = FLUSH_SECONDS) -> None:
+        """Write ``ledger`` (or what it returns) to ``usage.pending.json`` every ``every`` seconds until cancelled
+        (after ``ready``)."""
+        if ready is not None:
+            await asyncio.shield(ready)  # cancelling the flusher must not cancel what it waits for
+        while True:
+            await asyncio.sleep(every)
+            now = ledger() if callable(ledger) else ledger
+            atomic_write_json(self.pending, versioned({"invocation": invocation, "usage": now.to_dict()}))
+
+
+class LiveUsage:
+    """A run's ledger together with the ledgers of the units playing right now.
+
+    Each unit counts its calls in its own ledger (its record reports them) and adds them to the run's when it
+    ends; until then the flushed usage and the progress line must still see them, or a kill in the middle of
+    a long unit would lose its calls and a hung call in it would go unreported.
+    """
+
+    def __init__(self, base: UsageLedger) -> None:
+        self.base = base
+        self._units: list[UsageLedger] = []
+
+    @contextmanager
+    def unit(self, ledger: UsageLedger) -> Iterator[UsageLedger]:
+        """Count ``ledger`` as live while the block runs; the caller merges it into the base afterwards."""
+        self._units.append(ledger)
+        try:
+            yield ledger
+        finally:
+            self._units.remove(ledger)
+
+    def now(self) -> UsageLedger:
+        """A snapshot: every counter, the calls on the wire with their start times, the endpoints' limits."""
+        out = UsageLedger()
+        out.limiters = self.base.limiters
+        for n, ledger in enumerate([self.base, *self._units]):
+            out.merge(ledger)
+            out.in_flight += ledger.in_flight
+            out._started.update({n * 1_000_000_000 + token: t for token, t in list(ledger._started.items())})
+        return out
