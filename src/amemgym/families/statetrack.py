@@ -296,8 +296,12 @@ def _judge(cfg: Any) -> Any:
             raise type(exc)(f"the judge role cannot read this file's openings ({exc}); give it a reachable model "
                             "(llm.roles.judge or OPENAI_BASE_URL; the embedded model needs amemgym[local]), or "
                             "pass --no-judge to accept exposure UNCHECKED") from None
+        from ..cli_common import err
         from ..llm.client import LLMClient
 
+        periods = sum(len(u.periods) for u in env.users if u.id in users)
+        err.print(f"exposure: the judge role ({where}) reads {periods} period(s) of {len(users)} user(s), one call "
+                  "each (--no-judge skips it; their exposure then stays unchecked)", highlight=False, markup=False)
         return llm_judge(LLMClient.from_config(cfg), where, note, close=True).read(env, users)
 
     return TextJudge(f"LLM judge ({where})", note, read)
