@@ -201,3 +201,14 @@ def test_the_judge_rereads_what_an_edited_pack_makes_the_phrasings_miss() -> Non
     assert report.text_exposure is not None and set(report.text_exposure.judged_users) == flagged
     assert report.exposure_unchecked is None
     assert any("not stated by any opening text" in f for f in report.failures)
+
+
+def test_without_an_endpoint_the_judge_is_the_embedded_model_and_its_note_says_how_weak_it_is(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from amemgym.config import load_config
+    from amemgym.families.statetrack import _judge
+
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    judge = _judge(load_config("tiny").llm)  # builds nothing and calls nothing until it has a user to read
+    assert "embedded" in judge.name
+    assert "weak evidence" in judge.note and "false PASS" in judge.note and "llm.roles.judge" in judge.note

@@ -28,15 +28,23 @@ JUDGE_NOTE = ("exposure was (partly) read by the judge model: a pass is only as 
               "embedded model misses implied facts and sometimes invents some; spot-check findings)")
 
 
+#: bench/bench_exposure_judge.py with the embedded qwen2.5-coder-0.5b-instruct, 2 users x 3 periods (load ~8).
+MEASURED = "bench/bench_exposure_judge.py"
+MEASURED_FOUND = "4/21"
+MEASURED_INVENTED = "22/26"
+
+
 def judge_note(model: str, embedded: bool) -> str:
     """What a verdict read by ``model`` is worth; sharper for the small embedded model."""
     if not embedded:
         return f"{JUDGE_NOTE}. Judge: {model}"
     return (f"exposure was (partly) read by the embedded {model}, a small local model, so its reading is weak "
-            "evidence: a pass is only as good as its reading. It misses facts that are implied rather than said "
-            "(a false FAIL) and sometimes reports a fact the text never states (a false PASS, the dangerous "
-            "side). Spot-check its findings, and for a verdict you publish give the judge role a 7B-class or "
-            "hosted model (llm.roles.judge)")
+            "evidence: a pass is only as good as its reading. Measured for the embedded "
+            f"qwen2.5-coder-0.5b-instruct on the tiny procedural file ({MEASURED}), it found {MEASURED_FOUND} of "
+            "the changes its openings state (each miss is a false FAIL) and "
+            f"{MEASURED_INVENTED} of the facts it reported are not in the text (one that matches a change is a "
+            "false PASS, the dangerous side). Treat its FAIL as 'read it yourself' and its PASS as no proof; for "
+            "a verdict you publish give the judge role a 7B-class or hosted model (llm.roles.judge)")
 
 
 def judge_mode(flag: bool | None) -> str:
