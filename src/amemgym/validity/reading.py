@@ -32,6 +32,7 @@ JUDGE_NOTE = ("exposure was (partly) read by the judge model: a pass is only as 
 MEASURED = "bench/bench_exposure_judge.py"
 MEASURED_FOUND = "4/21"
 MEASURED_INVENTED = "22/26"
+MEASURED_SILENT = "3/21"
 
 
 def judge_note(model: str, embedded: bool) -> str:
@@ -43,7 +44,8 @@ def judge_note(model: str, embedded: bool) -> str:
             f"qwen2.5-coder-0.5b-instruct on the tiny procedural file ({MEASURED}), it found {MEASURED_FOUND} of "
             "the changes its openings state (each miss is a false FAIL) and "
             f"{MEASURED_INVENTED} of the facts it reported are not in the text (one that matches a change is a "
-            "false PASS, the dangerous side). Treat its FAIL as 'read it yourself' and its PASS as no proof; for "
+            "false PASS, the dangerous side); on openings that state nothing it still 'found' "
+            f"{MEASURED_SILENT} changes, about as many as on the real ones. Treat its FAIL as 'read it yourself' and its PASS as no proof; for "
             "a verdict you publish give the judge role a 7B-class or hosted model (llm.roles.judge)")
 
 
