@@ -203,3 +203,30 @@ def test_degenerate_turn_kinds(text: str, previous: str, earlier: list[str], fla
 def test_an_ordinary_follow_up_is_not_degenerate() -> None:
     assert degenerate_flags("Thanks! Could you give me a sample week?", "I run three times a week.",
                             "Try a long run on Sundays and an easy one midweek.", ["Thanks, and on rest days?"]) == []
+
+
+def _summary_text(run: Path) -> str:
+    console = Console(record=True, width=200)
+    print_summary(console, metrics_of(run), run)
+    return console.export_text()
+
+
+def test_the_console_headline_of_a_degenerate_run_reads_undefined(runs) -> None:
+    shown = _summary_text(runs["degenerate"])
+    row = next(line for line in shown.splitlines() if "memory_score" in line or "memory score" in line)
+    assert "undefined" in row and "1.000" not in row, row
+    # Nowhere on the console does the perfect-looking number stand as amemgym's memory score.
+    assert not re.search(r"amemgym's: 1\.000", shown) and "1.000 [1.000, 1.000]" not in shown
+    original = " ".join(shown.split()).split("original aggregation", 1)[1][:120]
+    assert "noise: DEGENERATE run" in original, original
+
+
+def test_the_console_says_what_each_number_means(runs) -> None:
+    good, bad = _summary_text(runs["good"]), _summary_text(runs["degenerate"])
+    for label in ("overall", "upper bound", "random", "memory score"):
+        lines = [line for line in good.splitlines() if line.lstrip().startswith(f"{label}:")]
+        assert len(lines) == 1, (label, good)
+    meaning = next(line for line in good.splitlines() if line.lstrip().startswith("memory score:"))
+    assert "random" in meaning and "upper bound" in meaning and "undefined" not in meaning
+    bad_meaning = next(line for line in bad.splitlines() if line.lstrip().startswith("memory score:"))
+    assert "undefined" in bad_meaning and "upper bound near random" in bad_meaning

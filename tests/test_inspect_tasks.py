@@ -57,6 +57,13 @@ def test_inspect_eval_scores_like_amemgym_run(monkeypatch: pytest.MonkeyPatch, t
             assert headline[key].value is None or headline[key].value != headline[key].value
         else:
             assert headline[key].value == pytest.approx(want), key
+    # The fake model's upper bound is near random: amemgym run flags it, and so does the task's summary.
+    assert "upper bound near random" in metrics["overall"]["flags"]
+    assert headline["degenerate"].value == 1
+    for user, sample in samples.items():
+        own = json.loads((tmp_path / "inspect" / user / "metrics.json").read_text())["overall"]["flags"]
+        explanation = next(iter(sample.scores.values())).explanation or ""
+        assert ("DEGENERATE" in explanation) == bool(own), (user, explanation)
     # The per-user run directories are ordinary amemgym runs of the same conversations.
     for user in per_user:
         ours = (tmp_path / "run" / "users" / user / "sessions.jsonl").read_text()

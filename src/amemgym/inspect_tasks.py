@@ -151,6 +151,24 @@ def amemgym_episode(env_path: str, agent: str, cfg_json: str, out: str) -> Any:
     return solve
 
 
+def task_flags(means: dict[str, float | None], samples: list[dict[str, Any]]) -> list[str]:
+    """The degeneracy flags of the whole task, as ``amemgym run`` would flag one run of all its users.
+
+    ``means`` are the user means; each sample's score metadata carries its cells without a memory score and
+    its simulator's degenerate turns, pooled here as the run pools them.
+    """
+    from .scoring.metrics import result_flags
+    from .validity.sim_audit import DEGENERATE_WARN
+
+    undefined = sum(int(m.get("undefined_cells") or 0) for m in samples)
+    total = sum(int(m.get("total_cells") or 0) for m in samples)
+    turns = sum(int(m.get("simulator_turns") or 0) for m in samples)
+    bad = sum(int(m.get("simulator_degenerate") or 0) for m in samples)
+    overall: dict[str, Any] = {k: {"mean": v} for k, v in means.items()}
+    overall |= {"memory_cells": {"total": total}, "undefined_memory_cells": undefined}
+    return result_flags(overall, {"warn": bool(turns) and bad / turns > DEGENERATE_WARN})
+
+
 @metric
 def user_mean() -> Any:
     """Mean of each score key over users where it is defined (as ``amemgym run`` averages users)."""
@@ -161,6 +179,7 @@ def user_mean() -> Any:
             xs = [float(v) for s in scores if isinstance(s.score.value, dict)
                   and isinstance(v := s.score.value.get(key), int | float)]
             out[key] = sum(xs) / len(xs) if xs else None
+        out["degenerate"] = 1.0 if task_flags(out, [s.score.metadata or {} for s in scores]) else 0.0
         return out
 
     return compute
@@ -179,10 +198,18 @@ def memory_score() -> Any:
             xs = [c[key] for c in cells.values() if c.get(key) is not None]
             value[key] = sum(xs) / len(xs) if xs else None
         complete = bool(metrics.get("complete"))
+        overall = metrics.get("overall") or {}
+        flags = list(overall.get("flags") or [])
+        sim = metrics.get("simulator") or {}
+        degenerate = f"DEGENERATE ({'; '.join(flags)}): the memory score means little; " if flags else ""
         return Score(value=value, answer=None,  # type: ignore[arg-type]
-                     explanation=f"{len(cells)} periods evaluated{'' if complete else ' (incomplete)'}; "
+                     explanation=f"{degenerate}{len(cells)} periods evaluated{'' if complete else ' (incomplete)'}; "
                                  f"run directory {state.metadata['rundir']}",
-                     metadata={"complete": complete, "failures": state.metadata.get("failures", 0)})
+                     metadata={"complete": complete, "failures": state.metadata.get("failures", 0), "flags": flags,
+                               "undefined_cells": overall.get("undefined_memory_cells") or 0,
+                               "total_cells": (overall.get("memory_cells") or {}).get("total") or 0,
+                               "simulator_turns": sim.get("turns") or 0,
+                               "simulator_degenerate": sim.get("degenerate") or 0})
 
     return score
 
@@ -275,20 +302,23 @@ def amemgym_memory(env: str | None = None, agent: str = "native", config: str | 
     Args:
         env: environment file (default: the bundled tiny environment).
         agent: the memory agent (a name such as ``awe``, a ``module:factory`` plug-in or an agent file).
-        config: a preset or config file, as for ``amemgym run`` (default ``tiny`` with the bundled
-            environment, else the defaults).
+        config: a preset or config file, as for ``amemgym run`` (default: the preset the environment was
+            generated with, ``tiny`` for the bundled environment, else the defaults).
         out: where the per-user run directories go (default: a fresh temporary directory).
         limit_users: only the first N users (the first N units of a unit family's environment).
     """
+    from .run.command import generated_with
     from .run.driver import default_environment
 
     env_path = Path(env) if env else default_environment()
-    cfg = load_config(config if config or env else "tiny")
     units = _family_units(env_path)
     if units is not None:  # a family on the engine's unit contract: one sample per unit
-        return _unit_task(units, env_path, agent, cfg, out, limit_users)
+        return _unit_task(units, env_path, agent, load_config(config if config or env else "tiny"), out,
+                          limit_users)
     resolve_agent(agent)  # a bad name fails when the task is created, not in every sample
     environment = first_users(load_environment(env_path, limit=limit_users), limit_users)
+    # As ``amemgym run``: the preset the environment was generated with, unless ``config`` names another.
+    cfg = load_config(config or generated_with(environment) or (None if env else "tiny"))
     if len({u.id for u in environment.users}) != len(environment.users):
         raise ConfigError(f"{env_path}: user ids repeat; each sample needs its own")
     out_dir = out or tempfile.mkdtemp(prefix="amemgym-inspect-")

@@ -7,7 +7,7 @@ import importlib.util
 import json
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -156,7 +156,25 @@ def _build(builder: Callable[..., AgentFactory], groups: dict[str, Any], options
     return builder(**groups, **options)
 
 
-def _lookup(name: str) -> tuple[_Maker, tuple[str, ...] | None, bool]:
+def unknown_agent(name: str, also: Sequence[str] = ()) -> ConfigError:
+    """The refusal of an agent name nobody registered: the known names, and the closest one (difflib).
+
+    ``also`` are names the caller's environment family runs besides the registered agents (the budget
+    family's tool agents), listed first.
+    """
+    import difflib
+
+    _load_builtins()
+    # The bare name of each pattern's help line ("rag[-FREQ-NS-TOPK] (...)" -> "rag").
+    builtin = [h.split()[0].split("[")[0] for _, _, h, _ in _BUILDERS]
+    close = difflib.get_close_matches(name, list(dict.fromkeys([*also, *builtin])), n=1, cutoff=0.6)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    known = "; ".join([*(a for a in also if a not in builtin), *known_agents()])
+    return ConfigError(f"unknown agent {name!r}; {hint}known: {known}; or module:factory, path/file.py:factory, "
+                       "or a file")
+
+
+def _lookup(name: str, also: Sequence[str] = ()) -> tuple[_Maker, tuple[str, ...] | None, bool]:
     """What ``name`` refers to, as a function of the options, the roles it calls, and whether it is a plug-in.
 
     Raises:
@@ -181,8 +199,7 @@ def _lookup(name: str) -> tuple[_Maker, tuple[str, ...] | None, bool]:
         if unknown:
             raise ConfigError(f"agent {name!r}: roles names unknown role {unknown[0]!r}; known: {', '.join(ROLES)}")
         return (lambda options: factory), roles, True  # type: ignore[return-value]
-    raise ConfigError(f"unknown agent {name!r}; known: {'; '.join(known_agents())}; or module:factory, "
-                      "path/file.py:factory, or a file")
+    raise unknown_agent(name, also)
 
 
 def _first_problem(exc: Exception) -> str:
@@ -193,11 +210,12 @@ def _first_problem(exc: Exception) -> str:
     return f"{'.'.join(str(p) for p in first['loc'])}: {msg}"
 
 
-def resolve_agent(spec: str) -> AgentSpec:
+def resolve_agent(spec: str, *, also: Sequence[str] = ()) -> AgentSpec:
     """Resolve an agent name, a ``module:factory`` plug-in, or a JSON/YAML agent config file.
 
     An agent config file has ``type`` (a name as on the command line), optional ``name``, ``options``
-    (the agent's knobs) and ``llm`` (endpoint overrides for the agent role, e.g. its model).
+    (the agent's knobs) and ``llm`` (endpoint overrides for the agent role, e.g. its model). ``also`` are
+    the names a family runs besides these, offered when ``spec`` is unknown (:func:`unknown_agent`).
 
     Raises:
         ConfigError: for unknown names, bad files or bad options.
@@ -232,7 +250,7 @@ def resolve_agent(spec: str) -> AgentSpec:
         except (TypeError, ValidationError) as exc:
             raise ConfigError(f"{path.name}: llm: {_first_problem(exc)}") from None
         try:
-            make, roles, plugin = _lookup(data["type"])
+            make, roles, plugin = _lookup(data["type"], also)
         except ConfigError as exc:
             raise ConfigError(f"{path.name}: type: {exc}") from None
         try:
@@ -240,7 +258,7 @@ def resolve_agent(spec: str) -> AgentSpec:
         except (TypeError, ConfigError) as exc:
             raise ConfigError(f"{path.name}: options: {exc}") from None
         return AgentSpec(str(data.get("name") or data["type"]), factory, options, llm, roles, plugin)
-    make, roles, plugin = _lookup(spec)
+    make, roles, plugin = _lookup(spec, also)
     try:
         return AgentSpec(spec, make({}), roles=roles, plugin=plugin)
     except TypeError as exc:

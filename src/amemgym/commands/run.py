@@ -47,6 +47,11 @@ def run(
     judge_model: JudgeModelOpt = None,
     max_connections: MaxConnectionsOpt = None,
     limit: LimitOpt = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Estimate calls and tokens per role from the "
+                                          "environment and the agent, then stop: no model call, nothing "
+                                          "written.")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print a machine-readable summary (JSON) on stdout; "
+                                           "everything else goes to stderr.")] = False,
 ) -> None:
     """Run an agent on an environment (on-policy), evaluate every period, and write metrics."""
     from ..families import RunRequest, family_for_env
@@ -55,7 +60,7 @@ def run(
                          serial=serial, trials=trials, executor=executor, ray_address=ray_address, models=models,
                          resimulate_leaks=resimulate_leaks, no_cache=no_cache, allow_model_change=allow_model_change,
                          model=model, user_model=user_model, judge_model=judge_model,
-                         max_connections=max_connections, limit=limit)
+                         max_connections=max_connections, limit=limit, dry_run=dry_run, json=json_out)
     raise typer.Exit(family_for_env(env).run(request, out))
 
 

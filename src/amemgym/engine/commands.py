@@ -30,7 +30,7 @@ class EngineFamily:
     """The command-level family of the unit family ``units`` (see the module docstring)."""
 
     #: ``run`` flags a unit family cannot honour (refused with exit 2 when used).
-    unsupported_flags: tuple[str, ...] = ("--off-policy", "--resimulate-leaks")
+    unsupported_flags: tuple[str, ...] = ("--off-policy", "--resimulate-leaks", "--dry-run", "--json")
 
     def __init__(self, units: UnitFamily) -> None:
         self.units = units
@@ -60,7 +60,8 @@ class EngineFamily:
         r = request
         if r.env is None:
             raise ConfigError(f"a {self.name}-family run needs --env (a file or a folder of them)")
-        used = {"--off-policy": r.off_policy is not None, "--resimulate-leaks": r.resimulate_leaks}
+        used = {"--off-policy": r.off_policy is not None, "--resimulate-leaks": r.resimulate_leaks,
+                "--dry-run": r.dry_run, "--json": r.json}
         refused = [flag for flag in self.unsupported_flags if used.get(flag)]
         if refused:
             raise ConfigError(f"{', '.join(refused)} not supported for {self.name}-family runs yet")

@@ -110,6 +110,8 @@ class RunRequest:
     judge_model: str | None = None
     max_connections: int | None = None
     limit: int | None = None
+    dry_run: bool = False
+    json: bool = False
 
 
 @dataclass(frozen=True)

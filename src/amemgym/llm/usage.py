@@ -19,6 +19,9 @@ class RoleUsage:
 
     calls: int = 0
     cache_hits: int = 0
+    #: Of ``cache_hits``, the replies read from the response cache (the rest were shared with an identical call
+    #: in flight): a run that replays an earlier one with the same seed shows here.
+    cache_replays: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     prompt_tokens_processed: int = 0
@@ -40,8 +43,9 @@ class RoleUsage:
 
     def merge(self, other: RoleUsage) -> None:
         """Add ``other``'s counters to this one."""
-        for name in ("calls", "cache_hits", "prompt_tokens", "completion_tokens", "prompt_tokens_processed",
-                     "seconds", "retries", "failures", "schema_retries", "unusable", "cost_usd"):
+        for name in ("calls", "cache_hits", "cache_replays", "prompt_tokens", "completion_tokens",
+                     "prompt_tokens_processed", "seconds", "retries", "failures", "schema_retries", "unusable",
+                     "cost_usd"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.faults.update(other.faults)
 

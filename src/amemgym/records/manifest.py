@@ -4,9 +4,27 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from .base import RunFile
+
+
+class EnvironmentCut(BaseModel):
+    """How a ``--limit`` run cut its environment file: the whole file's sha256 and the users kept.
+
+    ``protocol.environment_sha256`` is the hash of the cut (what the run played); a reader loads the file,
+    checks it against ``file_sha256`` (or, when the file changed since, the cut against the protocol's hash)
+    and cuts it the same way (``amemgym.run.flags.first_users``).
+
+    Attributes:
+        file_sha256: sha256 of the whole environment file the run was given.
+        limit: the run played the file's first ``limit`` users.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    file_sha256: str
+    limit: int = Field(ge=1)
 
 
 class Manifest(RunFile):
@@ -21,6 +39,7 @@ class Manifest(RunFile):
         config: the full configuration (secrets excluded).
         models: per role, the backend and model it resolved to.
         prompt_sha256: hash of every prompt template.
+        environment_cut: for a ``--limit`` run, the whole file's hash and the limit (None: the whole file).
     """
 
     kind: ClassVar[str] = "manifest"
@@ -35,3 +54,4 @@ class Manifest(RunFile):
     config: dict[str, Any] = Field(default_factory=dict)
     models: dict[str, Any] = Field(default_factory=dict)
     prompt_sha256: dict[str, str] = Field(default_factory=dict)
+    environment_cut: EnvironmentCut | None = None

@@ -127,9 +127,11 @@ def load_runs(roots: list[Path]) -> list[RunRecord]:
 def load_run_environment(run: RunRecord, override: Path | None = None) -> tuple[Environment | None, str | None]:
     """The environment a run was made on, or None with the reason it is not available.
 
-    The file named in the manifest (or ``override``) is used only when its hash matches the run's.
+    The file named in the manifest (or ``override``) is used only when it is the run's environment: its hash
+    matches the run's, or, for a ``--limit`` run, it is the file the run was cut from, cut the same way
+    (:func:`amemgym.run.flags.cut_as_recorded`).
     """
-    from ..run.engine import environment_hash
+    from ..run.flags import cut_as_recorded
 
     name = override or run.manifest.get("environment_file")
     if not name:
@@ -138,11 +140,14 @@ def load_run_environment(run: RunRecord, override: Path | None = None) -> tuple[
     if not path.exists():
         return None, f"environment file {path} not found"
     try:
-        env = load_environment(path)
+        if not run.environment_sha256:
+            return load_environment(path), None
+        env, why = cut_as_recorded(path, run.environment_sha256, run.manifest.get("environment_cut"),
+                                   len(run.users))
     except AMemGymError as exc:
         return None, f"environment file unusable: {exc}"
-    if run.environment_sha256 and environment_hash(env) != run.environment_sha256:
-        return None, f"environment file {path} does not match the run (different sha256)"
+    if env is None:
+        return None, f"environment file {path} does not match the run ({why})"
     return env, None
 
 

@@ -97,9 +97,23 @@ def existing_manifest(rundir: Path, protocol: dict[str, Any]) -> dict[str, Any] 
         if before != value:
             raise RunError(
                 f"{rundir}: holds a run with a different {key.replace('_', ' ')}; "
-                "refusing to mix results (use a new --out directory)"
+                f"refusing to mix results ({protocol_difference(key, before, value)}; use a new --out directory)"
             )
     return dict(old)
+
+
+def protocol_difference(key: str, before: Any, now: Any, most: int = 3) -> str:
+    """Which settings of one protocol entry differ, as ``run.seed: 0 in the directory, 99 now``."""
+
+    def show(v: Any) -> str:
+        text = repr(v) if not isinstance(v, str) or key != "environment_sha256" else v[:12]
+        return text if len(text) <= 60 else text[:57] + "..."
+
+    if isinstance(before, dict) and isinstance(now, dict):
+        keys = [k for k in dict.fromkeys([*before, *now]) if before.get(k) != now.get(k)]
+        parts = [f"{key}.{k}: {show(before.get(k))} in the directory, {show(now.get(k))} now" for k in keys[:most]]
+        return "; ".join(parts) + (f"; and {len(keys) - most} more" if len(keys) > most else "")
+    return f"{key}: {show(before)} in the directory, {show(now)} now"
 
 
 @dataclass
@@ -141,6 +155,7 @@ class Runner:
         after_period: PeriodHook | None = None,
         allow_model_change: bool = False,
         protocol: dict[str, Any] | None = None,
+        environment_cut: dict[str, Any] | None = None,
     ) -> None:
         self.env = env
         self.spec = spec
@@ -155,6 +170,8 @@ class Runner:
         self.environment_sha256: str | None = None
         # ``protocol_of`` for these inputs when the caller already computed it (it hashes the whole environment).
         self._protocol: dict[str, Any] | None = protocol
+        # A ``--limit`` run's cut of its file (``run.flags.environment_cut``), recorded in a new manifest.
+        self.environment_cut = environment_cut
 
     def _check_models(self, old: dict[str, Any], models: dict[str, dict[str, Any]]) -> dict[str, Any]:
         """Refuse to resume with another model unless allowed; an allowed change is logged in the manifest."""
@@ -216,6 +233,8 @@ class Runner:
             "models": models,
             "prompt_sha256": template_hashes(),
         }
+        if self.environment_cut is not None:
+            manifest["environment_cut"] = self.environment_cut
         atomic_write_json(self.rundir.manifest, manifest)
         return manifest
 

@@ -45,7 +45,8 @@ def judge_note(model: str, embedded: bool) -> str:
             "the changes its openings state (each miss is a false FAIL) and "
             f"{MEASURED_INVENTED} of the facts it reported are not in the text (one that matches a change is a "
             "false PASS, the dangerous side); on openings that state nothing it still 'found' "
-            f"{MEASURED_SILENT} changes, about as many as on the real ones. Treat its FAIL as 'read it yourself' and its PASS as no proof; for "
+            f"{MEASURED_SILENT} changes, about as many as on the real ones. Treat its FAIL as 'read it yourself' "
+            "and its PASS as no proof; for "
             "a verdict you publish give the judge role a 7B-class or hosted model (llm.roles.judge)")
 
 

@@ -321,7 +321,9 @@ def plan_agent(name: str, llm: LLMClient) -> Plan:
         ConfigError: for unknown agents, and for agents whose memory the harness cannot meter (mem0, the
             AWI oracle ablation, plug-ins that do not build their store with ``ctx.store_factory``).
     """
-    spec = resolve_agent(name)
+    from .run import AGENTS
+
+    spec = resolve_agent(name, also=tuple(AGENTS))  # an unknown name is offered the family's tool agents too
     if spec.llm_overrides:
         raise ConfigError(f"agent {name!r}: per-agent llm settings are not supported for budget-family runs; "
                           "use --model / --set")
