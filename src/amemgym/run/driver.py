@@ -24,7 +24,7 @@ from ..scoring.metrics import RESULT_FLAGS
 from ..scoring.registry import in_display_order, registered
 from ..storage import atomic_write_text
 from ..validity.sim_audit import degenerate_warning
-from .engine import Runner, existing_manifest, protocol_of
+from .engine import Runner, UserExecutor, existing_manifest, protocol_of
 from .flags import ModelFlags, environment_cut, first_users
 from .layout import RunDir
 from .lock import run_lock
@@ -220,11 +220,18 @@ def run_command(
         check_off_policy_source(off_policy, env)
     called = run_roles(spec.roles, off_policy=off_policy is not None)
     preflight(cfg.llm, called)
-    distributed = None
+    distributed: UserExecutor | None = None
     if executor == "ray":
         import_ray()  # fail before any work if the extra is missing or an endpoint is not served
         check_endpoints(cfg)
         distributed = RayExecutor(address=ray_address)
+    else:
+        from .episode import RUN_ROLES
+        from .processes import ProcessExecutor, auto_workers
+
+        workers = cfg.run.workers or auto_workers(cfg, len(env.users), RUN_ROLES)
+        if workers > 1:
+            distributed = ProcessExecutor(workers)
     llm = LLMClient.from_config(cfg.llm, serial=cfg.run.serial)
     # Build one agent before any work, so a plug-in whose factory fails is refused up front, not mid-run.
     spec.build(llm, AgentContext(user_id="agent-check", state_schema=dict(env.users[0].state_schema)))
