@@ -113,6 +113,12 @@ class FileProgress:
                 self.events.on_eval(user.id, period)
             self._evals[user.id] |= done
 
+    async def poll_forever(self, every: float = 1.0) -> None:
+        """:meth:`poll` every ``every`` seconds until cancelled (the process executor's watcher)."""
+        while True:
+            await asyncio.sleep(every)
+            await asyncio.to_thread(self.poll)
+
 
 @dataclass(frozen=True)
 class EpisodeJob:
