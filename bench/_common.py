@@ -45,10 +45,10 @@ from amemgym.agents import resolve_agent
 from amemgym.agents.base import AgentContext
 from amemgym.agents.buffered import BufferedAgent, MessageBuffer
 from amemgym.config import AppConfig, EndpointConfig, LLMConfig, env_preset, load_config
-from amemgym.data.model import Environment, UserEnv
+from amemgym.families.statetrack.data.model import Environment, UserEnv
+from amemgym.families.statetrack.runner import Runner
+from amemgym.families.statetrack.schedule import rounds_for
 from amemgym.llm import LLMClient
-from amemgym.run import Runner
-from amemgym.run.schedule import rounds_for
 
 BENCH = Path(__file__).resolve().parent
 
@@ -84,7 +84,7 @@ def chain_length(user: UserEnv, cfg: AppConfig, agent: str) -> int:
 
 def procedural(preset: str, users: int | None, seed: int, periods: int | None = None) -> Environment:
     """A procedural environment of the preset's shape (optionally with more or fewer periods)."""
-    from amemgym.generate.procedural import generate_procedural
+    from amemgym.families.statetrack.generate.procedural import generate_procedural
 
     cfg = env_preset(preset)
     if periods is not None:

@@ -27,8 +27,10 @@ from bench_side_by_side import write_environment
 _CHILD = """
 import contextlib, io, json, os, sys, time
 os.environ["AMEMGYM_SLOW_EXIT"] = "1"
-import amemgym.run
-from amemgym.run import engine
+try:
+    from amemgym.families.statetrack import runner as engine
+except ImportError:  # a source tree from before the statetrack folder (docs/design.md §15)
+    from amemgym.run import engine
 inner, m = engine.Runner.run, {}
 async def timed(self, *a, **k):
     t0, p0 = time.thread_time(), time.process_time()
@@ -36,7 +38,7 @@ async def timed(self, *a, **k):
         return await inner(self, *a, **k)
     finally:
         m.update(thread=time.thread_time() - t0, process=time.process_time() - p0)
-engine.Runner.run = amemgym.run.Runner.run = timed
+engine.Runner.run = timed  # the class every import path names
 from amemgym.cli import main
 sys.argv = ["amemgym", "run", "--env", sys.argv[1], "--out", sys.argv[2],
             "--set", "llm.default.base_url=" + sys.argv[3], "--set", "llm.default.model=fake-model"]

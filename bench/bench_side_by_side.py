@@ -46,8 +46,8 @@ from _common import Endpoint, chain_length
 
 import amemgym
 from amemgym.config import env_preset, load_config
-from amemgym.data.io import dump_environment, load_environment
-from amemgym.generate.procedural import generate_procedural
+from amemgym.families.statetrack.data.io import dump_environment, load_environment
+from amemgym.families.statetrack.generate.procedural import generate_procedural
 
 MODEL = "fake-model"
 
@@ -87,9 +87,16 @@ def report_seconds(rundir: Path, env_file: Path) -> float:
     # As in ``run``: the environment is in memory with its hash, the driver's imports are done, and so is the
     # report builder's (``run`` imports it in a worker thread while it waits on the network).
     # (Older versions took no environment and re-read the file: timed as they are.)
-    code = ("import time, inspect; from pathlib import Path; from rich.console import Console; "
-            "from amemgym.run.driver import write_run_report; from amemgym.data.io import load_environment; "
-            "from amemgym.run.engine import environment_hash; "
+    # (Trees from before the statetrack folder keep these modules under amemgym.run and amemgym.data.)
+    code = ("import time, inspect; from pathlib import Path; from rich.console import Console\n"
+            "try:\n"
+            "    from amemgym.families.statetrack.driver import write_run_report\n"
+            "    from amemgym.families.statetrack.data.io import load_environment\n"
+            "    from amemgym.families.statetrack.runner import environment_hash\n"
+            "except ImportError:\n"
+            "    from amemgym.run.driver import write_run_report\n"
+            "    from amemgym.data.io import load_environment\n"
+            "    from amemgym.run.engine import environment_hash\n"
             f"env = load_environment({str(env_file)!r}); sha = environment_hash(env); "
             "kw = {'environment': (env, sha)} if 'environment' in inspect.signature(write_run_report).parameters "
             "else {}; import amemgym.report.build; t=time.perf_counter(); "

@@ -9,9 +9,9 @@ import pytest
 
 from amemgym.agents import resolve_agent
 from amemgym.config import load_config
-from amemgym.data import load_environment
+from amemgym.families.statetrack.data import load_environment
+from amemgym.families.statetrack.runner import Runner
 from amemgym.llm.types import ChatRequest
-from amemgym.run import Runner
 from amemgym.testing.run_script import RunScript
 from amemgym.testing.scripted_model import scripted_client
 
@@ -35,7 +35,7 @@ def memory_writer(inner):
 def tiny_env_path(original_env_path: Path) -> list[Path]:
     paths = [original_env_path]
     try:
-        from amemgym.generate.procedural import tiny_environment_path
+        from amemgym.families.statetrack.generate.procedural import tiny_environment_path
     except ImportError:
         return paths
     try:

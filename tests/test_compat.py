@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from amemgym.compat.flags import agent_from_original
 from amemgym.errors import ConfigError
+from amemgym.families.statetrack.compat.flags import agent_from_original
 
 
 def test_agent_config_mapping(tmp_path: Path) -> None:

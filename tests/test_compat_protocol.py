@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from amemgym.compat import diagnosis, overall
-from amemgym.compat.flags import AGENT_KEY_ENV, GENERATOR_KEY_ENV, SIMULATOR_KEY_ENV
+from amemgym.families.statetrack.compat import diagnosis, overall
+from amemgym.families.statetrack.compat.flags import AGENT_KEY_ENV, GENERATOR_KEY_ENV, SIMULATOR_KEY_ENV
 from amemgym.testing.fake_endpoint import CallRecord, FakeEndpoint
 
 #: The models the original-style config files name; the fake lists them, as a server serving them would.
@@ -173,7 +173,7 @@ def test_random_output_file_has_the_original_shape(original_env_path: Path, tmp_
 def test_upperbound_uses_the_agent_config_and_writes_utilization_metrics(
     original_env_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from amemgym.compat import upperbound
+    from amemgym.families.statetrack.compat import upperbound
 
     with FakeEndpoint(served_models=("fake-model", *CONFIGURED)) as ep:
         agent_cfg, _ = _configs(tmp_path, ep.base_url, agent_tokens=2000)

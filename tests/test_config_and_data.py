@@ -13,9 +13,9 @@ from typer.testing import CliRunner
 
 from amemgym.cli import app
 from amemgym.config import load_config
-from amemgym.data import load_environment, save_environment
-from amemgym.data.io import dump_environment
 from amemgym.errors import ConfigError, DataError, PromptError
+from amemgym.families.statetrack.data import load_environment, save_environment
+from amemgym.families.statetrack.data.io import dump_environment
 from amemgym.prompts import render, render_text
 
 

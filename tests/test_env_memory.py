@@ -14,13 +14,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from amemgym.generate.procedural import tiny_environment_path
+from amemgym.families.statetrack.generate.procedural import tiny_environment_path
 
 SRC = Path(__file__).resolve().parent.parent / "src"
 
 PROBE = """
 import resource, sys
-from amemgym.data import load_environment
+from amemgym.families.statetrack.data import load_environment
 from amemgym.errors import DataError
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 try:

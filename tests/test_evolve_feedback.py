@@ -6,10 +6,10 @@ import re
 
 import pytest
 
-from amemgym.data import load_environment
 from amemgym.errors import ConfigError
 from amemgym.evolve import feedback_builder, revealed_facts
-from amemgym.generate.procedural import tiny_environment_path
+from amemgym.families.statetrack.data import load_environment
+from amemgym.families.statetrack.generate.procedural import tiny_environment_path
 
 
 @pytest.fixture

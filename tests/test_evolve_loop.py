@@ -12,9 +12,9 @@ from typer.testing import CliRunner
 from amemgym.agents import resolve_agent
 from amemgym.agents.awi import default_policy
 from amemgym.config import load_config
-from amemgym.data import load_environment
 from amemgym.evolve import LLMEvolver, LLMRecallJudge, PolicyLimits, evolve_loop, feedback_builder
-from amemgym.generate.procedural import tiny_environment_path
+from amemgym.families.statetrack.data import load_environment
+from amemgym.families.statetrack.generate.procedural import tiny_environment_path
 from amemgym.testing.scripted_model import scripted_client
 from evolve_script import EVOLVED_PREFIX, EvolveScript
 

@@ -153,8 +153,8 @@ def statetrack_run(tmp: Path) -> Path:
     """A real statetrack run directory: the native agent on the fixture with the scripted fake."""
     from amemgym.agents import resolve_agent
     from amemgym.config import load_config
-    from amemgym.data import load_environment
-    from amemgym.run import Runner
+    from amemgym.families.statetrack.data import load_environment
+    from amemgym.families.statetrack.runner import Runner
     from amemgym.testing.run_script import RunScript
     from amemgym.testing.scripted_model import scripted_client
 

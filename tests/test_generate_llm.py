@@ -12,14 +12,14 @@ from typing import Any
 import pytest
 
 from amemgym.config import EnvConfig
-from amemgym.data import load_environment
-from amemgym.generate.llm import GenerationError, Limits, StepFailure, generate_llm
-from amemgym.generate.llm.answers import answer_problem, patch_answer
-from amemgym.generate.llm.evolution import check_changes, check_events
-from amemgym.generate.llm.questions import question_problem
-from amemgym.generate.llm.schema import check_groups
-from amemgym.generate.llm.utterances import check_initial
-from amemgym.generate.personas import Persona
+from amemgym.families.statetrack.data import load_environment
+from amemgym.families.statetrack.generate.llm import GenerationError, Limits, StepFailure, generate_llm
+from amemgym.families.statetrack.generate.llm.answers import answer_problem, patch_answer
+from amemgym.families.statetrack.generate.llm.evolution import check_changes, check_events
+from amemgym.families.statetrack.generate.llm.questions import question_problem
+from amemgym.families.statetrack.generate.llm.schema import check_groups
+from amemgym.families.statetrack.generate.llm.utterances import check_initial
+from amemgym.families.statetrack.generate.personas import Persona
 from amemgym.llm import ChatRequest, PermanentError
 from amemgym.testing.scripted_model import scripted_client
 
@@ -509,8 +509,8 @@ def test_grouping_that_never_passes_falls_back_to_one_variable_per_info_type(tmp
 
 
 def test_utterance_that_keeps_quoting_value_names_is_put_in_plain_words(tmp_path: Path) -> None:
-    from amemgym.generate.llm.base import GenContext
-    from amemgym.generate.llm.utterances import _write_one
+    from amemgym.families.statetrack.generate.llm.base import GenContext
+    from amemgym.families.statetrack.generate.llm.utterances import _write_one
 
     schema = {"sleep": ["night_owl", "early_bird"]}
     llm = scripted_client(GenScript(bad={"gen.utterances.write": [{"query": "I am a night_owl now."}] * 6}))

@@ -18,7 +18,9 @@ from typer.testing import CliRunner
 
 from amemgym.cli import app
 from amemgym.config import EndpointConfig, LLMConfig
+from amemgym.engine.lock import run_lock
 from amemgym.errors import LLMError, RunError
+from amemgym.families.statetrack.progress import stall_text
 from amemgym.llm.cache import ResponseCache
 from amemgym.llm.client import LLMClient
 from amemgym.llm.health import endpoint_problems
@@ -27,8 +29,6 @@ from amemgym.llm.timeouts import HOSTED_DEFAULTS, LOCAL_DEFAULTS, resolve_timeou
 from amemgym.llm.usage import UsageLedger
 from amemgym.report.leaderboard import leaderboard, to_markdown
 from amemgym.report.load import RunRecord
-from amemgym.run.lock import run_lock
-from amemgym.run.progress import stall_text
 from amemgym.testing.fake_endpoint import FakeEndpoint
 from amemgym.testing.runs import start_run, wait_for_work
 from amemgym.testing.scripted_model import scripted_client
@@ -83,7 +83,7 @@ def test_a_lock_left_by_a_killed_holder_is_taken_over(tmp_path: Path) -> None:
         [sys.executable, "-c", textwrap.dedent(f"""
             import sys, time
             sys.path.insert(0, {str(SRC)!r})
-            from amemgym.run.lock import run_lock
+            from amemgym.engine.lock import run_lock
             with run_lock(__import__("pathlib").Path({str(tmp_path)!r}), "holder"):
                 print("locked", flush=True)
                 time.sleep(600)

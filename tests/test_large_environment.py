@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from amemgym.data.io import load_environment
 from amemgym.errors import DataError
+from amemgym.families.statetrack.data.io import load_environment
 
 FIXTURE = Path(__file__).parent / "fixtures" / "original_shape.json"
 USERS = 600  # about 4 MB
@@ -30,7 +30,7 @@ def big_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(autouse=True)
 def _small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
-    import amemgym.data.io as io
+    import amemgym.families.statetrack.data.io as io
 
     # Chunks far smaller than the file, so the file need not be huge for the bound to mean something.
     monkeypatch.setattr(io, "READ_CHARS", 1 << 16)
@@ -66,7 +66,7 @@ def test_a_full_load_never_holds_the_whole_text(big_file: Path) -> None:
 
 
 def test_positions_in_errors_are_of_the_whole_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import amemgym.data.io as io
+    import amemgym.families.statetrack.data.io as io
 
     monkeypatch.setattr(io, "READ_CHARS", 64)  # many chunks, so the error lies far past the first
     user = json.loads(FIXTURE.read_text())[0]

@@ -8,11 +8,11 @@ from collections.abc import Iterator
 import pytest
 
 from amemgym.config import EndpointConfig, LLMConfig
+from amemgym.families.statetrack.progress import RunProgress
 from amemgym.llm import LLMClient
 from amemgym.llm.backends import PermanentError, TransientError
 from amemgym.llm.limiter import AdaptiveLimiter, Slot, is_overload
 from amemgym.llm.usage import UsageLedger
-from amemgym.run.progress import RunProgress
 from amemgym.testing.fake_endpoint import FakeEndpoint
 
 

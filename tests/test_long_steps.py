@@ -12,10 +12,10 @@ from types import SimpleNamespace
 import pytest
 from rich.console import Console
 
+from amemgym.families.statetrack import progress as progress_mod
+from amemgym.families.statetrack.progress import RunProgress
 from amemgym.llm import embedded_model
 from amemgym.llm.usage import UsageLedger
-from amemgym.run import progress as progress_mod
-from amemgym.run.progress import RunProgress
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -83,7 +83,7 @@ def test_a_stall_is_reported_once_a_minute_not_every_tick(monkeypatch: pytest.Mo
 
 def test_the_embedded_roles_are_named_before_a_run(monkeypatch: pytest.MonkeyPatch) -> None:
     from amemgym.config import load_config
-    from amemgym.run.driver import embedded_note
+    from amemgym.families.statetrack.driver import embedded_note
 
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     cfg = load_config("tiny")

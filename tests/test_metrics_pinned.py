@@ -15,11 +15,11 @@ from typing import Any
 
 from amemgym.agents import resolve_agent
 from amemgym.config import load_config
-from amemgym.data import load_environment
-from amemgym.data.model import Environment, UserEnv
-from amemgym.generate.procedural import tiny_environment_path
+from amemgym.families.statetrack.data import load_environment
+from amemgym.families.statetrack.data.model import Environment, UserEnv
+from amemgym.families.statetrack.generate.procedural import tiny_environment_path
+from amemgym.families.statetrack.runner import Runner
 from amemgym.llm.types import ChatRequest
-from amemgym.run import Runner
 from amemgym.testing.run_script import RunScript
 
 PINNED = Path(__file__).parent / "fixtures" / "pinned_metrics.json"

@@ -12,7 +12,7 @@ import yaml
 from typer.testing import CliRunner
 
 from amemgym.cli import app
-from amemgym.generate.procedural import PackError, all_domains, load_pack, select_domains
+from amemgym.families.statetrack.generate.procedural import PackError, all_domains, load_pack, select_domains
 
 BUILTIN = Path(str(resources.files("amemgym.packs") / "statetrack"))
 

@@ -9,7 +9,13 @@ from pathlib import Path
 import pytest
 
 from amemgym.errors import BackendUnavailable, DataError
-from amemgym.generate.personas import Persona, load_personas, make_name, sample_personas, to_user_profile
+from amemgym.families.statetrack.generate.personas import (
+    Persona,
+    load_personas,
+    make_name,
+    sample_personas,
+    to_user_profile,
+)
 
 ROW = {
     "uuid": "u-1",

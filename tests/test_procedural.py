@@ -10,18 +10,18 @@ from functools import cache
 import pytest
 
 from amemgym.config import EnvConfig, env_preset
-from amemgym.data.checks import check_environment
-from amemgym.data.io import dump_environment, load_environment, parse_environment, save_environment
-from amemgym.data.model import Environment, UserEnv, parse_time
 from amemgym.errors import ConfigError
-from amemgym.generate.procedural import (
+from amemgym.families.statetrack.data.checks import check_environment
+from amemgym.families.statetrack.data.io import dump_environment, load_environment, parse_environment, save_environment
+from amemgym.families.statetrack.data.model import Environment, UserEnv, parse_time
+from amemgym.families.statetrack.generate.procedural import (
     all_domains,
     generate_procedural,
     pack_problems,
     pack_stats,
     tiny_environment_path,
 )
-from amemgym.generate.procedural.pack import content_stems
+from amemgym.families.statetrack.generate.procedural.pack import content_stems
 
 
 @cache

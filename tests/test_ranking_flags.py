@@ -17,14 +17,14 @@ from typer.testing import CliRunner
 from amemgym.agents import resolve_agent
 from amemgym.cli import app
 from amemgym.config import load_config
-from amemgym.data import load_environment
 from amemgym.engine.runner import RunOptions, run_units
 from amemgym.families import get_family
 from amemgym.families.budget.units import UNITS
+from amemgym.families.statetrack.data import load_environment
+from amemgym.families.statetrack.runner import Runner
 from amemgym.llm.client import LLMClient
 from amemgym.report.leaderboard import leaderboard
 from amemgym.report.load import load_runs
-from amemgym.run import Runner
 from amemgym.testing.fake_endpoint import FakeEndpoint
 from amemgym.testing.responder import default_responder, request_kind
 from amemgym.testing.run_script import RunScript

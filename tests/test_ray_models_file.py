@@ -11,9 +11,9 @@ import pytest
 from rich.console import Console
 
 from amemgym.config import AppConfig, EndpointConfig, LLMConfig, load_config
+from amemgym.engine.models_file import apply_models_file, load_models_file
 from amemgym.errors import ConfigError
-from amemgym.run.driver import run_command
-from amemgym.run.models_file import apply_models_file, load_models_file
+from amemgym.families.statetrack.driver import run_command
 from amemgym.run.ray_executor import check_endpoints, task_config, task_slots
 
 SRC = Path(__file__).resolve().parent.parent / "src"
@@ -108,7 +108,8 @@ def test_driver_rejects_unknown_executor_and_stray_address(tmp_path: Path) -> No
 
 
 def test_importing_amemgym_never_imports_ray() -> None:
-    code = ("import sys, amemgym, amemgym.run, amemgym.run.driver, amemgym.run.ray_executor, amemgym.cli; "
+    code = ("import sys, amemgym, amemgym.run, amemgym.families.statetrack.driver, amemgym.run.ray_executor, "
+            "amemgym.cli; "
             "assert 'ray' not in sys.modules, 'ray imported'")
     proc = subprocess.run([sys.executable, "-c", code], env={"PYTHONPATH": str(SRC)}, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr

@@ -17,10 +17,10 @@ from rich.console import Console
 
 from amemgym.agents import resolve_agent
 from amemgym.config import AppConfig, EndpointConfig, LLMConfig, load_config
-from amemgym.data import load_environment
+from amemgym.families.statetrack.data import load_environment
+from amemgym.families.statetrack.driver import run_command
+from amemgym.families.statetrack.runner import Runner
 from amemgym.llm import LLMClient, ResponseCache
-from amemgym.run import Runner
-from amemgym.run.driver import run_command
 from amemgym.testing.fake_endpoint import FakeEndpoint
 from amemgym.testing.runs import damaged_files, kill_after, start_run, wait_for_work
 

@@ -48,7 +48,7 @@ def test_report_charts_come_from_inline_data(two_runs) -> None:
 def test_building_the_page_does_not_import_matplotlib(two_runs) -> None:
     _, run_a, _ = two_runs
     code = ("import sys; from pathlib import Path; from rich.console import Console; "
-            "from amemgym.run.driver import write_run_report; "
+            "from amemgym.families.statetrack.driver import write_run_report; "
             f"write_run_report(Path({str(run_a)!r}), Console(quiet=True)); "
             "print(sorted(m for m in sys.modules if m.split('.')[0] == 'matplotlib'))")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -110,8 +110,8 @@ def test_chart_script_never_parses_strings_as_html(two_runs) -> None:
 
 
 def test_run_passes_its_environment_without_changing_the_page(two_runs) -> None:
-    from amemgym.data.io import load_environment
-    from amemgym.run.engine import environment_hash
+    from amemgym.families.statetrack.data.io import load_environment
+    from amemgym.families.statetrack.runner import environment_hash
 
     env_path, run_a, _ = two_runs
     env = load_environment(env_path)

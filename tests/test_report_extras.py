@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from amemgym.data import load_environment
+from amemgym.families.statetrack.data import load_environment
+from amemgym.families.statetrack.layout import RunDir
+from amemgym.families.statetrack.validity.sim_audit import audit_run
 from amemgym.report.aggregate import RECALL_CURVE, Stat, curve_panels, period_series, summarize
 from amemgym.report.build import build_report
 from amemgym.report.extras import (
@@ -24,8 +26,6 @@ from amemgym.report.extras import (
     recall_stat,
 )
 from amemgym.report.html import simulator_table, summary_table
-from amemgym.run.layout import RunDir
-from amemgym.validity.sim_audit import audit_run
 from test_evolve_loop import ENV, evolve_once, script
 
 AUDIT = {"turns": 8, "judged": None, "judge_failures": 0,

@@ -15,9 +15,9 @@ from typer.testing import CliRunner
 from amemgym.agents import resolve_agent
 from amemgym.commands.report import register
 from amemgym.config import load_config
-from amemgym.data import load_environment, save_environment
+from amemgym.families.statetrack.data import load_environment, save_environment
+from amemgym.families.statetrack.runner import Runner
 from amemgym.llm.types import ChatRequest
-from amemgym.run import Runner
 from amemgym.testing.run_script import RunScript
 from amemgym.testing.scripted_model import scripted_client
 

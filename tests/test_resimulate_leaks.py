@@ -9,17 +9,17 @@ import pytest
 
 from amemgym.agents import resolve_agent
 from amemgym.config import load_config
-from amemgym.data import load_environment
+from amemgym.families.statetrack.data import load_environment
+from amemgym.families.statetrack.layout import RunDir
+from amemgym.families.statetrack.runner import Runner
+from amemgym.families.statetrack.simulate import LeakTally, UserSimulator, leaked_values
+from amemgym.families.statetrack.simulate.simulator import NEUTRAL_FOLLOW_UP
+from amemgym.families.statetrack.validity.sim_audit import audit_run
 from amemgym.llm.types import ChatRequest
 from amemgym.report.extras import leak_guard
 from amemgym.report.load import load_run, session_records
-from amemgym.run import Runner
-from amemgym.run.layout import RunDir
-from amemgym.simulate import LeakTally, UserSimulator, leaked_values
-from amemgym.simulate.simulator import NEUTRAL_FOLLOW_UP
 from amemgym.testing.run_script import RunScript
 from amemgym.testing.scripted_model import scripted_client
-from amemgym.validity.sim_audit import audit_run
 
 SCHEMA = {"running_goal": ["casual_5k", "half_marathon", "trail_ultra"], "mood": ["low", "high", "ok"]}
 LEAK = "Honestly I am training for a trail ultra now."
@@ -133,7 +133,7 @@ async def test_run_with_resimulate_leaks(original_env_path: Path, tmp_path: Path
 
 
 def test_echo_of_the_assistant_is_redrawn_once() -> None:
-    from amemgym.simulate.simulator import echoes_assistant
+    from amemgym.families.statetrack.simulate.simulator import echoes_assistant
 
     reply = "To make your trip more enjoyable, plan in advance and pack light for every flight."
     assert echoes_assistant("Sure! To make your trip more enjoyable, plan in advance and pack light.", reply)
@@ -141,8 +141,8 @@ def test_echo_of_the_assistant_is_redrawn_once() -> None:
 
 
 async def test_simulator_redraws_an_echo_and_counts_it(original_env_path) -> None:
-    from amemgym.data import load_environment
-    from amemgym.simulate import UserSimulator
+    from amemgym.families.statetrack.data import load_environment
+    from amemgym.families.statetrack.simulate import UserSimulator
     from amemgym.testing.scripted_model import scripted_client
 
     user = load_environment(original_env_path).users[0]

@@ -12,8 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 from amemgym.cli import app
+from amemgym.engine.lock import LOCK_NAME, run_lock
 from amemgym.errors import RunError
-from amemgym.run.lock import LOCK_NAME, run_lock
 
 SRC = Path(__file__).resolve().parent.parent / "src"
 
@@ -28,7 +28,7 @@ def hold() -> Iterator[object]:
             import sys, time
             sys.path.insert(0, {str(SRC)!r})
             from pathlib import Path
-            from amemgym.run.lock import run_lock
+            from amemgym.engine.lock import run_lock
             with run_lock(Path({str(path)!r}), "amemgym holder"):
                 print("locked", flush=True)
                 time.sleep(600)

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from amemgym.config import load_config
-from amemgym.data import load_environment
-from amemgym.generate.procedural import tiny_environment_path
-from amemgym.run.schedule import PeriodEnd, SessionStep, episode_schedule, rounds_for, user_seed
+from amemgym.families.statetrack.data import load_environment
+from amemgym.families.statetrack.generate.procedural import tiny_environment_path
+from amemgym.families.statetrack.schedule import PeriodEnd, SessionStep, episode_schedule, rounds_for, user_seed
 from amemgym.seeding import derive_seed
 
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from amemgym.data import load_environment
+from amemgym.families.statetrack.asking import parse_answer, parse_probe
+from amemgym.families.statetrack.data import load_environment
 from amemgym.llm.parsing import parse_choice
-from amemgym.scoring.asking import parse_answer, parse_probe
 from amemgym.scoring.metrics import QuestionOutcome, aggregate, memory_score
 
 N = 4

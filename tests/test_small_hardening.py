@@ -15,12 +15,12 @@ from typer.testing import CliRunner
 from amemgym.agents import resolve_agent
 from amemgym.cli import app
 from amemgym.config import load_config
-from amemgym.data import load_environment
 from amemgym.engine.runner import RunOptions, run_units
 from amemgym.errors import DataError, RunError
 from amemgym.families.budget.units import UNITS
 from amemgym.families.folders import episode_files
-from amemgym.run import Runner
+from amemgym.families.statetrack.data import load_environment
+from amemgym.families.statetrack.runner import Runner
 from amemgym.testing.run_script import RunScript
 from amemgym.testing.scripted_model import scripted_client
 from amemgym.train import export_run

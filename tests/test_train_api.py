@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from amemgym.data import load_environment
+from amemgym.families.statetrack.data import load_environment
 from amemgym.llm import LLMClient
 from amemgym.testing.run_script import RunScript
 from amemgym.testing.scripted_model import ScriptedBackend
@@ -44,7 +44,7 @@ def test_works_without_gymnasium(original_env_path: Path) -> None:
         sys.modules["gymnasium"] = None
         sys.path[:0] = [{str(SRC)!r}, {str(Path(__file__).parent)!r}]
         from amemgym.testing.run_script import RunScript
-        from amemgym.data import load_environment
+        from amemgym.families.statetrack.data import load_environment
         from amemgym.llm import LLMClient
         from amemgym.testing.scripted_model import ScriptedBackend
         from amemgym.train import MemoryEnv, check_env

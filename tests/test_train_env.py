@@ -12,12 +12,12 @@ import pytest
 
 from amemgym.agents import resolve_agent
 from amemgym.config import load_config
-from amemgym.data import load_environment
 from amemgym.errors import ConfigError, LLMError, RunError
+from amemgym.families.statetrack.data import load_environment
+from amemgym.families.statetrack.layout import RunDir
+from amemgym.families.statetrack.runner import Runner
 from amemgym.llm import LLMClient, PermanentError
 from amemgym.llm.types import ChatRequest
-from amemgym.run import Runner
-from amemgym.run.layout import RunDir
 from amemgym.testing.run_script import RunScript
 from amemgym.testing.scripted_model import ScriptedBackend, last_user, scripted_client
 from amemgym.train import EnvCheckError, MemoryEnv, check_env

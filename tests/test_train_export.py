@@ -13,11 +13,11 @@ from typer.testing import CliRunner
 from amemgym.agents import resolve_agent
 from amemgym.commands.export import register
 from amemgym.config import load_config
-from amemgym.data import load_environment
 from amemgym.errors import ConfigError, RunError
+from amemgym.families.statetrack.data import load_environment
+from amemgym.families.statetrack.runner import Runner
 from amemgym.llm import LLMClient
 from amemgym.prompts import render
-from amemgym.run import Runner
 from amemgym.testing.run_script import RunScript
 from amemgym.testing.scripted_model import ScriptedBackend
 from amemgym.train import export_run

@@ -10,8 +10,8 @@ import pytest
 
 gymnasium = pytest.importorskip("gymnasium")
 
-from amemgym.data import load_environment  # noqa: E402
 from amemgym.errors import ConfigError  # noqa: E402
+from amemgym.families.statetrack.data import load_environment  # noqa: E402
 from amemgym.testing.scripted_model import scripted_client  # noqa: E402
 from amemgym.train import ENV_IDS, MemoryEnv, register_envs  # noqa: E402
 from amemgym.train.registration import family_env_ids  # noqa: E402

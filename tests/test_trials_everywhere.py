@@ -126,7 +126,7 @@ def test_a_degenerate_trial_keeps_the_pool_flagged(trials_run: tuple[Path, Path]
 def test_trials_json_names_each_trials_flags(trials_run: tuple[Path, Path], tmp_path: Path) -> None:
     import shutil
 
-    from amemgym.run.trials import trial_run_dirs, write_trial_summary
+    from amemgym.families.statetrack.trials import trial_run_dirs, write_trial_summary
 
     three, _ = trials_run
     written = json.loads((three / "trials.json").read_text())

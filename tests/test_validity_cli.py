@@ -13,14 +13,14 @@ from typer.testing import CliRunner
 from amemgym.agents import resolve_agent
 from amemgym.commands.validate import register
 from amemgym.config import load_config
-from amemgym.data import load_environment, save_environment
+from amemgym.families.statetrack.data import load_environment, save_environment
+from amemgym.families.statetrack.layout import RunDir
+from amemgym.families.statetrack.runner import Runner
+from amemgym.families.statetrack.validity.sim_audit import audit_run, lexical_flags
 from amemgym.llm import LLMClient
 from amemgym.llm.types import ChatRequest
-from amemgym.run import Runner
-from amemgym.run.layout import RunDir
 from amemgym.testing.run_script import RunScript
 from amemgym.testing.scripted_model import scripted_client
-from amemgym.validity.sim_audit import audit_run, lexical_flags
 from test_validity_suite import plant_longest, synthetic_env
 
 
@@ -138,8 +138,8 @@ def test_turn_copying_the_opening_and_a_clean_turn(original_env_path: Path) -> N
 
 def test_a_run_on_a_file_whose_exposure_cannot_be_checked_says_so_in_metrics(original_env_path: Path,
                                                                             tmp_path: Path) -> None:
-    from amemgym.generate.procedural import tiny_environment_path
-    from amemgym.validity.exposure import unchecked_reason
+    from amemgym.families.statetrack.generate.procedural import tiny_environment_path
+    from amemgym.families.statetrack.validity.exposure import unchecked_reason
 
     asyncio.run(make_run(original_env_path, tmp_path / "run", tmp_path))
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())

@@ -19,13 +19,13 @@ from typer.testing import CliRunner
 
 from amemgym.cli import app
 from amemgym.config import env_preset
-from amemgym.data import Environment
-from amemgym.data.io import save_environment
-from amemgym.generate.procedural import generate_procedural
+from amemgym.families.statetrack.data import Environment
+from amemgym.families.statetrack.data.io import save_environment
+from amemgym.families.statetrack.generate.procedural import generate_procedural
+from amemgym.families.statetrack.validity import TextVectors, run_suite
+from amemgym.families.statetrack.validity.exposure import _builtin_domains, _phrasing_index, _squash, states
+from amemgym.families.statetrack.validity.strategies import matching_options
 from amemgym.testing.scripted_model import HashEmbedder
-from amemgym.validity import TextVectors, run_suite
-from amemgym.validity.exposure import _builtin_domains, _phrasing_index, _squash, states
-from amemgym.validity.strategies import matching_options
 
 
 @cache

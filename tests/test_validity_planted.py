@@ -16,12 +16,12 @@ from typer.testing import CliRunner
 
 from amemgym.cli import app
 from amemgym.config import env_preset
-from amemgym.data import Environment
-from amemgym.data.io import save_environment
-from amemgym.generate.procedural import generate_procedural
+from amemgym.families.statetrack.data import Environment
+from amemgym.families.statetrack.data.io import save_environment
+from amemgym.families.statetrack.generate.procedural import generate_procedural
+from amemgym.families.statetrack.validity import TextVectors, run_suite
+from amemgym.families.statetrack.validity.strategies import matching_options
 from amemgym.testing.scripted_model import HashEmbedder
-from amemgym.validity import TextVectors, run_suite
-from amemgym.validity.strategies import matching_options
 
 
 @cache
@@ -188,7 +188,7 @@ def test_cli_passes_the_clean_environment(tmp_path: Path) -> None:
 
 
 def _judge_env(original_env_path: Path) -> Environment:
-    from amemgym.data import load_environment
+    from amemgym.families.statetrack.data import load_environment
 
     return load_environment(original_env_path)
 
@@ -218,7 +218,7 @@ def _truthful_judge(env: Environment, silent: str | None = None):
 def _read(env: Environment, llm) -> object:
     import asyncio
 
-    from amemgym.validity.exposure import judge_reader, read_exposure_async
+    from amemgym.families.statetrack.validity.exposure import judge_reader, read_exposure_async
 
     return asyncio.run(read_exposure_async(env, judge_reader(llm), "LLM judge"))
 

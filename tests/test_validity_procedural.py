@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from amemgym.config import env_preset
-from amemgym.generate.procedural import generate_procedural
+from amemgym.families.statetrack.generate.procedural import generate_procedural
+from amemgym.families.statetrack.validity import TextVectors, run_suite
 from amemgym.testing.scripted_model import HashEmbedder
-from amemgym.validity import TextVectors, run_suite
 
 
 def _validate(preset: str, seed: int, embed=None):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from amemgym.data import (
+from amemgym.families.statetrack.data import (
     QA,
     AnswerChoice,
     Environment,
@@ -18,9 +18,15 @@ from amemgym.data import (
     UserProfile,
     load_environment,
 )
+from amemgym.families.statetrack.validity import TextVectors, audit_environment, run_suite, wilson
+from amemgym.families.statetrack.validity.strategies import (
+    jaccard,
+    matching_options,
+    shortcut_strategies,
+    top_options,
+    words,
+)
 from amemgym.testing.scripted_model import HashEmbedder
-from amemgym.validity import TextVectors, audit_environment, run_suite, wilson
-from amemgym.validity.strategies import jaccard, matching_options, shortcut_strategies, top_options, words
 
 _FILLER = ("plan", "week", "easy", "steady", "budget", "calm", "simple", "routine", "light", "early", "late",
            "short", "long", "shared", "quiet", "busy", "fresh", "warm", "cool", "open")
@@ -213,7 +219,7 @@ def test_jaccard_of_word_sets() -> None:
 def test_gate_bound_counts_repeated_answers_of_a_question_once() -> None:
     import numpy as np
 
-    from amemgym.validity.gate import effective_size, gate_stat
+    from amemgym.families.statetrack.validity.gate import effective_size, gate_stat
 
     # Two questions answered 20 times each, one always right and one always wrong: two pieces of
     # evidence, not forty.

@@ -68,13 +68,13 @@ def evolve_command(cfg: Any, env_path: Path | None, agent: str, feedback: str, o
     every role the loop will call is checked before the first model call.
     """
     from ..agents.registry import resolve_agent
-    from ..data.io import load_environment
+    from ..engine.lock import run_lock
     from ..evolve import LLMEvolver, LLMRecallJudge, PolicyLimits, evolve_loop, feedback_builder
+    from ..families.statetrack.data.io import load_environment
+    from ..families.statetrack.driver import default_environment, print_summary, write_run_report
+    from ..families.statetrack.progress import RunProgress
     from ..llm.client import LLMClient
     from ..llm.preflight import preflight, run_roles
-    from ..run.driver import default_environment, print_summary, write_run_report
-    from ..run.lock import run_lock
-    from ..run.progress import RunProgress
 
     if evolver_role not in _ROLES:
         raise ConfigError(f"--evolver-role must be one of {', '.join(_ROLES)}, got {evolver_role!r}")

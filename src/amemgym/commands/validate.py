@@ -93,8 +93,8 @@ def print_report(report: Any, max_rows: int = 20) -> None:
     """Tables for the strategies, the leaky questions and the audit warnings."""
     from rich.table import Table
 
-    from ..validity.audit import CHECKS
-    from ..validity.suite import DECISION_RULE
+    from ..families.statetrack.validity.audit import CHECKS
+    from ..families.statetrack.validity.suite import DECISION_RULE
 
     interval = next((s.interval for s in report.strategies if s.verdict != "info"), "")
     table = Table("strategy", "family", "accuracy", f"CI ({interval})", "baseline", "excess", "verdict",
@@ -198,8 +198,8 @@ def register(app: typer.Typer) -> None:
         set_: SetOpt = None,
     ) -> None:
         """Check every simulator turn of a run for revealed values, goodbyes and copies; write sim_audit.json."""
-        from ..run.layout import RunDir
-        from ..validity.sim_audit import audit_run, environment_of
+        from ..families.statetrack.layout import RunDir
+        from ..families.statetrack.validity.sim_audit import audit_run, environment_of
 
         rd = RunDir(rundir)
         environment = environment_of(rd, env)
@@ -218,7 +218,7 @@ def register(app: typer.Typer) -> None:
 
         import asyncio
 
-        from ..run.lock import run_lock
+        from ..engine.lock import run_lock
 
         with run_lock(rd.root, "amemgym audit-sim"):
             result = asyncio.run(go())
@@ -234,7 +234,7 @@ def print_sim_audit(result: dict[str, Any], path: Path, max_rows: int = 30) -> N
     """Rates per check and the offending turns."""
     from rich.table import Table
 
-    from ..validity.sim_audit import DEGENERATE_WARN
+    from ..families.statetrack.validity.sim_audit import DEGENERATE_WARN
 
     table = Table("check", "flagged", "rate", title=f"simulator audit: {result['turns']} turns")
     for check, rate in result["rates"].items():

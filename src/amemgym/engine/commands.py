@@ -67,7 +67,7 @@ class EngineFamily:
             raise ConfigError(f"{', '.join(refused)} not supported for {self.name}-family runs yet")
         cfg = app_config(r.config, r.sets)
         if r.models is not None:
-            from ..run.models_file import apply_models_file
+            from .models_file import apply_models_file
 
             cfg.llm.roles = apply_models_file(cfg.llm.roles, r.models)  # type: ignore[arg-type, assignment]
         ModelFlags(r.model, r.user_model, r.judge_model, r.max_connections).apply(cfg)
@@ -159,7 +159,7 @@ class EngineFamily:
                               highlight=False, markup=False)
         if p.protocols[0] != p.protocols[1]:
             console.print("note: the two sides ran under different protocols", highlight=False, markup=False)
-        from ..run.ranking_flags import model_change_flag
+        from .ranking_flags import model_change_flag
         from .read import load_found
 
         for side, run in (("A", run_a), ("B", run_b)):

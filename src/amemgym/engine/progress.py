@@ -3,7 +3,7 @@
 On a terminal it is a rich progress bar; otherwise a plain line whenever a unit finishes (at most every
 5 s) and, between units, whenever a call has waited longer than :data:`STALL_SECONDS`, so a hung endpoint
 is reported within half a minute however long one unit takes. The statetrack runner's display
-(``run/progress.py``) shows the same call counts through :func:`ledger_info`.
+(``families/statetrack/progress.py``) shows the same call counts through :func:`ledger_info`.
 """
 
 from __future__ import annotations

@@ -38,7 +38,7 @@ def unit_trial_dirs(root: Path) -> list[Path]:
 def run_unit_trials(family: UnitFamily, cfg: AppConfig, env: Path, out_dir: Path, opts: RunOptions, trials: int, *,
                     console: Console, make_client: ClientFactory | None = None) -> int:
     """Run ``trials`` trials, write ``trials.json`` and print the spread; the worst trial's exit code."""
-    from ..run.lock import run_lock
+    from .lock import run_lock
 
     units = family.units(env, opts.limit)
     base = cfg.run.seed

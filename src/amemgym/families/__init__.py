@@ -36,7 +36,7 @@ DEFAULT_FAMILY = "statetrack"
 
 #: Built-in families: name -> "module:attribute" of the object implementing :class:`Family`.
 BUILTIN: dict[str, str] = {
-    "statetrack": "amemgym.families.statetrack:FAMILY",
+    "statetrack": "amemgym.families.statetrack.family:FAMILY",
     "budget": "amemgym.families.budget.family:FAMILY",
 }
 

@@ -6,13 +6,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..data.io import load_environment
-from ..data.model import Environment
+from ..engine.ranking_flags import model_change_flag, with_flag
 from ..errors import AMemGymError, RunError
+from ..families.statetrack.data.io import load_environment
+from ..families.statetrack.data.model import Environment
+from ..families.statetrack.layout import RunDir
+from ..families.statetrack.trials import is_trials_dir, pooled_metrics, trial_run_dirs
 from ..records import EvaluationRecord, Manifest, Metrics, as_dict, read_record
-from ..run.layout import RunDir
-from ..run.ranking_flags import model_change_flag, with_flag
-from ..run.trials import is_trials_dir, pooled_metrics, trial_run_dirs
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
-"""Running agents on environments: episodes, snapshots, resume, results."""
+"""What is left of the first run package: the model flags and the Ray executor of statetrack episodes.
 
-from .engine import Runner, RunOutcome
-
-__all__ = ["RunOutcome", "Runner"]
+Both still mix family-agnostic and statetrack parts (docs/design.md §15): ``flags`` cuts statetrack
+environments next to the model flags every family shares, and ``ray_executor`` holds the engine's Ray
+helpers next to the statetrack episode job.
+"""

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from ..config import AppConfig
-from ..data.io import environment_sha256
-from ..data.model import Environment
 from ..errors import ConfigError
+from ..families.statetrack.data.io import environment_sha256
+from ..families.statetrack.data.model import Environment
 
 __all__ = ["ModelFlags", "cut_as_recorded", "environment_cut", "first_users"]
 
@@ -105,7 +105,7 @@ def cut_as_recorded(path: Path, run_sha256: str, cut: dict[str, Any] | None,
     Raises:
         DataError: the file does not load.
     """
-    from ..data.io import load_environment
+    from ..families.statetrack.data.io import load_environment
 
     if cut:
         limit = int(cut["limit"])

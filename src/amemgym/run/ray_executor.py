@@ -1,7 +1,7 @@
 """Scale-out: one Ray task per user episode, writing into a shared run directory.
 
 The on-policy chain is sequential inside a user, so a user's episode is the unit of distribution. Each
-task runs the same :class:`~amemgym.run.episode.Episode` as the local executor, inside ``asyncio.run``,
+task runs the same :class:`~amemgym.families.statetrack.episode.Episode` as the local executor, inside ``asyncio.run``,
 with its own :class:`~amemgym.llm.client.LLMClient` built from the run's config, and writes
 ``users/<id>/...`` into the run directory, which must be on a filesystem every node sees. The driver then
 merges the tasks' usage and failures; the runner writes traces and metrics exactly as for a local run.
@@ -24,16 +24,16 @@ from typing import TYPE_CHECKING, Any
 
 from ..agents.registry import AgentSpec
 from ..config import AppConfig
-from ..data.model import UserEnv
 from ..errors import ConfigError, RunError
+from ..families.statetrack.data.model import UserEnv
+from ..families.statetrack.episode import Episode, EpisodeEvents, PeriodHook
+from ..families.statetrack.layout import RunDir
 from ..llm.client import LLMClient
 from ..llm.usage import UsageLedger
 from ..records import State, read_record
-from .episode import Episode, EpisodeEvents, PeriodHook
-from .layout import RunDir
 
 if TYPE_CHECKING:
-    from .engine import Runner
+    from ..families.statetrack.runner import Runner
 
 #: Builds a task's client from the task's config (tests swap in one with a short backoff or a fault).
 ClientFactory = Callable[[AppConfig], LLMClient]
