@@ -53,6 +53,7 @@ from inspect_ai.util import JSONSchema
 from .agents.registry import resolve_agent
 from .config import AppConfig, load_config
 from .errors import ConfigError
+from .families.statetrack.cut import first_users
 from .families.statetrack.data.io import load_environment
 from .families.statetrack.data.model import Environment
 from .families.statetrack.layout import RunDir
@@ -60,7 +61,6 @@ from .families.statetrack.runner import Runner
 from .llm.backends import TransientError
 from .llm.client import LLMClient
 from .llm.types import ChatRequest, ChatResult
-from .run.flags import first_users
 from .scoring.registry import in_display_order
 
 __all__ = ["InspectBackend", "amemgym_memory", "score_keys", "unit_score"]

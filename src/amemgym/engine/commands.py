@@ -55,7 +55,7 @@ class EngineFamily:
     def run(self, request: RunRequest, console: Console) -> int:
         """Run (or resume) the units of ``--env`` into ``--out`` (``--trials N``: N times, one folder each)."""
         from ..cli_common import app_config
-        from ..run.flags import ModelFlags
+        from .flags import ModelFlags
 
         r = request
         if r.env is None:

@@ -129,9 +129,9 @@ def load_run_environment(run: RunRecord, override: Path | None = None) -> tuple[
 
     The file named in the manifest (or ``override``) is used only when it is the run's environment: its hash
     matches the run's, or, for a ``--limit`` run, it is the file the run was cut from, cut the same way
-    (:func:`amemgym.run.flags.cut_as_recorded`).
+    (:func:`amemgym.families.statetrack.cut.cut_as_recorded`).
     """
-    from ..run.flags import cut_as_recorded
+    from ..families.statetrack.cut import cut_as_recorded
 
     name = override or run.manifest.get("environment_file")
     if not name:

@@ -1,6 +1,6 @@
-"""What is left of the first run package: the model flags and the Ray executor of statetrack episodes.
+"""What is left of the first run package: the Ray executor of statetrack episodes (``ray_executor``).
 
-Both still mix family-agnostic and statetrack parts (docs/design.md §15): ``flags`` cuts statetrack
-environments next to the model flags every family shares, and ``ray_executor`` holds the engine's Ray
-helpers next to the statetrack episode job.
+It still holds the Ray helpers every family's executor uses (``start_ray``, ``check_endpoints``,
+``task_config``, ``task_slots``) next to the statetrack episode job, so it stays here until the two are
+apart (docs/design.md §14).
 """

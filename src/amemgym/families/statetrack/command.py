@@ -20,7 +20,7 @@ from .layout import RunDir
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from ...run.flags import ModelFlags
+    from ...engine.flags import ModelFlags
     from .. import RunRequest
 
 
@@ -74,8 +74,9 @@ def run_request(r: RunRequest, console: Console) -> int:
     """
     from ...agents.registry import resolve_agent
     from ...cli_common import app_config, err
+    from ...engine.flags import ModelFlags
     from ...llm.preflight import run_roles
-    from ...run.flags import ModelFlags, first_users
+    from .cut import first_users
     from .data.io import load_environment
     from .driver import default_environment, run_command
 

@@ -13,17 +13,18 @@ from ...agents.base import AgentContext
 from ...agents.guard import set_call_limit
 from ...agents.registry import resolve_agent
 from ...config import AppConfig, LLMConfig
+from ...engine.flags import ModelFlags
 from ...engine.lock import run_lock
 from ...engine.models_file import apply_models_file
 from ...errors import AMemGymError, ConfigError, RunError
 from ...llm.client import LLMClient
 from ...llm.health import describe as describe_problem
 from ...llm.preflight import preflight, run_roles
-from ...run.flags import ModelFlags, environment_cut, first_users
 from ...run.ray_executor import RayExecutor, check_endpoints, import_ray
 from ...scoring.metrics import RESULT_FLAGS
 from ...scoring.registry import in_display_order, registered
 from ...storage import atomic_write_text
+from .cut import environment_cut, first_users
 from .data.io import load_environment
 from .data.model import Environment
 from .generate.procedural import tiny_environment_path

@@ -171,7 +171,7 @@ class Runner:
         self.environment_sha256: str | None = None
         # ``protocol_of`` for these inputs when the caller already computed it (it hashes the whole environment).
         self._protocol: dict[str, Any] | None = protocol
-        # A ``--limit`` run's cut of its file (``run.flags.environment_cut``), recorded in a new manifest.
+        # A ``--limit`` run's cut of its file (``cut.environment_cut``), recorded in a new manifest.
         self.environment_cut = environment_cut
 
     def _check_models(self, old: dict[str, Any], models: dict[str, dict[str, Any]]) -> dict[str, Any]:
