@@ -34,7 +34,7 @@ from amemgym.records import (
 )
 from amemgym.testing.fake_endpoint import FakeEndpoint
 
-FIXTURE = Path(__file__).parent / "fixtures" / "original_shape.json"
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "original_shape.json"
 USER = "users/u-0001"
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import typer
+from test_validity_suite import plant_longest, synthetic_env
 from typer.testing import CliRunner
 
 from amemgym.agents import resolve_agent
@@ -21,7 +22,6 @@ from amemgym.llm import LLMClient
 from amemgym.llm.types import ChatRequest
 from amemgym.testing.run_script import RunScript
 from amemgym.testing.scripted_model import scripted_client
-from test_validity_suite import plant_longest, synthetic_env
 
 
 def cli() -> typer.Typer:

@@ -3,7 +3,7 @@
 The scripted agent answers some questions wrongly and misreports some probes (a fixed pattern), so every
 metric (overall, upper bound, random, memory score, the three failure rates, per period and per user)
 is exercised. After a deliberate change of scoring, regenerate the fixture with
-``AMEMGYM_REPIN=1 python -m pytest tests/test_metrics_pinned.py`` and say why in the commit.
+``AMEMGYM_REPIN=1 python -m pytest tests/statetrack/test_metrics_pinned.py`` and say why in the commit.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from amemgym.families.statetrack.runner import Runner
 from amemgym.llm.types import ChatRequest
 from amemgym.testing.run_script import RunScript
 
-PINNED = Path(__file__).parent / "fixtures" / "pinned_metrics.json"
+PINNED = Path(__file__).parents[1] / "fixtures" / "pinned_metrics.json"
 
 
 def _imperfect(user: UserEnv, salt: int) -> RunScript:

@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from test_evolve_loop import ENV, evolve_once, script
 
 from amemgym.families.statetrack.data import load_environment
 from amemgym.families.statetrack.layout import RunDir
@@ -26,7 +27,6 @@ from amemgym.report.extras import (
     recall_stat,
 )
 from amemgym.report.html import simulator_table, summary_table
-from test_evolve_loop import ENV, evolve_once, script
 
 AUDIT = {"turns": 8, "judged": None, "judge_failures": 0,
          "rates": {"ends_conversation": 0.25, "reveals_value": 0.125, "empty": 0.0, "copies_opening": None}}

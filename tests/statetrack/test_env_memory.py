@@ -16,7 +16,7 @@ from pathlib import Path
 
 from amemgym.families.statetrack.generate.procedural import tiny_environment_path
 
-SRC = Path(__file__).resolve().parent.parent / "src"
+SRC = Path(__file__).resolve().parents[2] / "src"
 
 PROBE = """
 import resource, sys

@@ -33,7 +33,7 @@ from amemgym.testing.fake_endpoint import FakeEndpoint
 from amemgym.testing.runs import start_run, wait_for_work
 from amemgym.testing.scripted_model import scripted_client
 
-SRC = Path(__file__).resolve().parent.parent / "src"
+SRC = Path(__file__).resolve().parents[2] / "src"
 #: A key that matches no credential pattern: only the registered-key redaction can hide it.
 PLAIN_KEY = "plainKEYvalue4242zz"
 FAST = ["--set", "llm.default.max_retries=1", "--set", "llm.default.model=fake-model"]

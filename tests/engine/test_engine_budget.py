@@ -252,9 +252,10 @@ def test_the_budget_report_has_the_statetrack_policy_and_escapes_everything(env:
 
 
 def test_the_statetrack_report_carries_the_same_policy(tmp_path: Path) -> None:
+    from test_report_runs import build_two_runs
+
     from amemgym.report.build import build_report
     from amemgym.report.html import page_csp
-    from test_report_runs import build_two_runs
 
     _, a, _ = build_two_runs(tmp_path)
     assert _csp(build_report([a]).html) == page_csp()

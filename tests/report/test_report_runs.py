@@ -21,7 +21,7 @@ from amemgym.llm.types import ChatRequest
 from amemgym.testing.run_script import RunScript
 from amemgym.testing.scripted_model import scripted_client
 
-FIXTURE = Path(__file__).parent / "fixtures" / "original_shape.json"
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "original_shape.json"
 # Hostile markup whose effects, were it ever parsed, would be visible in the DOM.
 EVIL = ("</script><script>document.title='PWNED'</script>"
         "<img src=x onerror=\"document.body.setAttribute('data-pwned','1')\"><b>bold</b>")

@@ -31,7 +31,7 @@ from amemgym.families import (
 from amemgym.families.budget.generate import build_episode
 from amemgym.families.budget.io import save_episode
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 
 
 def flat(text: str) -> str:

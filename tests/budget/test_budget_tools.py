@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_budget_harness import _OPENING, ScriptedAgent, call
 from typer.testing import CliRunner
 
 from amemgym.cli import app
@@ -32,7 +33,6 @@ from amemgym.llm.client import LLMClient
 from amemgym.llm.types import ChatRequest, ChatResult, ToolCallOut
 from amemgym.testing.fake_endpoint import FakeEndpoint
 from amemgym.testing.scripted_model import ScriptedBackend
-from test_budget_harness import _OPENING, ScriptedAgent, call
 
 
 @pytest.fixture(scope="module")

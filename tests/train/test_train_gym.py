@@ -10,14 +10,15 @@ import pytest
 
 gymnasium = pytest.importorskip("gymnasium")
 
+from test_train_env import TrainScript, policy  # noqa: E402
+
 from amemgym.errors import ConfigError  # noqa: E402
 from amemgym.families.statetrack.data import load_environment  # noqa: E402
 from amemgym.testing.scripted_model import scripted_client  # noqa: E402
 from amemgym.train import ENV_IDS, MemoryEnv, register_envs  # noqa: E402
 from amemgym.train.registration import family_env_ids  # noqa: E402
-from test_train_env import TrainScript, policy  # noqa: E402
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 
 def test_importing_amemgym_registers_nothing_and_train_registers_the_ids() -> None:

@@ -15,7 +15,7 @@ from amemgym.cli import app
 from amemgym.engine.lock import LOCK_NAME, run_lock
 from amemgym.errors import RunError
 
-SRC = Path(__file__).resolve().parent.parent / "src"
+SRC = Path(__file__).resolve().parents[2] / "src"
 
 
 @pytest.fixture

@@ -8,9 +8,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from test_report_runs import build_two_runs
 
 from amemgym.report.build import build_report
-from test_report_runs import build_two_runs
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (apt-get install -y chromium)")

@@ -24,7 +24,7 @@ from amemgym.families.budget.strategies import ATTACKS, STRATEGIES, run_strategy
 from amemgym.families.budget.validity import judge
 from amemgym.testing.budget import BudgetScript, client_factory, write_episodes
 
-PINNED = Path(__file__).parent / "fixtures" / "budget_scores_pinned.json"
+PINNED = Path(__file__).parents[1] / "fixtures" / "budget_scores_pinned.json"
 #: Official lite episodes (seeds 0 and 1 are official seeds) across domains of different shapes.
 STRATEGY_EPISODES = (("lite", "cities", 0), ("lite", "films", 1), ("lite", "hospitals", 0),
                      ("lite", "code_modules", 1))

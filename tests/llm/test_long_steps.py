@@ -17,7 +17,7 @@ from amemgym.families.statetrack.progress import RunProgress
 from amemgym.llm import embedded_model
 from amemgym.llm.usage import UsageLedger
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def test_the_readmes_validation_time_names_its_embedder() -> None:

@@ -16,7 +16,7 @@ from amemgym.errors import ConfigError
 from amemgym.families.statetrack.driver import run_command
 from amemgym.run.ray_executor import check_endpoints, task_config, task_slots
 
-SRC = Path(__file__).resolve().parent.parent / "src"
+SRC = Path(__file__).resolve().parents[2] / "src"
 
 GOOD = """
 agent:

@@ -15,7 +15,7 @@ from amemgym.testing.run_script import RunScript
 from amemgym.testing.scripted_model import ScriptedBackend
 from amemgym.train import MemoryEnv
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+SRC = Path(__file__).resolve().parents[2] / "src"
 
 
 def fake_env(path: Path, **kw) -> MemoryEnv:
@@ -42,7 +42,7 @@ def test_works_without_gymnasium(original_env_path: Path) -> None:
     script = textwrap.dedent(f"""
         import sys
         sys.modules["gymnasium"] = None
-        sys.path[:0] = [{str(SRC)!r}, {str(Path(__file__).parent)!r}]
+        sys.path[:0] = [{str(SRC)!r}, {str(Path(__file__).parents[1])!r}]
         from amemgym.testing.run_script import RunScript
         from amemgym.families.statetrack.data import load_environment
         from amemgym.llm import LLMClient

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
+from test_report_runs import cli, flat, make_run, two_user_env
 from typer.testing import CliRunner
 
 from amemgym.families.statetrack.data import load_environment
@@ -27,7 +28,6 @@ from amemgym.report.leaderboard import leaderboard
 from amemgym.report.load import RunRecord
 from amemgym.scoring.metrics import QuestionOutcome, aggregate
 from amemgym.testing.run_script import RunScript, last_user
-from test_report_runs import cli, flat, make_run, two_user_env
 
 
 class FirstOptionScript(RunScript):

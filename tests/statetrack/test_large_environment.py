@@ -12,7 +12,7 @@ import pytest
 from amemgym.errors import DataError
 from amemgym.families.statetrack.data.io import load_environment
 
-FIXTURE = Path(__file__).parent / "fixtures" / "original_shape.json"
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "original_shape.json"
 USERS = 600  # about 4 MB
 
 

@@ -9,13 +9,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_report_aggregate import METRICS
+from test_report_runs import build_two_runs
 
 from amemgym.report.aggregate import Grid, Stat, user_period_grid
 from amemgym.report.build import build_report
 from amemgym.report.charts import COLLAPSE_CELLS, curves_chart, diagnosis_chart, heatmap_chart, is_large
 from amemgym.report.html import SECTIONS, FigureImage, figure_block
-from test_report_aggregate import METRICS
-from test_report_runs import build_two_runs
 
 
 @pytest.fixture(scope="module")

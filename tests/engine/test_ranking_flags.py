@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 from rich.console import Console
+from test_budget_batch import Agent, envs  # noqa: F401 - the fixture is used by name
+from test_report_runs import two_user_env
 from typer.testing import CliRunner
 
 from amemgym.agents import resolve_agent
@@ -29,8 +31,6 @@ from amemgym.testing.fake_endpoint import FakeEndpoint
 from amemgym.testing.responder import default_responder, request_kind
 from amemgym.testing.run_script import RunScript
 from amemgym.testing.scripted_model import ScriptedBackend, scripted_client
-from test_budget_batch import Agent, envs  # noqa: F401 - the fixture is used by name
-from test_report_runs import two_user_env
 from test_trust_identity import cli
 
 

@@ -25,8 +25,8 @@ from amemgym.testing.fake_endpoint import FakeEndpoint
 from amemgym.testing.runs import damaged_files, kill_after, start_run, wait_for_work
 
 SECRET = "sk-test-SECRET-123456"
-SRC = Path(__file__).resolve().parent.parent / "src"
-FIXTURE = Path(__file__).parent / "fixtures" / "original_shape.json"
+SRC = Path(__file__).resolve().parents[2] / "src"
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "original_shape.json"
 # Transport and body faults map onto these client-side kinds (schema breaks do not occur: no structured calls).
 CLIENT_KIND = {"http_429": "http_429", "http_429_retry_after": "http_429", "http_500": "http_500",
                "http_502": "http_502", "http_503": "http_503", "reset": "connection", "timeout": "timeout",

@@ -15,6 +15,8 @@ from rich.console import Console
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'amemgym[ray]')")
 
+from test_budget_batch import Agent  # noqa: E402
+
 from amemgym.config import AppConfig, EndpointConfig, LLMConfig, load_config  # noqa: E402
 from amemgym.engine.runner import RunOptions, run_units  # noqa: E402
 from amemgym.families.budget.generate import build_episode  # noqa: E402
@@ -23,7 +25,6 @@ from amemgym.families.budget.units import UNITS  # noqa: E402
 from amemgym.llm.client import LLMClient  # noqa: E402
 from amemgym.llm.types import ChatRequest  # noqa: E402
 from amemgym.testing.fake_endpoint import FakeEndpoint  # noqa: E402
-from test_budget_batch import Agent  # noqa: E402
 
 
 @pytest.fixture(scope="module", autouse=True)

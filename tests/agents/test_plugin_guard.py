@@ -384,7 +384,7 @@ def test_ctrl_c_stops_a_run_stuck_in_a_plugin_and_the_run_resumes(family: str, f
     monkeypatch.setenv("PLUGIN_TEST_FLAG", str(flag))
     monkeypatch.setenv("PLUGIN_TEST_ENTERED", str(entered))
     with FakeEndpoint() as ep:
-        proc = start_run(ep, args, tmp_path / "cache", pythonpath=Path(__file__).parents[1] / "src")
+        proc = start_run(ep, args, tmp_path / "cache", pythonpath=Path(__file__).parents[2] / "src")
         deadline = time.monotonic() + 120
         while not entered.exists() and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -398,7 +398,7 @@ def test_ctrl_c_stops_a_run_stuck_in_a_plugin_and_the_run_resumes(family: str, f
         assert proc.returncode == 130, output
         assert "interrupted; re-run the same command to resume" in output and "Traceback" not in output
         flag.unlink()
-        resumed = start_run(ep, args, tmp_path / "cache", pythonpath=Path(__file__).parents[1] / "src")
+        resumed = start_run(ep, args, tmp_path / "cache", pythonpath=Path(__file__).parents[2] / "src")
         output = resumed.communicate(timeout=300)[0]
         assert resumed.returncode == 0, output
 
