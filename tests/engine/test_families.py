@@ -10,6 +10,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -19,10 +20,13 @@ from amemgym.errors import ConfigError, DataError
 from amemgym.families import (
     BUILTIN,
     Board,
+    NoOptions,
+    OptionValue,
     check_family,
     family_for_env,
     family_for_run,
     family_names,
+    family_options,
     get_family,
     group_runs,
     register_family,
@@ -30,6 +34,9 @@ from amemgym.families import (
 )
 from amemgym.families.budget.generate import build_episode
 from amemgym.families.budget.io import save_episode
+from amemgym.families.budget.options import GenerateOptions as BudgetGenerate
+from amemgym.families.statetrack.options import GenerateOptions as StatetrackGenerate
+from amemgym.families.statetrack.options import RunOptions as StatetrackRun
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 
@@ -122,6 +129,61 @@ def test_generate_checks_the_family_against_the_registry(tmp_path: Path) -> None
     res = CliRunner().invoke(app, ["generate", "--family", "budget", "--domain", "films", "--out", str(tmp_path)])
     assert res.exit_code == 0, res.output
     assert family_for_env(tmp_path / "data.json").name == "budget"
+
+
+def test_each_family_receives_only_its_own_generate_options(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: dict[str, Any] = {}
+
+    def keep(name: str) -> Any:
+        return lambda request, console: seen.update({name: request}) or 0
+
+    for name in ("statetrack", "budget"):
+        monkeypatch.setattr(get_family(name), "generate", keep(name))
+    out = str(tmp_path / "x")
+    res = CliRunner().invoke(app, ["generate", "--out", out, "--users", "2", "--seed", "5", "--salt", "1"])
+    assert res.exit_code == 0, res.output
+    assert CliRunner().invoke(app, ["generate", "--family", "budget", "--domain", "films", "--tier", "hard",
+                                    "--seed", "4", "--out", out]).exit_code == 0
+    st, bu = seen["statetrack"], seen["budget"]
+    assert st.options == StatetrackGenerate(users=2) and (st.seed, st.salt) == (5, 1)
+    assert bu.options == BudgetGenerate(tier="hard", domain="films") and bu.seed == 4
+    # Neither request carries the other family's options, at any level.
+    assert not hasattr(st.options, "tier") and not hasattr(st, "tier")
+    assert not hasattr(bu.options, "generator") and not hasattr(bu, "users")
+
+
+@pytest.mark.parametrize(("family", "args", "message"), [
+    ("budget", ["generate", "--family", "budget", "--domain", "films", "--users", "3", "--generator", "llm"],
+     "--generator, --users not supported for budget-family generate"),
+    ("statetrack", ["generate", "--tier", "hard", "--official"], "--tier, --official not supported for "
+     "statetrack-family generate"),
+    ("budget", ["validate", "--margin", "0.1", "--gate-prior"], "--margin, --gate-prior not supported for "
+     "budget-family validate"),
+    ("statetrack", ["validate", "--seeds", "3"], "--seeds not supported for statetrack-family validate"),
+    ("budget", ["run", "--dry-run", "--json"], "--dry-run, --json not supported for budget-family runs yet"),
+])
+def test_an_option_of_another_family_is_refused_in_one_line(family: str, args: list[str], message: str,
+                                                            original_env_path: Path, tmp_path: Path) -> None:
+    episode = tmp_path / "ep" / "data.json"
+    save_episode(build_episode("lite", "films", 0, 0), episode)
+    if args[0] != "generate":
+        args = [*args, "--env", str(episode if family == "budget" else original_env_path)]
+    out = tmp_path / "out"
+    res = CliRunner().invoke(app, [*args, "--out", str(out)] if args[0] != "validate" else args)
+    assert res.exit_code == 2, res.output
+    assert flat(res.output) == f"error: {message}" and not out.exists()
+
+
+def test_a_family_without_an_options_model_takes_only_the_shared_options() -> None:
+    class Bare:
+        name = "bare"
+
+    quiet = {"dry_run": OptionValue("--dry-run", False, False)}
+    assert family_options(Bare(), "run", quiet) == NoOptions()  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match=r"^--dry-run not supported for bare-family runs yet$"):
+        family_options(Bare(), "run", {"dry_run": OptionValue("--dry-run", True, True)})  # type: ignore[arg-type]
+    taken = family_options(get_family("statetrack"), "run", {"json": OptionValue("--json", True, True), **quiet})
+    assert taken == StatetrackRun(json=True)
 
 
 def test_importing_the_registry_loads_no_family() -> None:

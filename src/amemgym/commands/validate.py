@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -180,11 +181,16 @@ def register(app: typer.Typer) -> None:
                                            "domain at the file's tier.")] = 0,
     ) -> None:
         """Check that no memoryless strategy beats its baseline and that the reference agents hold (exit 1 if not)."""
-        from ..families import ValidateRequest, family_for_env
+        from ..families import OptionValue, ValidateRequest, family_for_env, family_options
 
-        request = ValidateRequest(env=env, margin=margin, seed=seed, embedder=embedder, json_out=json_out,
-                                  gate_prior=gate_prior, judge=judge, config=config, sets=set_, seeds=seeds)
-        raise typer.Exit(family_for_env(env).validate(request, out))
+        family = family_for_env(env)
+        defaults = {name: p.default for name, p in inspect.signature(validate).parameters.items()}
+        own = {name: OptionValue(flag, value, value != defaults[name]) for name, flag, value in (
+            ("margin", "--margin", margin), ("seed", "--seed", seed), ("embedder", "--embedder", embedder),
+            ("gate_prior", "--gate-prior", gate_prior), ("judge", "--judge", judge), ("seeds", "--seeds", seeds))}
+        request = ValidateRequest(env=env, options=family_options(family, "validate", own), json_out=json_out,
+                                  config=config, sets=set_)
+        raise typer.Exit(family.validate(request, out))
 
     @app.command("audit-sim")
     @handled

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
     from ...engine.flags import ModelFlags
     from .. import RunRequest
+    from .options import RunOptions
 
 
 def generated_with(env: Environment) -> str | None:
@@ -67,7 +68,7 @@ def refuse_mixed_layout(out_dir: Path, trials: int) -> None:
                           f"{len(existing)} (or more) to resume it, or use a new --out directory")
 
 
-def run_request(r: RunRequest, console: Console) -> int:
+def run_request(r: RunRequest[RunOptions], console: Console) -> int:
     """Run (or resume, or estimate) what ``r`` asks; returns the exit code.
 
     With ``--json`` every human-readable line goes to stderr and stdout carries one JSON summary.
@@ -80,15 +81,15 @@ def run_request(r: RunRequest, console: Console) -> int:
     from .data.io import load_environment
     from .driver import default_environment, run_command
 
-    if r.json:
+    if r.options.json:
         console = err
     flags = ModelFlags(r.model, r.user_model, r.judge_model, r.max_connections)
     spec = resolve_agent(r.agent)  # a typo is refused before the environment is read
     if r.judge_model is not None:
         # Refused before the first trial starts; an agent plug-in that declares the judge role keeps it.
-        called = run_roles(spec.roles, off_policy=r.off_policy is not None)
+        called = run_roles(spec.roles, off_policy=r.options.off_policy is not None)
         flags.refuse_unused_judge(called, "amemgym run", "multiple-choice answers are scored exactly")
-    if not r.dry_run:
+    if not r.options.dry_run:
         refuse_mixed_layout(r.out_dir, r.trials)
     environment = load_environment(r.env, limit=r.limit) if r.env else None  # --limit reads only N users
     # The environment carries the preset it was generated with, and a run takes its settings from there
@@ -98,23 +99,23 @@ def run_request(r: RunRequest, console: Console) -> int:
     note = protocol_note(carried, r.config)
     if r.serial:
         cfg.run.serial = True
-    if r.resimulate_leaks:
+    if r.options.resimulate_leaks:
         cfg.run.resimulate_leaks = True
     if r.no_cache:
         cfg.llm.cache = False
-    if r.dry_run:
+    if r.options.dry_run:
         played = first_users(environment or load_environment(default_environment()), r.limit)
         return dry_run(cfg, played, spec.roles, r, flags, console, note)
 
     def one(out_dir: Path, first: bool = True) -> int:
-        return run_command(cfg, r.env, r.agent, out_dir, off_policy=r.off_policy, console=console,
+        return run_command(cfg, r.env, r.agent, out_dir, off_policy=r.options.off_policy, console=console,
                            executor=r.executor, ray_address=r.ray_address, models=r.models,
                            allow_model_change=r.allow_model_change, flags=flags, limit=r.limit,
                            environment=environment, settings_note=note if first else None)
 
     if r.trials == 1:
         code = one(r.out_dir)
-        if r.json:
+        if r.options.json:
             _emit(run_summary(r.out_dir, code))
         return code
     from .trials import trial_dirs, write_trial_summary
@@ -136,7 +137,7 @@ def run_request(r: RunRequest, console: Console) -> int:
         mean = "n/a" if s["mean"] is None else f"{s['mean']:.4f}"
         console.print(f"{name}: mean {mean}, std between trials {std} (n={s['n']})", highlight=False)
     console.print(f"trials summary: {r.out_dir / 'trials.json'}", highlight=False)
-    if r.json:
+    if r.options.json:
         trials = [run_summary(d, c) for d, c in zip(dirs, codes, strict=True)]
         _emit({"out_dir": str(r.out_dir), "exit_code": max(codes), "trials": trials, "spread": summary["spread"],
                "cache": {"replies_from_cache": sum(t["cache"]["replies_from_cache"] for t in trials),
@@ -144,7 +145,7 @@ def run_request(r: RunRequest, console: Console) -> int:
     return max(codes)
 
 
-def dry_run(cfg: AppConfig, env: Environment, agent_roles: tuple[str, ...] | None, r: RunRequest,
+def dry_run(cfg: AppConfig, env: Environment, agent_roles: tuple[str, ...] | None, r: RunRequest[RunOptions],
             flags: ModelFlags, console: Console, note: str | None) -> int:
     """Print (or emit as JSON) the estimate of :func:`.estimate.estimate_run`; no call, no file."""
     from rich.table import Table
@@ -156,8 +157,8 @@ def dry_run(cfg: AppConfig, env: Environment, agent_roles: tuple[str, ...] | Non
 
         cfg.llm.roles = apply_models_file(cfg.llm.roles, r.models)  # type: ignore[arg-type, assignment]
     flags.apply(cfg)
-    estimate = estimate_run(env, cfg, agent_roles, replay=r.off_policy is not None, trials=r.trials)
-    if r.json:
+    estimate = estimate_run(env, cfg, agent_roles, replay=r.options.off_policy is not None, trials=r.trials)
+    if r.options.json:
         _emit({"dry_run": True, **estimate})
         return 0
     if note:

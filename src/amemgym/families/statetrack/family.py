@@ -1,7 +1,8 @@
 """The statetrack family (the original AMemGym setting) seen through the :class:`~amemgym.families.Family` protocol.
 
-The family's code stays where it lives (``data/``, ``generate/``, ``run/``, ``validity/``, ``report/``); this
-module only forwards each command to it, importing lazily so that choosing a family costs nothing.
+The family's code lives beside this module (``data/``, ``generate/``, ``runner.py``, ``validity/``, ...) and in
+the shared ``report/``; this module only forwards each command to it, importing lazily so that choosing a
+family costs nothing. Its own options of each command are in ``options.py``.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from ...errors import AMemGymError, ConfigError, RunError
 from ...storage import atomic_write_json, atomic_write_text
 from .. import Board, ExportResult, GenerateRequest, RunRequest, ValidateRequest
+from .options import GenerateOptions, RunOptions, ValidateOptions
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -21,6 +23,9 @@ class StateTrack:
     """Simulated users whose state changes over periods, probed with multiple-choice questions."""
 
     name = "statetrack"
+    generate_options = GenerateOptions
+    validate_options = ValidateOptions
+    run_options = RunOptions
 
     def owns_run(self, run_dir: Path) -> bool:
         """A statetrack run directory has a ``manifest.json``; a ``--trials`` output has one per trial."""
@@ -28,27 +33,27 @@ class StateTrack:
 
         return (run_dir / "manifest.json").is_file() or is_trials_dir(run_dir)
 
-    def generate(self, request: GenerateRequest, console: Console) -> int:
+    def generate(self, request: GenerateRequest[GenerateOptions], console: Console) -> int:
         """The procedural generator or the LLM pipeline: ``data.json`` plus ``generation_report.json``."""
         from ...cli_common import app_config
         from ...engine.lock import run_lock
         from .data.io import save_environment
         from .generate.personas import load_personas
 
-        r, out_dir = request, request.out_dir
+        r, o, out_dir = request, request.options, request.out_dir
         cfg = app_config(r.config, r.sets)
-        pool = load_personas(r.personas) if r.personas else None
-        if r.generator != "procedural":
+        pool = load_personas(o.personas) if o.personas else None
+        if o.generator != "procedural":
             from ...llm.preflight import preflight
 
             preflight(cfg.llm, ["generator"])  # a wrong model name stops here, not after the first user's calls
         with run_lock(out_dir, "amemgym generate"):
-            if r.generator == "procedural":
+            if o.generator == "procedural":
                 from .generate.procedural import generate_procedural, select_domains
 
-                names = [n.strip() for n in r.domains.split(",") if n.strip()] if r.domains else None
-                chosen = select_domains(names, r.packs or ())
-                env, report = generate_procedural(cfg.env, seed=r.seed, num_users=r.users, salt=r.salt,
+                names = [n.strip() for n in o.domains.split(",") if n.strip()] if o.domains else None
+                chosen = select_domains(names, o.packs or ())
+                env, report = generate_procedural(cfg.env, seed=r.seed, num_users=o.users, salt=r.salt,
                                                   personas=pool, domains=chosen)
                 save_environment(env, out_dir / "data.json")
                 atomic_write_json(out_dir / "generation_report.json", report)
@@ -61,14 +66,14 @@ class StateTrack:
             from .generate.progress import GenerationProgress
 
             llm = LLMClient.from_config(cfg.llm, serial=cfg.run.serial)
-            progress = GenerationProgress(r.users or cfg.env.num_user_profiles, len(STAGES), llm.ledger)
+            progress = GenerationProgress(o.users or cfg.env.num_user_profiles, len(STAGES), llm.ledger)
 
             async def go() -> object:
                 try:
-                    return await generate_llm(cfg.env, llm, out_dir, num_users=r.users, seed=r.seed,
+                    return await generate_llm(cfg.env, llm, out_dir, num_users=o.users, seed=r.seed,
                                               personas=pool, allow_partial=True,
                                               concurrency=cfg.run.user_concurrency,
-                                              limits=Limits(strict_checks=r.strict_checks), progress=progress)
+                                              limits=Limits(strict_checks=o.strict_checks), progress=progress)
                 finally:
                     progress.close()
                     await llm.aclose()
@@ -90,30 +95,30 @@ class StateTrack:
                 for f in failed:
                     console.print(f"failed user {f.user_id} ({f.name}) at step {f.step}: {f.reason}",
                                   highlight=False, markup=False)
-                if not r.allow_partial:
+                if not o.allow_partial:
                     raise AMemGymError(f"{len(failed)} user(s) could not be generated (see the report); "
                                        "pass --allow-partial to accept a partial environment")
         return 0
 
-    def validate(self, request: ValidateRequest, console: Console) -> int:
+    def validate(self, request: ValidateRequest[ValidateOptions], console: Console) -> int:
         """Shortcut strategies against random, the reference agents, the data audit; 1 if any check fails."""
         from ...cli_common import app_config, err
         from ...commands.validate import ValidateProgress, pick_embedder, print_report
         from .data.io import load_environment
         from .validity import FAMILIES, TextVectors, run_suite
 
-        r = request
-        if not 0 <= r.margin < 1:
-            raise ConfigError(f"--margin must be in [0, 1), got {r.margin}")
+        r, o = request, request.options
+        if not 0 <= o.margin < 1:
+            raise ConfigError(f"--margin must be in [0, 1), got {o.margin}")
         environment = load_environment(r.env)
-        embed, name, note = pick_embedder(r.embedder)
+        embed, name, note = pick_embedder(o.embedder)
         if note:
             err.print(note, highlight=False, markup=False)
         exposure = None
         # Steps: the judge's reading (if asked), embeddings, text reader, one per family, gates.
-        progress = ValidateProgress(len(FAMILIES) + 3 + int(r.judge))
+        progress = ValidateProgress(len(FAMILIES) + 3 + int(o.judge))
         try:
-            if r.judge:
+            if o.judge:
                 import asyncio
                 import time
 
@@ -134,8 +139,8 @@ class StateTrack:
                 started = time.perf_counter()
                 exposure = asyncio.run(read())
                 progress(step, time.perf_counter() - started)
-            report = run_suite(environment, TextVectors(embed), margin=r.margin, seed=r.seed, embedder=name,
-                               gate_prior=r.gate_prior, text_exposure=exposure, progress=progress)
+            report = run_suite(environment, TextVectors(embed), margin=o.margin, seed=o.seed, embedder=name,
+                               gate_prior=o.gate_prior, text_exposure=exposure, progress=progress)
         finally:
             progress.close()
         if note:
@@ -146,7 +151,7 @@ class StateTrack:
             console.print(f"results: {r.json_out}")
         return 0 if report.passed else 1
 
-    def run(self, request: RunRequest, console: Console) -> int:
+    def run(self, request: RunRequest[RunOptions], console: Console) -> int:
         """The on-policy (or replayed) run with per-period evaluation, optionally as several trials."""
         from .command import run_request
 
