@@ -201,6 +201,10 @@ class RunSettings(_Strict):
         64, ge=1, description="Users simulated at once (the endpoints' adaptive limits pace the calls)."
     )
     serial: bool = Field(False, description="One call at a time, for debugging.")
+    workers: int = Field(
+        0, ge=0, description="Processes the users are spread over (docs/design.md §10); 0 = auto: one per core, "
+        "at most one per 8 users, and 1 when a role runs on the embedded model. Results do not depend on it.",
+    )
     agent_call_timeout: float = Field(
         900.0, gt=0, description="Seconds one call into a plug-in agent (reply, act, answer, ...) may take, model "
         "calls included, before it is recorded as a failure; a call silent for 30 s is reported before that.",

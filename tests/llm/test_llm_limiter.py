@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import collections
+import heapq
+import math
+import random
 from collections.abc import Iterator
 
 import pytest
@@ -212,3 +216,53 @@ def test_embedded_server_limit_ignores_latency_but_http_endpoints_do_not() -> No
     assert llm._limit("embedded:qwen", 2).latency_tolerance == float("inf")
     assert llm._limit("http://127.0.0.1:1/v1|m", 64).latency_tolerance == 2.0
     assert set(llm.ledger.limiters) == {"embedded:qwen", "http://127.0.0.1:1/v1|m"}
+
+
+async def _queueing_server(slots: int, seconds: float, fault_at: float | None = None) -> tuple[float, AdaptiveLimiter]:
+    """A server of ``slots`` slots that queues the rest, as an inference server's batch, simulated on a clock.
+
+    Callers always have more calls ready than the limit allows. Each call waits in the server's queue for a
+    slot, then holds it for a lognormal service time (median 0.1 s, log-sd 0.5, seeded), so queueing shows
+    as latency. ``fault_at``: the first call finishing after that moment is a 503 instead.
+    Returns the share of slot-seconds busy after a warm-up of 5 s, and the limiter.
+    """
+    now = [0.0]
+    lim = AdaptiveLimiter(128, clock=lambda: now[0])
+    rng = random.Random(7)
+    queue: collections.deque[Slot] = collections.deque()
+    serving: list[tuple[float, int, Slot]] = []
+    busy = 0.0
+    n = 0
+    while now[0] < seconds:
+        while lim.in_flight < lim.limit:
+            queue.append(await lim.acquire())
+        while queue and len(serving) < slots:
+            service = 0.1 * math.exp(rng.gauss(0.0, 0.5))
+            heapq.heappush(serving, (now[0] + service, n, queue.popleft()))
+            n += 1
+            if now[0] >= 5.0:
+                busy += service
+        finish, _, slot = heapq.heappop(serving)
+        now[0] = finish
+        if fault_at is not None and finish >= fault_at:
+            fault_at = None
+            lim.on_overload(slot)
+        else:
+            lim.on_success(slot, now[0] - slot.started)
+        lim.release()
+    return busy / (slots * (seconds - 5.0)), lim
+
+
+@pytest.mark.parametrize("slots", [16, 64])
+async def test_queueing_at_the_server_never_leaves_its_slots_idle(slots: int) -> None:
+    # Queueing doubles the latency long before the limit falls to the server's slots; the limit may come
+    # down (it need not keep a deep queue at the server), but never so far that a slot waits for a call.
+    busy, lim = await _queueing_server(slots, 120.0)
+    assert busy > 0.97
+    assert lim.limit >= slots
+
+
+async def test_a_5xx_while_queueing_still_halves_the_limit() -> None:
+    _, before = await _queueing_server(16, 30.0)
+    _, lim = await _queueing_server(16, 30.0, fault_at=29.9)
+    assert lim.decreases == before.decreases + 1

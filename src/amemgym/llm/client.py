@@ -165,7 +165,8 @@ class LLMClient:
         self._embedder = embedder
         self._limits: dict[str, AdaptiveLimiter] = {}
         self._serial = asyncio.Semaphore(1) if serial else None
-        self._inflight: dict[tuple[Any, ...], asyncio.Future[ChatResult]] = {}
+        # Keyed by the cache key when there is one (already computed), else by the same fields as a tuple.
+        self._inflight: dict[tuple[Any, ...] | str, asyncio.Future[ChatResult]] = {}
         self._backoff = _Backoff(backoff_base, backoff_cap, random.Random(0))
         self._resolve_lock = asyncio.Lock()
         self._owned: list[Any] = []
@@ -400,11 +401,13 @@ class LLMClient:
         model_name = await self.model_identity(role)
         usage = self.ledger.role(role)
         caching = use_cache and self.cache is not None
-        # The persistent key is a sha256 of the canonical JSON request (about 1 ms on a long conversation),
-        # so it is only computed when a cache is used. In-flight dedup needs no digest: a tuple of the same
-        # fields is an exact dict key, and Python caches each message string's hash on the string itself.
+        # The persistent key is a sha256 of the canonical JSON request (about 0.1 ms on a long conversation),
+        # so it is only computed when a cache is used; in-flight dedup then keys on it too. Without a cache it
+        # needs no digest: a tuple of the same fields is an exact dict key, and Python caches each message
+        # string's hash on the string itself.
         key = req.cache_key(backend.backend_id, model_name) if caching else None
-        flight = _flight_key(req, backend.backend_id, model_name, plain)
+        flight: tuple[Any, ...] | str = key if key is not None else _flight_key(req, backend.backend_id, model_name,
+                                                                                plain)
         if caching:
             assert self.cache is not None and key is not None
             hit = self.cache.get(key)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import random
 import signal
 import socket
@@ -114,7 +115,13 @@ class FakeEndpoint:
 
     Args:
         latency: seconds from a chat or embedding request's arrival to its reply (or fault); the endpoint's own
-            work (decoding, the responder, encoding) happens inside it rather than on top of it.
+            work (decoding, the responder, encoding) happens inside it rather than on top of it. With
+            ``latency_sigma`` it is the median of a lognormal draw per request; with ``slots`` it is counted
+            from the moment the request gets a slot instead of from its arrival.
+        latency_sigma: log-scale standard deviation of each request's latency (0 = every request takes
+            ``latency``); draws come from an RNG seeded by ``seed``, one per request in the order they are served.
+        slots: serve at most this many chat and embedding requests at once and queue the rest, as an inference
+            server's batch does (None = no limit, every request is served on arrival).
         responder: maps the parsed request body to reply text; must depend on content only.
         fault_rate: probability that a chat request gets a random fault from ``fault_kinds``.
         fault_kinds: the faults to draw from (``schema_break`` only applies to structured requests).
@@ -149,6 +156,8 @@ class FakeEndpoint:
         self,
         *,
         latency: float = 0.0,
+        latency_sigma: float = 0.0,
+        slots: int | None = None,
         responder: RequestResponder = default_responder,
         fault_rate: float = 0.0,
         fault_kinds: tuple[str, ...] = FAULT_KINDS,
@@ -170,7 +179,12 @@ class FakeEndpoint:
         unknown = sorted(set(fault_kinds) - set(FAULT_KINDS) - set(FORCED_ONLY))
         if unknown:
             raise ValueError(f"unknown fault kind(s): {', '.join(unknown)}")
+        if slots is not None and slots < 1:
+            raise ValueError("slots must be at least 1")
         self.latency = latency
+        self.latency_sigma = latency_sigma
+        self._slots = threading.BoundedSemaphore(slots) if slots is not None else None
+        self._latency_rng = random.Random(f"latency:{seed}")
         self.responder = responder
         self.fault_rate = fault_rate
         self.fault_kinds = tuple(fault_kinds)
@@ -244,6 +258,11 @@ class FakeEndpoint:
             self.model_calls = 0
             self.in_flight = 0
             self.max_in_flight = 0
+            #: Seconds of service drawn for the requests served so far (their summed latencies).
+            self.service_seconds = 0.0
+            #: Requests holding one of the ``slots`` now, and the most that ever did at once.
+            self.serving = 0
+            self.max_serving = 0
             self.log: list[CallRecord] = []
             self.authorizations: set[str] = set()
 
@@ -252,7 +271,8 @@ class FakeEndpoint:
         with self._lock:
             return {"calls": self.calls, "served": self.served, "calls_by_kind": dict(self.calls_by_kind),
                     "faults": dict(self.faults), "embed_calls": self.embed_calls, "model_calls": self.model_calls,
-                    "max_in_flight": self.max_in_flight}
+                    "max_in_flight": self.max_in_flight, "service_seconds": self.service_seconds,
+                    "max_serving": self.max_serving}
 
     def served_keys(self) -> Counter[str]:
         """How often each distinct request was answered successfully."""
@@ -265,6 +285,15 @@ class FakeEndpoint:
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
             if auth:
                 self.authorizations.add(auth)
+
+    def _service_time(self) -> float:
+        """One request's latency: fixed, or a lognormal draw around ``latency`` (counted in ``service_seconds``)."""
+        with self._lock:
+            seconds = self.latency
+            if self.latency_sigma > 0:
+                seconds *= math.exp(self._latency_rng.gauss(0.0, self.latency_sigma))
+            self.service_seconds += seconds
+        return seconds
 
     def _leave(self) -> None:
         with self._lock:
@@ -367,15 +396,39 @@ class _Handler(BaseHTTPRequestHandler):
         # client's delayed ACK (up to 40 ms), a latency that would be charged to the harness.
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
-    _due = 0.0
+    _arrived = 0.0
+    _due: float | None = None
+    _holds_slot = False
 
     def parse_request(self) -> bool:
-        # The request has arrived once its first line is read: its latency runs from here.
-        self._due = time.perf_counter() + self.server.endpoint.latency
+        # The request has arrived once its first line is read: without slots its latency runs from here.
+        self._arrived, self._due = time.perf_counter(), None
         return super().parse_request()
 
+    def handle_one_request(self) -> None:
+        try:
+            super().handle_one_request()
+        finally:
+            if self._holds_slot:
+                ep = self.server.endpoint
+                self._holds_slot = False
+                with ep._lock:
+                    ep.serving -= 1
+                ep._slots.release()  # type: ignore[union-attr]
+
     def _wait_due(self) -> None:
-        """Hold the reply until the request's latency, counted from its arrival, has passed."""
+        """Hold the reply until the request's latency has passed: from its arrival, or from getting a slot."""
+        ep = self.server.endpoint
+        if self._due is None:
+            start = self._arrived
+            if ep._slots is not None:
+                ep._slots.acquire()  # queued behind the requests being served, as in a server's batch
+                self._holds_slot = True
+                with ep._lock:
+                    ep.serving += 1
+                    ep.max_serving = max(ep.max_serving, ep.serving)
+                start = time.perf_counter()
+            self._due = start + ep._service_time()
         delay = self._due - time.perf_counter()
         if delay > 0:
             time.sleep(delay)
@@ -481,7 +534,9 @@ def main(argv: list[str] | None = None) -> int:
                                      description="A local fake OpenAI-compatible endpoint for tests and benchmarks.")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
-    parser.add_argument("--latency", type=float, default=0.0, help="seconds per call")
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds per call (the median with --latency-sigma)")
+    parser.add_argument("--latency-sigma", type=float, default=0.0, help="log-sd of a lognormal latency per call")
+    parser.add_argument("--slots", type=int, default=None, help="requests served at once; the rest queue")
     parser.add_argument("--fault-rate", type=float, default=0.0)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--model", default="fake-model")
@@ -489,7 +544,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--log-requests", default=None, metavar="FILE",
                         help="append model, temperature and max_tokens of every chat request to FILE (JSON lines)")
     args = parser.parse_args(argv)
-    ep = FakeEndpoint(latency=args.latency, fault_rate=args.fault_rate, seed=args.seed, model=args.model,
+    ep = FakeEndpoint(latency=args.latency, latency_sigma=args.latency_sigma, slots=args.slots,
+                      fault_rate=args.fault_rate, seed=args.seed, model=args.model,
                       timeout_sleep=args.timeout_sleep, host=args.host, port=args.port, log_path=args.log_requests)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

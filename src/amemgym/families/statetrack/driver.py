@@ -30,7 +30,7 @@ from .data.model import Environment
 from .generate.procedural import tiny_environment_path
 from .layout import RunDir
 from .progress import RunProgress
-from .runner import Runner, existing_manifest, protocol_of
+from .runner import Runner, UserExecutor, existing_manifest, protocol_of
 from .validity.sim_audit import degenerate_warning
 
 
@@ -221,11 +221,18 @@ def run_command(
         check_off_policy_source(off_policy, env)
     called = run_roles(spec.roles, off_policy=off_policy is not None)
     preflight(cfg.llm, called)
-    distributed = None
+    distributed: UserExecutor | None = None
     if executor == "ray":
         import_ray()  # fail before any work if the extra is missing or an endpoint is not served
         check_endpoints(cfg)
         distributed = RayExecutor(address=ray_address)
+    else:
+        from .episode import RUN_ROLES
+        from .processes import ProcessExecutor, auto_workers
+
+        workers = cfg.run.workers or auto_workers(cfg, len(env.users), RUN_ROLES)
+        if workers > 1:
+            distributed = ProcessExecutor(workers)
     llm = LLMClient.from_config(cfg.llm, serial=cfg.run.serial)
     # Build one agent before any work, so a plug-in whose factory fails is refused up front, not mid-run.
     spec.build(llm, AgentContext(user_id="agent-check", state_schema=dict(env.users[0].state_schema)))

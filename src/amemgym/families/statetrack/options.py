@@ -27,13 +27,13 @@ class GenerateOptions:
 
 @dataclass(frozen=True)
 class ValidateOptions:
-    """The shortcut suite's margin, recorded seed and embedder, the prior gate and the judge's exposure read."""
+    """The shortcut suite's margin, recorded seed and embedder, the prior gate and when the judge reads exposure."""
 
     margin: float = 0.03
     seed: int = 0
     embedder: str = "auto"
     gate_prior: bool = False
-    judge: bool = False
+    judge: bool | None = None  # the exposure judge: True always, False never, None auto (docs/design.md §8)
 
 
 @dataclass(frozen=True)

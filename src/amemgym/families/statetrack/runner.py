@@ -72,7 +72,7 @@ def protocol_of(env: Environment, spec: AgentSpec, cfg: AppConfig, off_policy: P
         "environment_sha256": environment_hash(env),
         "agent": {"name": spec.name, "options": spec.options},
         "rounds": {"init": cfg.env.num_rounds_init, "update": cfg.env.num_rounds_update},
-        "run": cfg.run.model_dump(exclude={"serial", "user_concurrency"}),
+        "run": cfg.run.model_dump(exclude={"serial", "user_concurrency", "workers"}),
         "off_policy": str(off_policy) if off_policy else None,
         # What was replayed, by content: runs replaying different conversations are never grouped together.
         **({"off_policy_sessions_sha256": source_sessions_sha256(off_policy)} if off_policy else {}),
