@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from amemgym.agents import resolve_agent
@@ -36,7 +37,7 @@ def test_the_body_carries_every_field_and_the_key_digests_the_same_bytes() -> No
                     "tools": [{"type": "function", "function": {"name": "f"}}],
                     "response_format": {"type": "json_schema",
                                         "json_schema": {"name": "answer", "schema": SCHEMA, "strict": True}}}
-    head = json.dumps([CACHE_KEY_FORMAT, "openai:u", "id"], ensure_ascii=False).encode()
+    head = json.dumps([CACHE_KEY_FORMAT, "openai:u", "id"], separators=(",", ":")).encode()
     assert req.cache_key("openai:u", "id") == hashlib.sha256(head + b"\n" + req.wire_fields).hexdigest()
     assert req.body("served-model").endswith(req.wire_fields[1:])
 
@@ -62,17 +63,23 @@ def test_every_field_that_changes_the_reply_changes_the_key_and_key_order_does_n
 
 
 async def test_a_cached_call_encodes_its_history_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    encodes: list[int] = []
-    real = json.dumps
+    encodes: list[str] = []
+    real_json, real_orjson = json.dumps, orjson.dumps
 
-    def counting(obj: Any, *args: Any, **kwargs: Any) -> str:
+    def counting_json(obj: Any, *args: Any, **kwargs: Any) -> str:
         # The fake endpoint (same process) encodes bodies for its own records; only the client's count.
         if isinstance(obj, dict) and "messages" in obj and sys._getframe(1).f_globals["__name__"].startswith(
                 "amemgym.llm"):
-            encodes.append(1)
-        return real(obj, *args, **kwargs)
+            encodes.append("json")
+        return real_json(obj, *args, **kwargs)
 
-    monkeypatch.setattr(json, "dumps", counting)
+    def counting_orjson(obj: Any, *args: Any, **kwargs: Any) -> bytes:
+        if isinstance(obj, dict) and "messages" in obj:
+            encodes.append("orjson")
+        return real_orjson(obj, *args, **kwargs)
+
+    monkeypatch.setattr(json, "dumps", counting_json)
+    monkeypatch.setattr(orjson, "dumps", counting_orjson)
     with FakeEndpoint() as ep:
         cfg = LLMConfig(default=EndpointConfig(base_url=ep.base_url, model="fake-model", max_retries=0))
         llm = LLMClient(cfg, cache=ResponseCache(tmp_path / "c.sqlite"))

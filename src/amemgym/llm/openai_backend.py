@@ -19,6 +19,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 import numpy as np
+import orjson
 
 from .backends import PermanentError, TransientError
 from .http import ReplyTooLarge, Response, SetupError, Transport, public_url
@@ -224,7 +225,7 @@ class OpenAIBackend:
         if not 200 <= resp.status < 300:
             raise status_error(resp.status, resp.body, resp.headers)
         try:
-            return json.loads(resp.body)
+            return orjson.loads(resp.body)  # a few times faster than json.loads on a reply; same values
         except Exception as exc:  # noqa: BLE001 - classified and re-raised
             raise classify(exc) from exc
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
+
+import orjson
 
 #: One chat message: ``role`` and ``content``, and for native tool use ``tool_calls`` (an assistant's calls in
 #: the wire form) or ``tool_call_id`` (a tool result).
@@ -53,10 +54,12 @@ class ChatRequest:
 
     @cached_property
     def wire_fields(self) -> bytes:
-        """The chat-completions body without its ``model``, as canonical JSON (sorted keys, UTF-8).
+        """The chat-completions body without its ``model``, as canonical JSON (sorted keys, compact, UTF-8).
 
         Encoded once per request: the same bytes go on the wire (:meth:`body`) and into the cache key
-        (:meth:`cache_key`), so a long history is serialised once per call, not once for each.
+        (:meth:`cache_key`), so a long history is serialised once per call, not once for each. orjson
+        writes it about six times faster than the standard library, and the same input always gives the
+        same bytes (keys sorted; no whitespace; floats in their shortest round-trip form).
         """
         fields: dict[str, Any] = {"messages": self.messages, "temperature": self.temperature,
                                   "max_tokens": self.max_tokens}
@@ -71,14 +74,13 @@ class ChatRequest:
             fields["tools"] = self.tools
         if self.tool_choice is not None:
             fields["tool_choice"] = self.tool_choice
-        return json.dumps(fields, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        return orjson.dumps(fields, option=orjson.OPT_SORT_KEYS)
 
     def body(self, model: str) -> bytes:
         """The request body for ``model``: :attr:`wire_fields` with the model name as its first member."""
         # wire_fields is a JSON object with at least "messages", so "{" + model + "," + its members is one
         # valid object; the model is not part of wire_fields because the cache key names the served model.
-        name = json.dumps(model, ensure_ascii=False).encode("utf-8")
-        return b'{"model":' + name + b"," + self.wire_fields[1:]
+        return b'{"model":' + orjson.dumps(model) + b"," + self.wire_fields[1:]
 
     def cache_key(self, backend_id: str, model: str) -> str:
         """A digest of everything that determines the response (never the API key).
@@ -86,7 +88,7 @@ class ChatRequest:
         ``model`` is the served model's identity; the rest is the body the backend sends (:attr:`wire_fields`),
         behind :data:`CACHE_KEY_FORMAT` so keys of another format can never be mistaken for these.
         """
-        head = json.dumps([CACHE_KEY_FORMAT, backend_id, model], ensure_ascii=False).encode("utf-8")
+        head = orjson.dumps([CACHE_KEY_FORMAT, backend_id, model])
         return hashlib.sha256(head + b"\n" + self.wire_fields).hexdigest()
 
 
