@@ -81,6 +81,28 @@ def test_a_stall_is_reported_once_a_minute_not_every_tick(monkeypatch: pytest.Mo
     assert "can take minutes" in lines[0]  # the embedded model is on the CPU: say what to expect
 
 
+def test_a_budget_run_without_a_tty_reports_a_stall_at_once_then_once_a_minute(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from amemgym.engine.progress import UnitProgress
+
+    clock = Clock()
+    monkeypatch.setattr(progress_mod.time, "monotonic", clock)
+    buf = io.StringIO()
+    progress = UnitProgress(Console(file=buf, width=300), noun="episodes", live=False)
+    ledger = UsageLedger()
+    progress.start(4, ledger)  # outside an event loop: no ticker, the test ticks by hand
+    with ledger.waiting():
+        for token in list(ledger._started):
+            ledger._started[token] = clock.now
+        for _ in range(24):  # two minutes of 5 s ticks with one call hung
+            clock.now += progress_mod.TICK_SECONDS
+            progress._update(heartbeat=True)
+    lines = buf.getvalue().splitlines()
+    assert 2 <= len(lines) <= 3, lines  # the old display printed a line at every tick (24)
+    assert all("call waiting" in line for line in lines)
+    progress.close()
+
+
 def test_the_embedded_roles_are_named_before_a_run(monkeypatch: pytest.MonkeyPatch) -> None:
     from amemgym.config import load_config
     from amemgym.run.driver import embedded_note

@@ -35,7 +35,8 @@ def invoke(*args: str):
 
 
 def test_validate_passes_on_the_fixture_and_writes_json(original_env_path: Path, tmp_path: Path) -> None:
-    res = invoke("validate", "--env", str(original_env_path), "--embedder", "hash", "--json", str(tmp_path / "v.json"))
+    res = invoke("validate", "--env", str(original_env_path), "--embedder", "hash", "--no-judge",
+                 "--json", str(tmp_path / "v.json"))
     assert res.exit_code == 0, res.output
     data = json.loads((tmp_path / "v.json").read_text())
     assert data["passed"] and {s["name"] for s in data["strategies"]} >= {"longest", "perfect_memory", "no_memory"}
@@ -44,7 +45,7 @@ def test_validate_passes_on_the_fixture_and_writes_json(original_env_path: Path,
 def test_validate_catches_the_planted_longest_leak(tmp_path: Path) -> None:
     path = tmp_path / "leaky.json"
     save_environment(plant_longest(synthetic_env()), path)
-    res = invoke("validate", "--env", str(path), "--embedder", "hash")
+    res = invoke("validate", "--env", str(path), "--embedder", "hash", "--no-judge")
     assert res.exit_code == 1
     assert "FAIL: shortcut longest" in res.output
 
@@ -143,7 +144,7 @@ def test_a_run_on_a_file_whose_exposure_cannot_be_checked_says_so_in_metrics(ori
 
     asyncio.run(make_run(original_env_path, tmp_path / "run", tmp_path))
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
-    assert "exposure unchecked" in metrics["exposure_unchecked"] and "--judge" in metrics["exposure_unchecked"]
+    assert "exposure unchecked" in metrics["exposure_unchecked"] and "judge role" in metrics["exposure_unchecked"]
     # A file of the built-in pack is read from its text, metadata or not.
     procedural = load_environment(tiny_environment_path())
     for user in procedural.users:
@@ -199,7 +200,7 @@ def test_validate_with_the_judge_fails_a_file_whose_openings_the_judge_finds_sil
                      "--set", "llm.default.model=fake-model", "--set", "llm.default.max_retries=1")
     assert res.exit_code == 1, res.output
     assert "not stated by any opening text" in res.output and "LLM judge" in res.output
-    assert "validate: judge reads" in res.output and "UNCHECKED" not in res.output
+    assert "validate: judge (" in res.output and "UNCHECKED" not in res.output
 
 
 def test_the_default_progress_runs_live_when_stderr_is_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -226,10 +226,10 @@ def _read(env: Environment, llm) -> object:
 def test_without_a_judge_an_unreadable_file_is_loudly_unchecked(original_env_path: Path, tmp_path: Path) -> None:
     report = suite(_judge_env(original_env_path))
     assert report.text_exposure is None and report.exposure_unchecked
-    assert "UNCHECKED" in report.exposure_unchecked and "--judge" in report.exposure_unchecked
+    assert "UNCHECKED" in report.exposure_unchecked and "judge role" in report.exposure_unchecked
     out = tmp_path / "v.json"
     result = CliRunner().invoke(app, ["validate", "--env", str(original_env_path), "--embedder", "hash",
-                                      "--json", str(out)])
+                                      "--no-judge", "--json", str(out)])
     assert "WARNING: exposure UNCHECKED" in result.output and "EXPOSURE UNCHECKED" in result.output
     data = json.loads(out.read_text())
     assert data["exposure_checked"] is False and data["exposure_unchecked"]

@@ -168,12 +168,14 @@ def register(app: typer.Typer) -> None:
         json_out: Annotated[Path | None, typer.Option("--json", help="Also write the full results here.")] = None,
         gate_prior: Annotated[bool, typer.Option("--gate-prior", help="Also fail on the prior strategies "
                                                  "(they know earlier periods' answers).")] = False,
-        judge: Annotated[bool, typer.Option("--judge/--no-judge", help="Have the judge model read each period's "
-                                            "opening texts to check that every change is stated (one call per "
-                                            "user and period); without it, files of the built-in content pack "
-                                            "are read with its phrasings and others are reported as exposure "
-                                            "UNCHECKED.")]
-        = False,
+        judge: Annotated[bool | None, typer.Option(
+            "--judge/--no-judge", show_default="auto",
+            help="Who reads each period's opening texts to check that every change is stated. Default (auto): "
+                 "the built-in content pack's phrasings for the users whose variables it recognises (no model "
+                 "call), the judge role (one call per user and period; the embedded model unless a config gives "
+                 "the judge an endpoint) for the others. --judge: the judge reads every user. --no-judge: no "
+                 "judge; users the pack cannot read are reported as exposure UNCHECKED (exit 0). A judge that "
+                 "cannot be reached stops validate with one line (exit 2).")] = None,
         config: ConfigOpt = None,
         set_: SetOpt = None,
         seeds: Annotated[int, typer.Option("--seeds", help="budget family: also validate seeds 0..N-1 of every "

@@ -1,9 +1,10 @@
 """The live progress line of a run whose work comes in units (episodes): units done, calls, stalls.
 
-On a terminal it is a rich progress bar; otherwise a plain line whenever a unit finishes (at most every
-5 s) and, between units, whenever a call has waited longer than :data:`STALL_SECONDS`, so a hung endpoint
-is reported within half a minute however long one unit takes. The statetrack runner's display
-(``run/progress.py``) shows the same call counts through :func:`ledger_info`.
+On a terminal it is a rich progress bar. Otherwise (a log file, CI) :class:`PlainLog` decides when a plain
+line is printed, for every family alike: a progress line per tenth of the work (or a minute of slower
+progress), and a stall line as soon as a call has waited past the threshold, then at most once a minute
+while it goes on, so a hung endpoint is reported within half a minute without burying the log. The
+statetrack runner's display (``run/progress.py``) shows the same call counts through :func:`ledger_info`.
 """
 
 from __future__ import annotations
@@ -20,12 +21,18 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.progress import Progress
 
-__all__ = ["STALL_SECONDS", "TICK_SECONDS", "UnitProgress", "ledger_info", "stall_text"]
+__all__ = ["CPU_HINT", "LOG_EVERY_SECONDS", "STALL_SECONDS", "TICK_SECONDS", "PlainLog", "UnitProgress",
+           "ledger_info", "stall_text"]
 
 #: A call on the wire longer than this is reported as waiting (the display shows how many and the longest).
 STALL_SECONDS = 30.0
 #: How often the display refreshes on its own, so a hung call shows even when no unit finishes.
 TICK_SECONDS = 5.0
+#: Without a terminal, a progress line after this many seconds of progress slower than a tenth of the work,
+#: and a repeated stall line at most this often: a line per event or per tick would bury the log.
+LOG_EVERY_SECONDS = 60.0
+#: Said once with a stall when a call waits on the embedded model, whose calls run on this machine's CPU.
+CPU_HINT = "the embedded model runs on this machine's CPU: one call can take minutes"
 
 
 def stall_text(ledger: UsageLedger, threshold_s: float = STALL_SECONDS) -> str:
@@ -46,6 +53,40 @@ def ledger_info(ledger: UsageLedger, stall_seconds: float = STALL_SECONDS) -> st
             f"tokens {t.prompt_tokens}+{t.completion_tokens} errors {t.failures}" + (f"; {stall}" if stall else ""))
 
 
+class PlainLog:
+    """When a plain progress log speaks: what a run's display does without a terminal, for every family."""
+
+    def __init__(self, every_seconds: float = LOG_EVERY_SECONDS) -> None:
+        self.every_seconds = every_seconds
+        self._last_log: float | None = None
+        self._last_step = -1
+        self._last_stall: float | None = None
+        self._hinted = False
+
+    def progress_due(self, done: int, total: int, now: float) -> bool:
+        """True when ``done`` of ``total`` reaches a new tenth, or progress has been slower than that for a while."""
+        step = 10 * done // total if total else 10
+        slow = self._last_log is None or now - self._last_log >= self.every_seconds
+        if step > self._last_step or slow:
+            self._last_log, self._last_step = now, step
+            return True
+        return False
+
+    def stall_line(self, ledger: UsageLedger, stall_seconds: float, now: float) -> str:
+        """The stall text to print now ("" for nothing): at once when calls start waiting, then once a minute."""
+        stall = stall_text(ledger, stall_seconds)
+        if not stall:
+            self._last_stall = None
+            return ""
+        if self._last_stall is not None and now - self._last_stall < self.every_seconds:
+            return ""
+        self._last_stall = now
+        if not self._hinted and any(str(k).startswith("embedded:") for k in ledger.limiters):
+            self._hinted = True
+            return f"{stall} ({CPU_HINT})"
+        return stall
+
+
 class UnitProgress:
     """Counts finished units of a run (``noun`` names them) with the calls of its ledger.
 
@@ -64,7 +105,7 @@ class UnitProgress:
         self._task: object = None
         self._source: Callable[[], UsageLedger] = UsageLedger
         self._ticker: asyncio.Task[None] | None = None
-        self._last_log = 0.0
+        self._plain = PlainLog()
         self.done = 0
         self.total = 0
 
@@ -111,10 +152,13 @@ class UnitProgress:
             self._progress.update(self._task, completed=self.done, info=info)  # type: ignore[arg-type]
             return
         now = time.monotonic()
-        if heartbeat and not ledger.stalled(self.stall_seconds)[0]:
-            return  # plain logs only speak up between units when something is stuck
-        if heartbeat or now - self._last_log >= 5 or self.done == self.total:
-            self._last_log = now
+        if heartbeat:  # plain logs only speak up between units when something is stuck
+            stall = self._plain.stall_line(ledger, self.stall_seconds, now)
+            if stall:
+                hint = f" ({CPU_HINT})" if stall.endswith(f"({CPU_HINT})") else ""
+                self.console.print(f"{self.noun} {self.done}/{self.total}; {info}{hint}", highlight=False,
+                                   markup=False)
+        elif self._plain.progress_due(self.done, self.total, now):
             self.console.print(f"{self.noun} {self.done}/{self.total}; {info}", highlight=False, markup=False)
 
     def close(self) -> None:

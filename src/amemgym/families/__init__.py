@@ -81,7 +81,7 @@ class ValidateRequest:
     embedder: str = "auto"
     json_out: Path | None = None
     gate_prior: bool = False
-    judge: bool = False
+    judge: bool | None = None  # the exposure judge: True always, False never, None auto (docs/design.md §8)
     config: str | None = None
     sets: list[str] | None = None
     seeds: int = 0

@@ -109,33 +109,18 @@ class StateTrack:
         embed, name, note = pick_embedder(r.embedder)
         if note:
             err.print(note, highlight=False, markup=False)
-        exposure = None
-        # Steps: the judge's reading (if asked), embeddings, text reader, one per family, gates.
-        progress = ValidateProgress(len(FAMILIES) + 3 + int(r.judge))
+        from ..validity.exposure import recognise_pack
+        from ..validity.reading import judge_mode
+
+        mode = judge_mode(r.judge)
+        judge = None if mode == "never" else _judge(app_config(r.config, r.sets).llm)
+        # Steps: the text reader, the judge's reading (when it has users to read), embeddings, each family, gates.
+        reads = mode == "always" or (mode == "auto" and bool(recognise_pack(environment)[1]))
+        progress = ValidateProgress(len(FAMILIES) + 3 + int(reads) - int(mode == "always"))
         try:
-            if r.judge:
-                import asyncio
-                import time
-
-                from ..llm.client import LLMClient
-                from ..validity.exposure import judge_reader, read_exposure_async
-
-                llm = LLMClient.from_config(app_config(r.config, r.sets).llm)
-
-                async def read() -> Any:
-                    try:
-                        return await read_exposure_async(environment, judge_reader(llm), "LLM judge")
-                    finally:
-                        await llm.aclose()
-
-                periods = sum(len(u.periods) for u in environment.users)
-                step = f"judge reads {periods} periods (one call each; minutes on a CPU-served model)"
-                progress(step, None)
-                started = time.perf_counter()
-                exposure = asyncio.run(read())
-                progress(step, time.perf_counter() - started)
             report = run_suite(environment, TextVectors(embed), margin=r.margin, seed=r.seed, embedder=name,
-                               gate_prior=r.gate_prior, text_exposure=exposure, progress=progress)
+                               gate_prior=r.gate_prior, judge=judge, judge_all=mode == "always",
+                               progress=progress)
         finally:
             progress.close()
         if note:
@@ -265,6 +250,40 @@ class StateTrack:
                      "(use --format jsonl to keep every answer with its reward)",)
         return ExportResult(s.path, s.lines, f"{s.users} users, {s.sessions} sessions, {s.evaluations} evaluation "
                             "answers", notes)
+
+
+def _judge(cfg: Any) -> Any:
+    """The judge role as ``validate``'s text reader; nothing is built or checked until it has a user to read.
+
+    When the judge cannot be reached the command stops with one line (exit 2): a demanding user never gets
+    an exit 0 on a file whose text nobody could read unless they asked for that with ``--no-judge``.
+    """
+    from ..errors import BackendUnavailable, ConfigError
+    from ..llm.http import public_url
+    from ..llm.preflight import preflight
+    from ..validity.reading import TextJudge, judge_note, llm_judge
+
+    url = cfg.chat_base_url("judge")
+    model = cfg.endpoint("judge").model or ("(server default)" if url else cfg.embedded.model)
+    where = f"{model} at {public_url(url)}" if url else f"embedded {model}"
+    note = judge_note(where if url else model, embedded=url is None)
+
+    def read(env: Any, users: set[str]) -> Any:
+        try:
+            preflight(cfg, ["judge"])
+        except (BackendUnavailable, ConfigError) as exc:
+            raise type(exc)(f"the judge role cannot read this file's openings ({exc}); give it a reachable model "
+                            "(llm.roles.judge or OPENAI_BASE_URL; the embedded model needs amemgym[local]), or "
+                            "pass --no-judge to accept exposure UNCHECKED") from None
+        from ..cli_common import err
+        from ..llm.client import LLMClient
+
+        periods = sum(len(u.periods) for u in env.users if u.id in users)
+        err.print(f"exposure: the judge role ({where}) reads {periods} period(s) of {len(users)} user(s), one call "
+                  "each (--no-judge skips it; their exposure then stays unchecked)", highlight=False, markup=False)
+        return llm_judge(LLMClient.from_config(cfg), where, note, close=True).read(env, users)
+
+    return TextJudge(f"LLM judge ({where})", note, read)
 
 
 def _cut_hint(*runs: Any) -> str:

@@ -7,7 +7,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from ..engine.progress import STALL_SECONDS, TICK_SECONDS, ledger_info, stall_text
+from ..engine.progress import LOG_EVERY_SECONDS, STALL_SECONDS, TICK_SECONDS, PlainLog, ledger_info, stall_text
 from ..llm.usage import UsageLedger
 
 if TYPE_CHECKING:
@@ -15,13 +15,7 @@ if TYPE_CHECKING:
     from rich.progress import Progress
 
 #: Re-exported: the display of every family counts calls and stalls the same way (``amemgym.engine.progress``).
-__all__ = ["STALL_SECONDS", "TICK_SECONDS", "RunProgress", "stall_text"]
-#: Without a terminal (a log file, CI), a progress line is printed per tenth of the work done, or after this
-#: many seconds of slower progress, and a stall warning at most this often: a line per event or per tick
-#: would bury the log (hundreds of lines in a few minutes).
-LOG_EVERY_SECONDS = 60.0
-#: Said once with a stall when a call waits on the embedded model, whose calls run on this machine's CPU.
-CPU_HINT = "the embedded model runs on this machine's CPU: one call can take minutes"
+__all__ = ["LOG_EVERY_SECONDS", "STALL_SECONDS", "TICK_SECONDS", "RunProgress", "stall_text"]
 
 
 class RunProgress:
@@ -32,10 +26,7 @@ class RunProgress:
         self.live = sys.stderr.isatty() if live is None else live
         self._progress: Progress | None = None
         self._ledger: UsageLedger | None = None
-        self._last_log: float | None = None
-        self._last_step = -1
-        self._last_stall: float | None = None
-        self._hinted = False
+        self._plain = PlainLog()
         self._ticker: asyncio.Task[None] | None = None
         self.stall_seconds = STALL_SECONDS
 
@@ -98,28 +89,16 @@ class RunProgress:
             self._log_stall(now)  # plain logs only speak up between events when something is stuck
             return
         total = self.total_sessions + self.total_evals
-        step = 10 * (self.done_sessions + self.done_evals) // total if total else 10
-        slow = self._last_log is None or now - self._last_log >= LOG_EVERY_SECONDS
-        if step > self._last_step or slow:
-            self._last_log, self._last_step = now, step
+        if self._plain.progress_due(self.done_sessions + self.done_evals, total, now):
             self.console.print(f"sessions {self.done_sessions}/{self.total_sessions}, evaluations "
                                f"{self.done_evals}/{self.total_evals}; {self._info()}", highlight=False)
 
     def _log_stall(self, now: float) -> None:
         """A line about calls waiting past the stall threshold, at most once per ``LOG_EVERY_SECONDS``."""
-        stall = stall_text(self._ledger, self.stall_seconds) if self._ledger else ""
-        if not stall:
-            self._last_stall = None
-            return
-        if self._last_stall is not None and now - self._last_stall < LOG_EVERY_SECONDS:
-            return
-        self._last_stall = now
-        hint = ""
-        endpoints = self._ledger.limiters if self._ledger else {}
-        if not self._hinted and any(str(k).startswith("embedded:") for k in endpoints):
-            hint, self._hinted = f" ({CPU_HINT})", True
-        self.console.print(f"still waiting: {stall}; sessions {self.done_sessions}/{self.total_sessions}, "
-                           f"evaluations {self.done_evals}/{self.total_evals}{hint}", highlight=False)
+        stall = self._plain.stall_line(self._ledger, self.stall_seconds, now) if self._ledger else ""
+        if stall:
+            self.console.print(f"still waiting: {stall}; sessions {self.done_sessions}/{self.total_sessions}, "
+                               f"evaluations {self.done_evals}/{self.total_evals}", highlight=False)
 
     def close(self) -> None:
         """Stop the live display and its refresh timer."""

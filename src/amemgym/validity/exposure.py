@@ -5,19 +5,22 @@ opening utterances. A reader here gets the utterances and nothing else (never ``
 events or the summaries) and says which (variable, value) facts they state. A change the reader cannot
 find in any opening of its period is a change the agent is scored on without having been told.
 
-- Environments whose variables are the built-in content pack's are read lexically: the pack knows every
+The text of every file is read (``read_text``), user by user:
+
+- Users whose variables are the built-in content pack's are read lexically: the pack knows every
   phrasing of every value, and the composer inserts phrasings verbatim, so a phrasing found in the text
   states its value. The pack is recognised from the file's *content* (its schemas), never from the
   ``_amemgym`` metadata, so deleting the metadata cannot switch the check off. A phrasing inside an
   attribution or a denial ("my neighbour keeps saying ..., which is nothing like my life") or a
   hypothetical ("if ... ") states nothing.
-- Other environments need understanding; ``amemgym validate --judge`` asks the judge role (see
-  ``judge_reader``). Without it their exposure is *unchecked*, which the verdict and every run's
-  ``metrics.json`` say loudly (``unchecked_reason``).
+- Other users need understanding: the judge role reads them (``TextJudge``; ``amemgym validate`` does so
+  by default, ``--judge`` has it read every user). Without a judge their exposure is *unchecked*, which
+  the verdict and every run's ``metrics.json`` say loudly (``unchecked_reason``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
@@ -60,6 +63,7 @@ class TextExposure:
     stated: dict[tuple[str, int], set[tuple[str, str]]] = field(default_factory=dict, repr=False)
     caveat: str | None = None
     unread_users: list[str] = field(default_factory=list)
+    judged_users: list[str] = field(default_factory=list)
 
     def count(self, check: str) -> int:
         """Findings of one check."""
@@ -68,7 +72,7 @@ class TextExposure:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready."""
         return {"reader": self.reader, "changes": self.changes, "caveat": self.caveat,
-                "unread_users": self.unread_users,
+                "unread_users": self.unread_users, "judged_users": self.judged_users,
                 "counts": {c: self.count(c) for c in ("unrevealed_change", "text_contradicts_state",
                                                        "unread_period")},
                 "findings": [asdict(f) for f in self.findings]}
@@ -203,7 +207,8 @@ def unchecked_reason(env: Environment) -> str | None:
         return None
     which = "every user" if len(unread) == len(env.users) else f"{len(unread)} of {len(env.users)} users"
     return (f"exposure unchecked for {which}: their openings cannot be read without a model "
-            f"({next(iter(unread.values()))}); only `amemgym validate --judge` checks that every change is stated")
+            f"({next(iter(unread.values()))}); a run does not read them: `amemgym validate` has the judge role "
+            "check that every change is stated")
 
 
 def check_changes(user: UserEnv, period: int, stated: set[tuple[str, str]]) -> list[TextExposureFinding]:
@@ -238,10 +243,14 @@ def read_exposure(env: Environment, reader: Reader, name: str, caveat: str | Non
     return TextExposure(name, changes, findings, stated, caveat, sorted(skip or ()))
 
 
-async def read_exposure_async(env: Environment, reader: AsyncReader, name: str, concurrency: int = 8) -> TextExposure:
-    """Like :func:`read_exposure`, for a reader that calls a model (periods are read concurrently)."""
-    import asyncio
+async def read_exposure_async(env: Environment, reader: AsyncReader, name: str, concurrency: int = 8,
+                              only: set[str] | None = None) -> TextExposure:
+    """Like :func:`read_exposure`, for a reader that calls a model (periods are read concurrently).
 
+    Args:
+        only: the ids of the users to read (default every user); the others are left out of the result.
+    """
+    users = [u for u in env.users if only is None or u.id in only]
     sem = asyncio.Semaphore(concurrency)
 
     stated: dict[tuple[str, int], set[tuple[str, str]]] = {}
@@ -257,10 +266,11 @@ async def read_exposure_async(env: Environment, reader: AsyncReader, name: str, 
             stated[(user.id, p)] = found
             return check_changes(user, p, found)
 
-    jobs = [one(u, p) for u in env.users for p in range(len(u.periods))]
+    jobs = [one(u, p) for u in users for p in range(len(u.periods))]
     results = await asyncio.gather(*jobs)
-    changes = sum(len(p.updates) for u in env.users for p in u.periods)
-    return TextExposure(name, changes, [f for r in results for f in r], stated)
+    changes = sum(len(p.updates) for u in users for p in u.periods)
+    return TextExposure(name, changes, [f for r in results for f in r], stated,
+                        judged_users=[u.id for u in users])
 
 
 _JUDGE_SCHEMA: dict[str, Any] = {

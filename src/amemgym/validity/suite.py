@@ -21,8 +21,9 @@ Decision rule (``DECISION_RULE`` is printed and written with the results):
   ``no_memory``'s exact expected score must equal the random baseline.
 - a question offering the same option text twice fails (the two options differ only in their hidden state).
 - every change must be stated by the opening text of its period, as read by a reader that sees only the
-  text (see ``exposure``); a change the metadata ``exposed_states`` does not expose fails as well. A file
-  whose text no reader could check passes only with a loud ``exposure unchecked`` line.
+  text (the pack's phrasings or the judge role, see ``reading``); a change the metadata ``exposed_states``
+  does not expose fails as well. A file whose text no reader could check passes only with a loud
+  ``exposure unchecked`` line.
 """
 
 from __future__ import annotations
@@ -38,8 +39,9 @@ from ..data.model import Environment
 from ..errors import DataError
 from .audit import DataAudit, audit_environment
 from .crossuser import cross_user_strategies, duplicate_options, option_strategies
-from .exposure import TextExposure, pack_reader, read_exposure, recognise_pack
+from .exposure import TextExposure
 from .gate import ALPHA, GateStat, decide, gate_stat
+from .reading import JUDGE_NOTE, TextJudge, read_text
 from .strategies import Strategy, TextVectors, all_texts, matching_options, reference_strategies, shortcut_strategies
 from .window import recency_reader, window_strategies
 from .withinuser import within_user_strategies
@@ -169,6 +171,7 @@ class ValidityReport:
     borderline: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     tests: dict[str, int] = field(default_factory=dict)
+    judge: str = "never"
 
     @property
     def passed(self) -> bool:
@@ -180,6 +183,7 @@ class ValidityReport:
         return {
             "passed": self.passed, "failures": self.failures, "borderline": self.borderline,
             "exposure_checked": self.exposure_unchecked is None, "exposure_unchecked": self.exposure_unchecked,
+            "judge": self.judge,
             "decision_rule": DECISION_RULE, "alpha": ALPHA, "tests": self.tests,
             "gated_kinds": list(self.gated_kinds), "margin": self.margin, "seed": self.seed,
             "embedder": self.embedder, "random_baseline": self.random_baseline, "users": self.users,
@@ -214,25 +218,9 @@ class _Items:
         return out
 
 
-def _text_exposure(env: Environment, given: TextExposure | None) -> tuple[TextExposure | None, str | None]:
-    """The text reader's findings (the given ones, e.g. the judge's, else the pack's) or why there are none."""
-    if given is not None:
-        return given, None
-    reader, name, caveat = pack_reader(env)
-    if reader is None:
-        return None, (f"exposure UNCHECKED: no text reader for this file ({name}); the changes were checked "
-                      "against the metadata only. Pass --judge to have the judge role read every opening")
-    _, unread = recognise_pack(env)
-    exposure = read_exposure(env, reader, name, caveat, skip=set(unread))
-    if unread:
-        first = next(iter(unread.items()))
-        return exposure, (f"exposure UNCHECKED for {len(unread)} of {len(env.users)} users (user {first[0]}: "
-                          f"{first[1]}); the others were read from their text. Pass --judge to read every opening")
-    return exposure, None
-
-
 def run_suite(env: Environment, vectors: TextVectors, *, margin: float = 0.03, seed: int = 0,
               embedder: str = "hash", gate_prior: bool = False, text_exposure: TextExposure | None = None,
+              judge: TextJudge | None = None, judge_all: bool = False,
               progress: Progress | None = None) -> ValidityReport:
     """Score every family of strategy on ``env`` and apply the decision rule.
 
@@ -243,8 +231,10 @@ def run_suite(env: Environment, vectors: TextVectors, *, margin: float = 0.03, s
         seed: recorded only; the verdict does not depend on it (exact expectations, a fixed split).
         embedder: the embedder's name, recorded in the report.
         gate_prior: also fail on ``prior`` strategies.
-        text_exposure: what a text-only reader found (e.g. the judge's); default the lexical reader when the
-            file's variables are the built-in pack's, else exposure is reported as unchecked.
+        text_exposure: what a text-only reader already found; default read here (``reading.read_text``): the
+            pack's phrasings for the users it recognises, ``judge`` for the others.
+        judge: the judge role as a text reader (None: users the pack cannot read are reported unchecked).
+        judge_all: the judge reads every user, not only those the pack cannot read.
         progress: told when each step starts and how long it took.
     """
     if not env.users:
@@ -261,8 +251,14 @@ def run_suite(env: Environment, vectors: TextVectors, *, margin: float = 0.03, s
             progress(name, timings[name])
         return value
 
+    # The text first: a judge that cannot be reached stops here, before the embeddings' work.
+    exposure: TextExposure | None
+    unchecked: str | None
+    if text_exposure is not None:
+        exposure, unchecked = text_exposure, None
+    else:
+        exposure, unchecked = read_text(env, judge, judge_all, progress=step)
     step("embeddings", lambda: vectors.prepare([t for u in env.users for t in all_texts(u)]))
-    exposure, unchecked = step("text reader", lambda: _text_exposure(env, text_exposure))
     items = _Items(env)
     gated = GATED_KINDS + (("prior",) if gate_prior else ())
     honest = {size: recency_reader(exposure.stated if exposure is not None else None, size) for size in (1, 2)}
@@ -335,18 +331,20 @@ def run_suite(env: Environment, vectors: TextVectors, *, margin: float = 0.03, s
         if found and exposure.caveat:
             # The built-in phrasings may miss an edited pack's: that is no proof either way.
             unchecked = (f"exposure UNCHECKED: the text reader found {len(exposure.findings)} problem(s), but "
-                         f"{exposure.caveat}, whose phrasings it may not know; pass --judge to check")
+                         f"{exposure.caveat}, whose phrasings it may not know; the judge role rereads them unless "
+                         "--no-judge is given")
         for check, what in found if not exposure.caveat else []:
             failures.append(f"{exposure.count(check)}/{exposure.changes} change(s) {what} (text reader: "
                             f"{exposure.reader}; see text_exposure)")
-        if exposure.reader.startswith("LLM judge"):
-            notes.append("exposure was read by the judge model: a pass is only as good as its reading (a small or "
-                         "embedded model misses implied facts and sometimes invents some; spot-check findings)")
+        if exposure.judged_users:
+            notes.append(judge.note if judge is not None else JUDGE_NOTE)
     return ValidityReport(
         margin=margin, seed=seed, embedder=embedder, random_baseline=baseline, users=len(env.users),
         answers=len(items.rows), strategies=scores, leaky_questions=leaky, broken_items=broken,
         failures=failures, audit=audit, gated_kinds=gated, notes=notes, duplicate_options=dups,
         text_exposure=exposure, exposure_unchecked=unchecked, borderline=borderline, timings=timings, tests=tests,
+        judge="given" if text_exposure is not None else "never" if judge is None else
+        "always" if judge_all else "auto",
     )
 
 
