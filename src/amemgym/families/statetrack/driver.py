@@ -56,6 +56,8 @@ def check_off_policy_source(source: Path, env: Environment) -> None:
         RunError: ``source`` is not a run directory, lacks some of this run's users, or has not finished one.
     """
     from ...records import Manifest, read_record
+    from ...records.base import load_json_file
+    from .compat.original_layout import IMPORT_FORMAT
     from .trials import trial_run_dirs
 
     rd = RunDir(source)
@@ -63,7 +65,11 @@ def check_off_policy_source(source: Path, env: Environment) -> None:
         trials = trial_run_dirs(source) if source.is_dir() else []
         hint = f"; it is a --trials output: replay one of its trials, e.g. {trials[0]}" if trials else ""
         raise RunError(f"{source}: not a run directory (no manifest.json) for --off-policy{hint}")
-    recorded = set(read_record(rd.manifest, Manifest).users)
+    raw = load_json_file(rd.manifest)
+    if isinstance(raw, dict) and raw.get("format") == IMPORT_FORMAT and isinstance(raw.get("users"), list):
+        recorded = {str(u) for u in raw["users"]}  # an original interactions folder imported by compat
+    else:
+        recorded = set(read_record(rd.manifest, Manifest).users)
     missing = [u.id for u in env.users if u.id not in recorded]
     if missing:
         raise RunError(f"--off-policy {source}: has no conversations of {len(missing)} of this run's "

@@ -35,6 +35,9 @@ from ..simulate.session import opening_message
 
 _PERIOD_FILE = re.compile(r"^period_(\d+)\.json$")
 
+#: The ``format`` of the manifest an imported original interactions folder gets (users and source only).
+IMPORT_FORMAT = "original interactions folder"
+
 
 def _user_dir(root: Path, user_id: str) -> Path:
     if "/" in user_id or "\\" in user_id or user_id in ("", ".", ".."):
@@ -150,6 +153,6 @@ def import_original_interactions(src: Path, env: Environment, rounds_cfg: Any, d
                                          "messages": [{"role": m["role"], "content": m["content"]} for m in msgs]},
                                         ensure_ascii=False))
         atomic_write_text(target.sessions(user.id), "".join(line + "\n" for line in lines))
-    atomic_write_json(target.manifest, {"imported_from": str(src), "format": "original interactions folder",
+    atomic_write_json(target.manifest, {"imported_from": str(src), "format": IMPORT_FORMAT,
                                         "users": [u.id for u in env.users]})
     return dest
