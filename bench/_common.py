@@ -18,16 +18,16 @@ from typing import Any
 import amemgym.llm.openai_backend  # noqa: F401 - imported up front as the CLI does; not part of a run's time
 from amemgym.agents import resolve_agent
 from amemgym.config import AppConfig, EndpointConfig, LLMConfig, env_preset, load_config
-from amemgym.data.model import Environment
+from amemgym.families.statetrack.data.model import Environment
+from amemgym.families.statetrack.runner import Runner
 from amemgym.llm import LLMClient
-from amemgym.run import Runner
 
 BENCH = Path(__file__).resolve().parent
 
 
 def procedural(preset: str, users: int | None, seed: int, periods: int | None = None) -> Environment:
     """A procedural environment of the preset's shape (optionally with more or fewer periods)."""
-    from amemgym.generate.procedural import generate_procedural
+    from amemgym.families.statetrack.generate.procedural import generate_procedural
 
     cfg = env_preset(preset)
     if periods is not None:

@@ -22,10 +22,10 @@ import os
 import time
 
 from amemgym.config import load_config
-from amemgym.data import load_environment
-from amemgym.generate.procedural import tiny_environment_path
+from amemgym.families.statetrack.data import load_environment
+from amemgym.families.statetrack.generate.procedural import tiny_environment_path
+from amemgym.families.statetrack.validity.exposure import UnreadPeriod, judge_reader, pack_reader
 from amemgym.llm.client import LLMClient
-from amemgym.validity.exposure import UnreadPeriod, judge_reader, pack_reader
 
 SILENT = "Hi! Could you help me plan the next few weeks? I'd like some ideas."
 

@@ -22,10 +22,10 @@ from pathlib import Path
 
 from amemgym.agents import resolve_agent
 from amemgym.config import AppConfig, EndpointConfig, LLMConfig, env_preset, load_config
-from amemgym.data import load_environment
-from amemgym.data.model import Environment
+from amemgym.families.statetrack.data import load_environment
+from amemgym.families.statetrack.data.model import Environment
+from amemgym.families.statetrack.runner import Runner
 from amemgym.llm import LLMClient
-from amemgym.run import Runner
 from amemgym.run.ray_executor import RayExecutor, import_ray
 
 
@@ -33,7 +33,7 @@ def environment(args: argparse.Namespace) -> Environment:
     """A file, or a procedural environment of the chosen preset and size."""
     if args.env:
         return load_environment(args.env)
-    from amemgym.generate.procedural import generate_procedural
+    from amemgym.families.statetrack.generate.procedural import generate_procedural
 
     env, _ = generate_procedural(env_preset(args.preset), seed=args.seed, num_users=args.users)
     return env

@@ -44,8 +44,8 @@ def generate(out: Path, users: int) -> Path:
 
 def sessions_per_user(env_file: Path) -> dict[str, int]:
     """Each user's folder in the run directory -> the sessions of its episode."""
-    from amemgym.data.io import load_environment
-    from amemgym.run.layout import user_folder
+    from amemgym.families.statetrack.data.io import load_environment
+    from amemgym.families.statetrack.layout import user_folder
 
     return {user_folder(u.id): sum(len(p.sessions) for p in u.periods) for u in load_environment(env_file).users}
 

@@ -28,9 +28,9 @@ import argparse
 
 from _common import Endpoint, bench_config, procedural, run_once
 
-from amemgym.data.model import Environment
-from amemgym.run.questioning import needed_combinations
-from amemgym.scoring.asking import upper_bound_prompt
+from amemgym.families.statetrack.asking import upper_bound_prompt
+from amemgym.families.statetrack.data.model import Environment
+from amemgym.families.statetrack.questioning import needed_combinations
 
 
 def words(text: str) -> int:

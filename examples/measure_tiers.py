@@ -23,11 +23,11 @@ from amemgym.agents import resolve_agent
 from amemgym.agents.base import estimate_tokens
 from amemgym.config import PRESETS, load_config
 from amemgym.errors import ConfigError
-from amemgym.generate.procedural import generate_procedural
+from amemgym.families.statetrack.generate.procedural import generate_procedural
+from amemgym.families.statetrack.layout import RunDir
+from amemgym.families.statetrack.runner import Runner
+from amemgym.families.statetrack.schedule import rounds_for
 from amemgym.llm import ChatRequest, ChatResult, LLMClient
-from amemgym.run import Runner
-from amemgym.run.episode import rounds_for
-from amemgym.run.layout import RunDir
 from amemgym.testing.scripted_model import ScriptedBackend
 
 

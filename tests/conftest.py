@@ -11,7 +11,13 @@ import pytest
 
 from amemgym.testing.scripted_model import Script, ScriptedClient, scripted_client
 
-sys.path.insert(0, str(Path(__file__).parent))
+# tests/ holds helper modules (toy_family, budget_plugins, evolve_script), and test modules in the folders
+# below import each other's helpers by basename (pytest's default import mode names a test module by its
+# basename, so basenames stay unique across folders). Every folder goes on the path before collection,
+# whatever order the folders are collected in.
+_TESTS = Path(__file__).parent
+sys.path[:0] = [str(_TESTS), *(str(d) for d in sorted(_TESTS.iterdir()) if d.is_dir() and d.name.isidentifier()
+                                and any(d.glob("test_*.py")))]
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

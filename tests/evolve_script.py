@@ -6,7 +6,7 @@ import hashlib
 import json
 import re
 
-from amemgym.data.model import UserEnv
+from amemgym.families.statetrack.data.model import UserEnv
 from amemgym.llm.types import ChatRequest
 from amemgym.testing.run_script import RunScript
 from amemgym.testing.scripted_model import last_user

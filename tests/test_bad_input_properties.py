@@ -27,10 +27,10 @@ from typer.testing import CliRunner
 from amemgym.agents import resolve_agent
 from amemgym.cli import app
 from amemgym.config import load_config
-from amemgym.data import load_environment
+from amemgym.engine.lock import LOCK_NAME
 from amemgym.errors import ConfigError, DataError
-from amemgym.generate.procedural import tiny_environment_path
-from amemgym.run.lock import LOCK_NAME
+from amemgym.families.statetrack.data import load_environment
+from amemgym.families.statetrack.generate.procedural import tiny_environment_path
 from amemgym.storage import append_jsonl, atomic_write_json, read_jsonl
 from amemgym.testing.fake_endpoint import FakeEndpoint
 

@@ -22,8 +22,8 @@ from typer.testing import CliRunner
 
 from amemgym import storage
 from amemgym.cli import app
-from amemgym.data import load_environment
 from amemgym.errors import DataError
+from amemgym.families.statetrack.data import load_environment
 from amemgym.testing.fake_endpoint import FakeEndpoint
 
 FIXTURE = Path(__file__).parent / "fixtures" / "original_shape.json"

@@ -2,8 +2,8 @@
 
 A cheap static guard over the syntax tree of every module in ``src/amemgym``. The other half of the
 untrusted-text story, the HTML report escaping hostile model output, is tested end to end by
-``tests/test_report_runs.py::test_report_writes_self_contained_html_and_figures`` (script-closing tags and
-``onerror`` images in replies and memories survive only escaped) and ``tests/test_report_browser.py`` (the
+``tests/report/test_report_runs.py::test_report_writes_self_contained_html_and_figures`` (script-closing tags and
+``onerror`` images in replies and memories survive only escaped) and ``tests/report/test_report_browser.py`` (the
 page in headless Chromium runs no injected script).
 """
 

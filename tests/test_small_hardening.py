@@ -10,22 +10,22 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
+from test_budget_batch import Agent, envs, factory  # noqa: F401 - the fixture is used by name
+from test_report_runs import two_user_env
 from typer.testing import CliRunner
 
 from amemgym.agents import resolve_agent
 from amemgym.cli import app
 from amemgym.config import load_config
-from amemgym.data import load_environment
 from amemgym.engine.runner import RunOptions, run_units
 from amemgym.errors import DataError, RunError
 from amemgym.families.budget.units import UNITS
 from amemgym.families.folders import episode_files
-from amemgym.run import Runner
+from amemgym.families.statetrack.data import load_environment
+from amemgym.families.statetrack.runner import Runner
 from amemgym.testing.run_script import RunScript
 from amemgym.testing.scripted_model import scripted_client
 from amemgym.train import export_run
-from test_budget_batch import Agent, envs, factory  # noqa: F401 - the fixture is used by name
-from test_report_runs import two_user_env
 
 STALE = (".metrics.json.ab12cd34.tmp", "users/x/.state.json.zz_9yy8x.tmp", ".write-check.q1w2e3r4")
 

@@ -21,13 +21,13 @@ from typer.testing import CliRunner
 from amemgym.agents import resolve_agent
 from amemgym.cli import app
 from amemgym.config import load_config
-from amemgym.data import load_environment
 from amemgym.errors import LLMError, RunError
+from amemgym.families.statetrack.data import load_environment
+from amemgym.families.statetrack.driver import default_environment
+from amemgym.families.statetrack.layout import RunDir, folder_clashes, user_folder
+from amemgym.families.statetrack.runner import Runner
 from amemgym.llm import LLMClient
 from amemgym.llm.embedded_model import EMBEDDED_MODELS, embedded_identity
-from amemgym.run import Runner
-from amemgym.run.driver import default_environment
-from amemgym.run.layout import RunDir, folder_clashes, user_folder
 from amemgym.testing.fake_endpoint import FakeEndpoint
 from amemgym.testing.responder import default_responder, request_kind
 

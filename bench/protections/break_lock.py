@@ -1,7 +1,7 @@
 """The run-directory writer lock removed: every writer gets in."""
 import contextlib
 
-import amemgym.run.lock as lock
+import amemgym.engine.lock as lock
 
 
 @contextlib.contextmanager

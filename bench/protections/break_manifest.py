@@ -1,5 +1,6 @@
 """The manifest check no longer compares: any run directory is reused."""
-from amemgym.run import driver, engine
+from amemgym.families.statetrack import driver
+from amemgym.families.statetrack import runner as engine
 
 
 def no_manifest(rundir, protocol):

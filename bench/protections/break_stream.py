@@ -1,5 +1,5 @@
 """Environment files are read whole again: the first read takes the whole file."""
-import amemgym.data.io as io
+import amemgym.families.statetrack.data.io as io
 
 
 def _whole(self):

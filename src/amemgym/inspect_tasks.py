@@ -52,15 +52,15 @@ from inspect_ai.util import JSONSchema
 
 from .agents.registry import resolve_agent
 from .config import AppConfig, load_config
-from .data.io import load_environment
-from .data.model import Environment
 from .errors import ConfigError
+from .families.statetrack.cut import first_users
+from .families.statetrack.data.io import load_environment
+from .families.statetrack.data.model import Environment
+from .families.statetrack.layout import RunDir
+from .families.statetrack.runner import Runner
 from .llm.backends import TransientError
 from .llm.client import LLMClient
 from .llm.types import ChatRequest, ChatResult
-from .run.engine import Runner
-from .run.flags import first_users
-from .run.layout import RunDir
 from .scoring.registry import in_display_order
 
 __all__ = ["InspectBackend", "amemgym_memory", "score_keys", "unit_score"]
@@ -157,8 +157,8 @@ def task_flags(means: dict[str, float | None], samples: list[dict[str, Any]]) ->
     ``means`` are the user means; each sample's score metadata carries its cells without a memory score and
     its simulator's degenerate turns, pooled here as the run pools them.
     """
+    from .families.statetrack.validity.sim_audit import DEGENERATE_WARN
     from .scoring.metrics import result_flags
-    from .validity.sim_audit import DEGENERATE_WARN
 
     undefined = sum(int(m.get("undefined_cells") or 0) for m in samples)
     total = sum(int(m.get("total_cells") or 0) for m in samples)
@@ -307,8 +307,8 @@ def amemgym_memory(env: str | None = None, agent: str = "native", config: str | 
         out: where the per-user run directories go (default: a fresh temporary directory).
         limit_users: only the first N users (the first N units of a unit family's environment).
     """
-    from .run.command import generated_with
-    from .run.driver import default_environment
+    from .families.statetrack.command import generated_with
+    from .families.statetrack.driver import default_environment
 
     env_path = Path(env) if env else default_environment()
     units = _family_units(env_path)

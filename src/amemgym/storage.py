@@ -43,7 +43,7 @@ _MODE = 0o666 & ~_umask()
 
 
 #: The names of the temp files of :func:`atomic_write_bytes` (``.NAME.XXXXXXXX.tmp``) and of the write probe of
-#: ``run.layout.prepare_out_dir``: what a process killed mid-write leaves behind.
+#: ``engine.rundir.prepare_out_dir``: what a process killed mid-write leaves behind.
 _STALE = re.compile(r"^\.(?:.+\.[a-z0-9_]{8}\.tmp|write-check\.[a-z0-9_]{8})$")
 
 

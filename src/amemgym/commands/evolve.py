@@ -64,17 +64,17 @@ def evolve_command(cfg: Any, env_path: Path | None, agent: str, feedback: str, o
                    allow_model_change: bool = False, flags: Any = None, limit: int | None = None) -> int:
     """Resolve inputs, run (or resume) the evolution loop, print the per-cycle table. Returns the exit code.
 
-    ``flags`` (a :class:`~amemgym.run.flags.ModelFlags`) and ``limit`` (first N users) work as for ``run``;
+    ``flags`` (a :class:`~amemgym.engine.flags.ModelFlags`) and ``limit`` (first N users) work as for ``run``;
     every role the loop will call is checked before the first model call.
     """
     from ..agents.registry import resolve_agent
-    from ..data.io import load_environment
+    from ..engine.lock import run_lock
     from ..evolve import LLMEvolver, LLMRecallJudge, PolicyLimits, evolve_loop, feedback_builder
+    from ..families.statetrack.data.io import load_environment
+    from ..families.statetrack.driver import default_environment, print_summary, write_run_report
+    from ..families.statetrack.progress import RunProgress
     from ..llm.client import LLMClient
     from ..llm.preflight import preflight, run_roles
-    from ..run.driver import default_environment, print_summary, write_run_report
-    from ..run.lock import run_lock
-    from ..run.progress import RunProgress
 
     if evolver_role not in _ROLES:
         raise ConfigError(f"--evolver-role must be one of {', '.join(_ROLES)}, got {evolver_role!r}")
@@ -83,7 +83,7 @@ def evolve_command(cfg: Any, env_path: Path | None, agent: str, feedback: str, o
     builder = feedback_builder(feedback)
     spec = resolve_agent(agent)
     env_path = env_path or default_environment()
-    from ..run.flags import first_users
+    from ..families.statetrack.cut import first_users
 
     env = first_users(load_environment(env_path, limit=limit), limit)
     if spec.llm_overrides:
@@ -157,7 +157,7 @@ def register(app: typer.Typer) -> None:
         limit: LimitOpt = None,
     ) -> None:
         """Self-evolution: the agent rewrites its memory policy after every period from the chosen feedback."""
-        from ..run.flags import ModelFlags
+        from ..engine.flags import ModelFlags
 
         cfg = app_config(config if config or env else "tiny", set_)
         if serial:

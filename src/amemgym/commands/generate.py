@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -54,14 +55,25 @@ def register(app: typer.Typer) -> None:
                                                "under OUT/<domain>/seed<N>/.")] = False,
     ) -> None:
         """Generate an environment: data.json plus a generation report (or a budget-family episode)."""
-        from ..families import GenerateRequest, family_names, get_family
+        from ..families import GenerateRequest, OptionValue, family_names, family_options, get_family
 
         if family not in family_names():
             raise ConfigError(f"unknown --family {family!r} ({' or '.join(family_names())})")
-        request = GenerateRequest(out_dir=out_dir, config=config, sets=set_, generator=generator.value, users=users,
-                                  seed=seed, personas=personas, salt=salt, domains=domains, packs=tuple(pack or ()),
-                                  allow_partial=allow_partial, strict_checks=strict_checks, tier=tier, domain=domain,
-                                  official=official)
-        code = get_family(family).generate(request, out)
+        chosen = get_family(family)
+        defaults = {name: p.default for name, p in inspect.signature(generate).parameters.items()}
+        own = {name: OptionValue(flag, value, given != defaults[param]) for name, flag, param, value, given in (
+            ("generator", "--generator", "generator", generator.value, generator),
+            ("users", "--users", "users", users, users),
+            ("personas", "--personas", "personas", personas, personas),
+            ("domains", "--domains", "domains", domains, domains),
+            ("packs", "--pack", "pack", tuple(pack or ()), pack),
+            ("allow_partial", "--allow-partial", "allow_partial", allow_partial, allow_partial),
+            ("strict_checks", "--strict-checks", "strict_checks", strict_checks, strict_checks),
+            ("tier", "--tier", "tier", tier, tier),
+            ("domain", "--domain", "domain", domain, domain),
+            ("official", "--official", "official", official, official))}
+        request = GenerateRequest(out_dir=out_dir, options=family_options(chosen, "generate", own), config=config,
+                                  sets=set_, seed=seed, salt=salt)
+        code = chosen.generate(request, out)
         if code:
             raise typer.Exit(code)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 from typing import Annotated
 
@@ -54,14 +55,21 @@ def run(
                                            "everything else goes to stderr.")] = False,
 ) -> None:
     """Run an agent on an environment (on-policy), evaluate every period, and write metrics."""
-    from ..families import RunRequest, family_for_env
+    from ..families import OptionValue, RunRequest, family_for_env, family_options
 
-    request = RunRequest(out_dir=out_dir, env=env, agent=agent, config=config, sets=set_, off_policy=off_policy,
-                         serial=serial, trials=trials, executor=executor, ray_address=ray_address, models=models,
-                         resimulate_leaks=resimulate_leaks, no_cache=no_cache, allow_model_change=allow_model_change,
-                         model=model, user_model=user_model, judge_model=judge_model,
-                         max_connections=max_connections, limit=limit, dry_run=dry_run, json=json_out)
-    raise typer.Exit(family_for_env(env).run(request, out))
+    family = family_for_env(env)
+    defaults = {name: p.default for name, p in inspect.signature(run).parameters.items()}
+    own = {name: OptionValue(flag, value, value != defaults[param]) for name, flag, param, value in (
+        ("off_policy", "--off-policy", "off_policy", off_policy),
+        ("resimulate_leaks", "--resimulate-leaks", "resimulate_leaks", resimulate_leaks),
+        ("dry_run", "--dry-run", "dry_run", dry_run),
+        ("json", "--json", "json_out", json_out))}
+    request = RunRequest(out_dir=out_dir, options=family_options(family, "run", own), env=env, agent=agent,
+                         config=config, sets=set_, serial=serial, trials=trials, executor=executor,
+                         ray_address=ray_address, models=models, no_cache=no_cache,
+                         allow_model_change=allow_model_change, model=model, user_model=user_model,
+                         judge_model=judge_model, max_connections=max_connections, limit=limit)
+    raise typer.Exit(family.run(request, out))
 
 
 def register(app: typer.Typer) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -93,8 +94,8 @@ def print_report(report: Any, max_rows: int = 20) -> None:
     """Tables for the strategies, the leaky questions and the audit warnings."""
     from rich.table import Table
 
-    from ..validity.audit import CHECKS
-    from ..validity.suite import DECISION_RULE
+    from ..families.statetrack.validity.audit import CHECKS
+    from ..families.statetrack.validity.suite import DECISION_RULE
 
     interval = next((s.interval for s in report.strategies if s.verdict != "info"), "")
     table = Table("strategy", "family", "accuracy", f"CI ({interval})", "baseline", "excess", "verdict",
@@ -182,11 +183,17 @@ def register(app: typer.Typer) -> None:
                                            "domain at the file's tier.")] = 0,
     ) -> None:
         """Check that no memoryless strategy beats its baseline and that the reference agents hold (exit 1 if not)."""
-        from ..families import ValidateRequest, family_for_env
+        from ..families import OptionValue, ValidateRequest, family_for_env, family_options
 
-        request = ValidateRequest(env=env, margin=margin, seed=seed, embedder=embedder, json_out=json_out,
-                                  gate_prior=gate_prior, judge=judge, config=config, sets=set_, seeds=seeds)
-        raise typer.Exit(family_for_env(env).validate(request, out))
+        family = family_for_env(env)
+        defaults = {name: p.default for name, p in inspect.signature(validate).parameters.items()}
+        own = {name: OptionValue(flag, value, value != defaults[name]) for name, flag, value in (
+            ("margin", "--margin", margin), ("seed", "--seed", seed), ("embedder", "--embedder", embedder),
+            ("gate_prior", "--gate-prior", gate_prior), ("judge", "--no-judge" if judge is False else "--judge", judge),
+            ("seeds", "--seeds", seeds))}
+        request = ValidateRequest(env=env, options=family_options(family, "validate", own), json_out=json_out,
+                                  config=config, sets=set_)
+        raise typer.Exit(family.validate(request, out))
 
     @app.command("audit-sim")
     @handled
@@ -200,8 +207,8 @@ def register(app: typer.Typer) -> None:
         set_: SetOpt = None,
     ) -> None:
         """Check every simulator turn of a run for revealed values, goodbyes and copies; write sim_audit.json."""
-        from ..run.layout import RunDir
-        from ..validity.sim_audit import audit_run, environment_of
+        from ..families.statetrack.layout import RunDir
+        from ..families.statetrack.validity.sim_audit import audit_run, environment_of
 
         rd = RunDir(rundir)
         environment = environment_of(rd, env)
@@ -220,7 +227,7 @@ def register(app: typer.Typer) -> None:
 
         import asyncio
 
-        from ..run.lock import run_lock
+        from ..engine.lock import run_lock
 
         with run_lock(rd.root, "amemgym audit-sim"):
             result = asyncio.run(go())
@@ -236,7 +243,7 @@ def print_sim_audit(result: dict[str, Any], path: Path, max_rows: int = 30) -> N
     """Rates per check and the offending turns."""
     from rich.table import Table
 
-    from ..validity.sim_audit import DEGENERATE_WARN
+    from ..families.statetrack.validity.sim_audit import DEGENERATE_WARN
 
     table = Table("check", "flagged", "rate", title=f"simulator audit: {result['turns']} turns")
     for check, rate in result["rates"].items():

@@ -11,8 +11,8 @@ The engine owns the rest (docs/design.md §11, §14, §15):
 - :mod:`.pool` entries over units and trials, and pass^k; :mod:`.board` leaderboard and paired comparison;
 - :mod:`.report` the self-contained HTML report with the family's panels; :mod:`.rundir` the run directory.
 
-The statetrack family's runner (``amemgym.run``) shares the usage book, the progress text and the report
-page with it.
+The statetrack family's runner (``amemgym.families.statetrack.runner``) shares the usage book, the progress
+text and the report page with it.
 """
 
 from __future__ import annotations

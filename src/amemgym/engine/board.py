@@ -123,7 +123,7 @@ def board_table(family: str, run_dirs: Sequence[Path], panel: BoardPanel | None 
 def entry_flags(e: Entry, head: Any, panel: BoardPanel | None, noun: str) -> tuple[list[str], bool]:
     """An entry's flags and whether it may be ranked (a unit without the headline, unfinished units, or a model
     changed during the run keep it off the ranking; the family's flags and repeated seeds do not)."""
-    from ..run.ranking_flags import model_change_flag
+    from .ranking_flags import model_change_flag
 
     flags, rankable = [], True
     missing = e.units_without(head)

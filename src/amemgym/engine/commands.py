@@ -29,8 +29,8 @@ __all__ = ["EngineFamily"]
 class EngineFamily:
     """The command-level family of the unit family ``units`` (see the module docstring)."""
 
-    #: ``run`` flags a unit family cannot honour (refused with exit 2 when used).
-    unsupported_flags: tuple[str, ...] = ("--off-policy", "--resimulate-leaks", "--dry-run", "--json")
+    # A unit family takes only the shared ``run`` options: no ``run_options``, so the command refuses the
+    # statetrack runner's own (``--off-policy``, ``--resimulate-leaks``, ``--dry-run``, ``--json``).
 
     def __init__(self, units: UnitFamily) -> None:
         self.units = units
@@ -43,31 +43,26 @@ class EngineFamily:
             return run_family(run_dir) == self.name
         return family_of_tree(run_dir) == self.name
 
-    def generate(self, request: GenerateRequest, console: Console) -> int:  # pragma: no cover - per family
+    def generate(self, request: GenerateRequest[Any], console: Console) -> int:  # pragma: no cover - per family
         raise ConfigError(f"generate is not supported for family {self.name!r}")
 
-    def validate(self, request: ValidateRequest, console: Console) -> int:  # pragma: no cover - per family
+    def validate(self, request: ValidateRequest[Any], console: Console) -> int:  # pragma: no cover - per family
         raise ConfigError(f"validate is not supported for family {self.name!r}")
 
-    def configure(self, cfg: AppConfig, request: RunRequest) -> None:
+    def configure(self, cfg: AppConfig, request: RunRequest[Any]) -> None:
         """Family settings that follow from the request (the budget family's judge); none by default."""
 
-    def run(self, request: RunRequest, console: Console) -> int:
+    def run(self, request: RunRequest[Any], console: Console) -> int:
         """Run (or resume) the units of ``--env`` into ``--out`` (``--trials N``: N times, one folder each)."""
         from ..cli_common import app_config
-        from ..run.flags import ModelFlags
+        from .flags import ModelFlags
 
         r = request
         if r.env is None:
             raise ConfigError(f"a {self.name}-family run needs --env (a file or a folder of them)")
-        used = {"--off-policy": r.off_policy is not None, "--resimulate-leaks": r.resimulate_leaks,
-                "--dry-run": r.dry_run, "--json": r.json}
-        refused = [flag for flag in self.unsupported_flags if used.get(flag)]
-        if refused:
-            raise ConfigError(f"{', '.join(refused)} not supported for {self.name}-family runs yet")
         cfg = app_config(r.config, r.sets)
         if r.models is not None:
-            from ..run.models_file import apply_models_file
+            from .models_file import apply_models_file
 
             cfg.llm.roles = apply_models_file(cfg.llm.roles, r.models)  # type: ignore[arg-type, assignment]
         ModelFlags(r.model, r.user_model, r.judge_model, r.max_connections).apply(cfg)
@@ -159,7 +154,7 @@ class EngineFamily:
                               highlight=False, markup=False)
         if p.protocols[0] != p.protocols[1]:
             console.print("note: the two sides ran under different protocols", highlight=False, markup=False)
-        from ..run.ranking_flags import model_change_flag
+        from .ranking_flags import model_change_flag
         from .read import load_found
 
         for side, run in (("A", run_a), ("B", run_b)):

@@ -4,7 +4,8 @@ On a terminal it is a rich progress bar. Otherwise (a log file, CI) :class:`Plai
 line is printed, for every family alike: a progress line per tenth of the work (or a minute of slower
 progress), and a stall line as soon as a call has waited past the threshold, then at most once a minute
 while it goes on, so a hung endpoint is reported within half a minute without burying the log. The
-statetrack runner's display (``run/progress.py``) shows the same call counts through :func:`ledger_info`.
+statetrack runner's display (``families/statetrack/progress.py``) shows the same call counts through
+:func:`ledger_info`.
 """
 
 from __future__ import annotations

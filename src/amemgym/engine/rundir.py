@@ -6,7 +6,7 @@ OUT/
   metrics.json         every unit's metrics and the per-group means with intervals (UnitMetrics)
   usage.json           usage of all invocations; usage.pending.json while one runs (engine/usage.py)
   failures.json        what failed in the last invocation, redacted (FailuresFile)
-  .amemgym.lock        held by the one process writing the directory (run/lock.py)
+  .amemgym.lock        held by the one process writing the directory (engine/lock.py)
   <unit>/              results.json (UnitRecord), checkpoint.json, trace.jsonl (engine/checkpoint.py)
 ```
 
@@ -16,6 +16,8 @@ Only the engine writes these files; a family returns records and states.
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -37,6 +39,27 @@ from ..storage import atomic_write_json
 __all__ = ["RECORD_FILE", "UnitRunDir"]
 
 #: Each unit's record, in the unit's folder.
+def prepare_out_dir(root: Path) -> None:
+    """Create the run directory ``root`` (or accept an existing one) and make sure files can be written in it.
+
+    Raises:
+        RunError: ``root`` is a file, a dangling symbolic link, cannot be created, or is not writable.
+    """
+    root = Path(root)
+    if root.is_symlink() and not root.exists():
+        raise RunError(f"{root}: --out is a symbolic link to nothing ({os.readlink(root)}); give a directory")
+    if root.exists() and not root.is_dir():
+        raise RunError(f"{root}: --out is a file, not a directory")
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        # A real write, not os.access: permissions are not the only reason a write fails (read-only mounts).
+        fd, probe = tempfile.mkstemp(prefix=".write-check.", dir=root)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise RunError(f"{root}: --out is not writable ({exc.strerror or exc})") from None
+
+
 RECORD_FILE = "results.json"
 
 

@@ -148,8 +148,8 @@ def run_units(family: UnitFamily, cfg: AppConfig, env: Path, out_dir: Path, opts
         RunError: ``out_dir`` is in use, or holds a run of another family, protocol or model.
         BackendUnavailable: a role's endpoint is unreachable, rejects the key or does not serve the model.
     """
-    from ..run.layout import prepare_out_dir
-    from ..run.lock import run_lock
+    from .lock import run_lock
+    from .rundir import prepare_out_dir
 
     if opts.executor not in ("local", "ray"):
         raise ConfigError(f"unknown executor {opts.executor!r}; use 'local' or 'ray'")

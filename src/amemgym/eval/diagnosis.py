@@ -1,9 +1,10 @@
-"""``python -m amemgym.eval.diagnosis``: the original script's path for :mod:`amemgym.compat.diagnosis`."""
+"""``python -m amemgym.eval.diagnosis``: the original script's path for
+:mod:`amemgym.families.statetrack.compat.diagnosis`."""
 
 from __future__ import annotations
 
-from ..compat.diagnosis import main
-from ..compat.flags import main_guard
+from ..families.statetrack.compat.diagnosis import main
+from ..families.statetrack.compat.flags import main_guard
 
 __all__ = ["main"]
 

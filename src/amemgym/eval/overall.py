@@ -1,9 +1,10 @@
-"""``python -m amemgym.eval.overall``: the original script's path for :mod:`amemgym.compat.overall`."""
+"""``python -m amemgym.eval.overall``: the original script's path for
+:mod:`amemgym.families.statetrack.compat.overall`."""
 
 from __future__ import annotations
 
-from ..compat.flags import main_guard
-from ..compat.overall import main
+from ..families.statetrack.compat.flags import main_guard
+from ..families.statetrack.compat.overall import main
 
 __all__ = ["main"]
 

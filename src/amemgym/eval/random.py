@@ -1,9 +1,10 @@
-"""``python -m amemgym.eval.random``: the original script's path for :mod:`amemgym.compat.random`."""
+"""``python -m amemgym.eval.random``: the original script's path for
+:mod:`amemgym.families.statetrack.compat.random`."""
 
 from __future__ import annotations
 
-from ..compat.flags import main_guard
-from ..compat.random import main
+from ..families.statetrack.compat.flags import main_guard
+from ..families.statetrack.compat.random import main
 
 __all__ = ["main"]
 

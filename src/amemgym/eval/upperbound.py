@@ -1,9 +1,10 @@
-"""``python -m amemgym.eval.upperbound``: the original script's path for :mod:`amemgym.compat.upperbound`."""
+"""``python -m amemgym.eval.upperbound``: the original script's path for
+:mod:`amemgym.families.statetrack.compat.upperbound`."""
 
 from __future__ import annotations
 
-from ..compat.flags import main_guard
-from ..compat.upperbound import main
+from ..families.statetrack.compat.flags import main_guard
+from ..families.statetrack.compat.upperbound import main
 
 __all__ = ["main"]
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from ..data.model import UserEnv
 from ..errors import ConfigError
+from ..families.statetrack.asking import choices_text
+from ..families.statetrack.data.model import UserEnv
 from ..prompts import render
-from ..scoring.asking import choices_text
 
 FeedbackKind = Literal["none", "question-only", "complete"]
 FEEDBACK_KINDS: tuple[str, ...] = ("none", "question-only", "complete")

@@ -18,14 +18,14 @@ from typing import Any
 from ..agents.base import AgentContext, MemoryAgent
 from ..agents.registry import AgentSpec
 from ..config import AppConfig
-from ..data.model import Environment, UserEnv
 from ..errors import ConfigError, RunError
+from ..families.statetrack.data.model import Environment, UserEnv
+from ..families.statetrack.layout import RunDir
+from ..families.statetrack.progress import RunProgress
+from ..families.statetrack.runner import Runner
 from ..llm.client import LLMClient
 from ..llm.redact import redact_obj
 from ..records import EvolutionCycle, as_dict, read_record, versioned
-from ..run.engine import Runner
-from ..run.layout import RunDir
-from ..run.progress import RunProgress
 from ..scoring.metrics import mean_ci
 from ..seeding import derive_seed
 from ..storage import atomic_write_json

@@ -21,10 +21,10 @@ from __future__ import annotations
 import importlib
 import inspect
 import json
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from ..errors import ConfigError, DataError
 
@@ -36,73 +36,77 @@ DEFAULT_FAMILY = "statetrack"
 
 #: Built-in families: name -> "module:attribute" of the object implementing :class:`Family`.
 BUILTIN: dict[str, str] = {
-    "statetrack": "amemgym.families.statetrack:FAMILY",
+    "statetrack": "amemgym.families.statetrack.family:FAMILY",
     "budget": "amemgym.families.budget.family:FAMILY",
 }
 
 
 @dataclass(frozen=True)
-class GenerateRequest:
-    """The ``generate`` command's options; a family reads the ones it understands.
+class NoOptions:
+    """The options of a family that takes none of its own for a command (beyond the shared ones)."""
+
+
+#: A family's own options for one command: a frozen dataclass whose fields are named after the options.
+Opts = TypeVar("Opts")
+
+
+@dataclass(frozen=True)
+class OptionValue:
+    """One family-specific option as the command line gave it: ``given`` is False when it kept its default."""
+
+    flag: str
+    value: Any
+    given: bool
+
+
+@dataclass(frozen=True)
+class GenerateRequest(Generic[Opts]):
+    """The ``generate`` options every family takes, and the family's own in ``options``.
 
     Attributes:
         out_dir: folder to write into.
+        options: the family's ``generate_options`` (statetrack: generator, users, personas, domains, packs,
+            allow_partial, strict_checks; budget: tier, domain, official).
         config: config preset or file; sets: ``KEY.PATH=VALUE`` overrides.
-        generator: ``procedural`` or ``llm`` (statetrack).
-        users, seed, personas, salt, domains, packs, allow_partial, strict_checks: statetrack options
-            (``seed`` and ``salt`` are shared with budget).
-        tier, domain, official: budget options.
+        seed: the generation seed (None: the config's); salt: varies surface forms at the same seed.
     """
 
     out_dir: Path
+    options: Opts
     config: str | None = "tiny"
     sets: list[str] | None = None
-    generator: str = "procedural"
-    users: int | None = None
     seed: int | None = None
-    personas: Path | None = None
     salt: int = 0
-    domains: str | None = None
-    packs: Sequence[Path] = ()
-    allow_partial: bool = False
-    strict_checks: bool = False
-    tier: str = "lite"
-    domain: str | None = None
-    official: bool = False
 
 
 @dataclass(frozen=True)
-class ValidateRequest:
-    """The ``validate`` command's options (see ``amemgym validate --help``)."""
+class ValidateRequest(Generic[Opts]):
+    """The ``validate`` options every family takes (see ``amemgym validate --help``); the family's own in
+    ``options`` (statetrack: margin, seed, embedder, gate_prior, judge; budget: seeds)."""
 
     env: Path
-    margin: float = 0.03
-    seed: int = 0
-    embedder: str = "auto"
+    options: Opts
     json_out: Path | None = None
-    gate_prior: bool = False
-    judge: bool | None = None  # the exposure judge: True always, False never, None auto (docs/design.md §8)
     config: str | None = None
     sets: list[str] | None = None
-    seeds: int = 0
 
 
 @dataclass(frozen=True)
-class RunRequest:
-    """The ``run`` command's options (see ``amemgym run --help``); ``env`` None means the bundled demo."""
+class RunRequest(Generic[Opts]):
+    """The ``run`` options every family takes (see ``amemgym run --help``); ``env`` None means the bundled demo.
+    The family's own are in ``options`` (statetrack: off_policy, resimulate_leaks, dry_run, json)."""
 
     out_dir: Path
+    options: Opts
     env: Path | None = None
     agent: str = "native"
     config: str | None = None
     sets: list[str] | None = None
-    off_policy: Path | None = None
     serial: bool = False
     trials: int = 1
     executor: str = "local"
     ray_address: str | None = None
     models: Path | None = None
-    resimulate_leaks: bool = False
     no_cache: bool = False
     allow_model_change: bool = False
     model: str | None = None
@@ -110,8 +114,25 @@ class RunRequest:
     judge_model: str | None = None
     max_connections: int | None = None
     limit: int | None = None
-    dry_run: bool = False
-    json: bool = False
+
+
+def family_options(family: Family, command: str, values: Mapping[str, OptionValue]) -> Any:
+    """The family's own options for ``command`` (its ``<command>_options`` model, else :class:`NoOptions`).
+
+    ``values`` holds every family-specific option of the command line, by field name. The family receives
+    only the fields its model declares; an option it does not declare is refused when it was given, so an
+    option is never accepted and then silently ignored.
+
+    Raises:
+        ConfigError: an option the family does not take was given (one line naming the flags).
+    """
+    model = getattr(family, f"{command}_options", NoOptions)
+    taken = {f.name for f in fields(model)}
+    refused = list(dict.fromkeys(v.flag for name, v in values.items() if name not in taken and v.given))
+    if refused:
+        where = "runs yet" if command == "run" else command
+        raise ConfigError(f"{', '.join(refused)} not supported for {family.name}-family {where}")
+    return model(**{name: v.value for name, v in values.items() if name in taken})
 
 
 @dataclass(frozen=True)
@@ -144,6 +165,11 @@ class Family(Protocol):
     Every method that a command calls returns the command's exit code (0 success, 1 a failed check) or
     raises an :class:`~amemgym.errors.AMemGymError` for bad input, which the command turns into one line
     and exit 2.
+
+    A family may declare its own options per command as class attributes ``generate_options``,
+    ``validate_options`` and ``run_options`` (frozen dataclasses); the command builds the one of the
+    family it resolved (:func:`family_options`) and refuses an option the family does not declare. Without
+    one the family takes only the shared options.
     """
 
     name: str
@@ -152,15 +178,15 @@ class Family(Protocol):
         """Whether ``run_dir`` holds a run of this family (read from its manifest or results, never guessed)."""
         ...
 
-    def generate(self, request: GenerateRequest, console: Console) -> int:
+    def generate(self, request: GenerateRequest[Any], console: Console) -> int:
         """Write one or more environment files under ``request.out_dir``."""
         ...
 
-    def validate(self, request: ValidateRequest, console: Console) -> int:
+    def validate(self, request: ValidateRequest[Any], console: Console) -> int:
         """Run the family's validity checks on an environment file; 1 if any fails."""
         ...
 
-    def run(self, request: RunRequest, console: Console) -> int:
+    def run(self, request: RunRequest[Any], console: Console) -> int:
         """Run (or resume) an agent on an environment into ``request.out_dir``."""
         ...
 
@@ -407,7 +433,7 @@ def make_env(env: Path | str | None = None, *, family: str | None = None, **opti
     return training_method(fam, "make_env")(path, **options)
 
 
-__all__ = ["BUILTIN", "DEFAULT_FAMILY", "Board", "ExportResult", "Family", "GenerateRequest", "RunRequest",
-           "TrainingFamily", "ValidateRequest", "check_family", "declared_family", "family_for_env",
-           "family_for_run", "family_names", "get_family", "group_runs", "make_env", "register_family",
-           "training_method", "unregister_family"]
+__all__ = ["BUILTIN", "DEFAULT_FAMILY", "Board", "ExportResult", "Family", "GenerateRequest", "NoOptions",
+           "OptionValue", "RunRequest", "TrainingFamily", "ValidateRequest", "check_family", "declared_family",
+           "family_for_env", "family_for_run", "family_names", "family_options", "get_family", "group_runs",
+           "make_env", "register_family", "training_method", "unregister_family"]

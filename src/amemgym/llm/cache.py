@@ -13,7 +13,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from ..errors import ConfigError
 from ..redact import redact_content
+from .types import CACHE_KEY_FORMAT
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
@@ -37,6 +39,23 @@ class ResponseCache:
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._conn.execute(_SCHEMA)
+        self._stamp_format()
+
+    def _stamp_format(self) -> None:
+        """Record which key format the file's keys use (SQLite's ``user_version``).
+
+        A file from an older format keeps its rows, which simply never match a new key (the format is hashed
+        into every key); it is restamped so the change is visible. A file written by a newer amemgym is
+        refused: its keys could mean something this code does not know.
+        """
+        with self._lock:
+            found = int(self._conn.execute("PRAGMA user_version").fetchone()[0])
+            if found > CACHE_KEY_FORMAT:
+                self._conn.close()
+                raise ConfigError(f"the response cache {self.path} uses key format {found}, newer than this "
+                                  f"amemgym's {CACHE_KEY_FORMAT}; upgrade amemgym or use another cache_path")
+            if found < CACHE_KEY_FORMAT:
+                self._conn.execute(f"PRAGMA user_version = {CACHE_KEY_FORMAT}")
 
     def get(self, key: str) -> dict[str, Any] | None:
         """The stored record for ``key``, or None."""

@@ -73,7 +73,7 @@ def _flight_key(req: ChatRequest, backend_id: str, model: str, plain: bool = Tru
     else:
         messages = tuple((m["role"], m["content"]) if len(m) == 2 else json.dumps(m, sort_keys=True)
                          for m in req.messages)
-    return (backend_id, model, messages, req.temperature, req.max_tokens, schema, req.seed, tools)
+    return (backend_id, model, messages, req.temperature, req.max_tokens, schema, req.schema_name, req.seed, tools)
 
 
 def _usable(text: Any, accept: Callable[[str], bool] | None, tool_calls: Any = ()) -> bool:
@@ -401,10 +401,10 @@ class LLMClient:
         model_name = await self.model_identity(role)
         usage = self.ledger.role(role)
         caching = use_cache and self.cache is not None
-        # The persistent key is a sha256 of the canonical JSON request (about 0.1 ms on a long conversation),
-        # so it is only computed when a cache is used; in-flight dedup then keys on it too. Without a cache it
-        # needs no digest: a tuple of the same fields is an exact dict key, and Python caches each message
-        # string's hash on the string itself.
+        # The persistent key is a sha256 of the request's encoded body (ChatRequest.wire_fields), the same
+        # bytes an HTTP backend then sends, so the history is encoded once per call; in-flight dedup keys on
+        # it too. Without a cache no digest is needed: a tuple of the same fields is an exact dict key, and
+        # Python caches each message string's hash on the string itself.
         key = req.cache_key(backend.backend_id, model_name) if caching else None
         flight: tuple[Any, ...] | str = key if key is not None else _flight_key(req, backend.backend_id, model_name,
                                                                                 plain)

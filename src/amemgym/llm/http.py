@@ -236,7 +236,7 @@ def _close_if_overrun(resp: httpx.Response) -> None:
     (an idle connection that turns readable is dropped, but bytes that arrived together with the reply are
     already off the socket). h11 exposes them as ``trailing_data``; marking our side failed makes httpcore
     close the connection instead of reusing it. The h11 state is reached through httpcore's stream objects
-    (the route httpcore issue #872 describes); tests/test_http_transport.py pins it.
+    (the route httpcore issue #872 describes); tests/llm/test_http_transport.py pins it.
     """
     state = _h11_state(resp)
     if state is not None and state.trailing_data[0]:

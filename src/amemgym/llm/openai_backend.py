@@ -19,6 +19,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 import numpy as np
+import orjson
 
 from .backends import PermanentError, TransientError
 from .http import ReplyTooLarge, Response, SetupError, Transport, public_url
@@ -202,13 +203,15 @@ class OpenAIBackend:
             self._transport = Transport(self._root, self.timeouts, self._headers)
         return self._transport
 
-    async def send(self, method: str, route: str, body: dict[str, Any] | None = None) -> Response:
+    async def send(self, method: str, route: str, body: dict[str, Any] | bytes | None = None) -> Response:
         """One request under the endpoint's limits; any status comes back (the preflight reads them itself).
+
+        ``body``: a JSON value, or bytes already encoded (a chat request's :meth:`ChatRequest.body`).
 
         Raises:
             TransientError, PermanentError: the transport failed (see :func:`classify`).
         """
-        data = None if body is None else json.dumps(body, ensure_ascii=False).encode("utf-8")
+        data = body if body is None or isinstance(body, bytes) else json.dumps(body, ensure_ascii=False).encode()
         transport = None
         try:
             transport = self._http()
@@ -217,12 +220,12 @@ class OpenAIBackend:
         except Exception as exc:  # noqa: BLE001 - classified and re-raised
             raise classify(exc, transport.proxy if transport else None) from exc
 
-    async def _request(self, method: str, route: str, body: dict[str, Any] | None = None) -> Any:
+    async def _request(self, method: str, route: str, body: dict[str, Any] | bytes | None = None) -> Any:
         resp = await self.send(method, route, body)
         if not 200 <= resp.status < 300:
             raise status_error(resp.status, resp.body, resp.headers)
         try:
-            return json.loads(resp.body)
+            return orjson.loads(resp.body)  # a few times faster than json.loads on a reply; same values
         except Exception as exc:  # noqa: BLE001 - classified and re-raised
             raise classify(exc) from exc
 
@@ -268,21 +271,8 @@ class OpenAIBackend:
     async def complete(self, req: ChatRequest) -> ChatResult:
         """One chat completion attempt."""
         model = await self.model()
-        body: dict[str, Any] = {"model": model, "messages": list(req.messages), "temperature": req.temperature,
-                                "max_tokens": req.max_tokens}
-        if req.seed is not None:
-            body["seed"] = req.seed
-        if req.json_schema is not None:
-            body["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": req.schema_name, "schema": req.json_schema, "strict": True},
-            }
-        if req.tools is not None:
-            body["tools"] = list(req.tools)
-        if req.tool_choice is not None:
-            body["tool_choice"] = req.tool_choice
         start = perf_counter()
-        resp = await self._request("POST", "/chat/completions", body)
+        resp = await self._request("POST", "/chat/completions", req.body(model))
         seconds = perf_counter() - start
         try:
             result = _chat_result(resp, model, seconds)

@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
+
+import orjson
 
 #: One chat message: ``role`` and ``content``, and for native tool use ``tool_calls`` (an assistant's calls in
 #: the wire form) or ``tool_call_id`` (a tool result).
 ChatMessage = dict[str, Any]
+
+#: The layout of :meth:`ChatRequest.cache_key`, hashed into every key and stamped on the cache file. Bump it
+#: whenever the digested bytes change for the same request, so old entries miss instead of matching wrongly.
+CACHE_KEY_FORMAT = 2
 
 
 @dataclass(frozen=True)
@@ -46,28 +52,44 @@ class ChatRequest:
     tools: tuple[dict[str, Any], ...] | None = None
     tool_choice: str | dict[str, Any] | None = None
 
-    def cache_key(self, backend_id: str, model: str) -> str:
-        """A digest of everything that determines the response (never the API key)."""
-        fields: dict[str, Any] = {
-            "backend": backend_id,
-            "model": model,
-            "messages": list(self.messages),
-            "temperature": self.temperature,
-            "max_tokens": self.max_tokens,
-            "schema": self.json_schema,
-            "seed": self.seed,
-        }
-        # Added only when used, so the keys of every request without tools stay what they were.
+    @cached_property
+    def wire_fields(self) -> bytes:
+        """The chat-completions body without its ``model``, as canonical JSON (sorted keys, compact, UTF-8).
+
+        Encoded once per request: the same bytes go on the wire (:meth:`body`) and into the cache key
+        (:meth:`cache_key`), so a long history is serialised once per call, not once for each. orjson
+        writes it about six times faster than the standard library, and the same input always gives the
+        same bytes (keys sorted; no whitespace; floats in their shortest round-trip form).
+        """
+        fields: dict[str, Any] = {"messages": self.messages, "temperature": self.temperature,
+                                  "max_tokens": self.max_tokens}
+        if self.seed is not None:
+            fields["seed"] = self.seed
+        if self.json_schema is not None:
+            fields["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": self.schema_name, "schema": self.json_schema, "strict": True},
+            }
         if self.tools is not None:
-            fields["tools"] = list(self.tools)
+            fields["tools"] = self.tools
         if self.tool_choice is not None:
             fields["tool_choice"] = self.tool_choice
-        canon = json.dumps(
-            fields,
-            sort_keys=True,
-            ensure_ascii=False,
-        )
-        return hashlib.sha256(canon.encode("utf-8")).hexdigest()
+        return orjson.dumps(fields, option=orjson.OPT_SORT_KEYS)
+
+    def body(self, model: str) -> bytes:
+        """The request body for ``model``: :attr:`wire_fields` with the model name as its first member."""
+        # wire_fields is a JSON object with at least "messages", so "{" + model + "," + its members is one
+        # valid object; the model is not part of wire_fields because the cache key names the served model.
+        return b'{"model":' + orjson.dumps(model) + b"," + self.wire_fields[1:]
+
+    def cache_key(self, backend_id: str, model: str) -> str:
+        """A digest of everything that determines the response (never the API key).
+
+        ``model`` is the served model's identity; the rest is the body the backend sends (:attr:`wire_fields`),
+        behind :data:`CACHE_KEY_FORMAT` so keys of another format can never be mistaken for these.
+        """
+        head = orjson.dumps([CACHE_KEY_FORMAT, backend_id, model])
+        return hashlib.sha256(head + b"\n" + self.wire_fields).hexdigest()
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ INDEX = "pack.yaml"
 
 #: Where each family's schema is (``module:attribute``); imported on first use so the loader pulls in no family.
 SCHEMAS: dict[str, str] = {
-    "statetrack": "amemgym.generate.procedural.packs:SCHEMA",
+    "statetrack": "amemgym.families.statetrack.generate.procedural.packs:SCHEMA",
     "budget": "amemgym.families.budget.domain:SCHEMA",
 }
 

@@ -14,7 +14,7 @@ class EnvironmentCut(BaseModel):
 
     ``protocol.environment_sha256`` is the hash of the cut (what the run played); a reader loads the file,
     checks it against ``file_sha256`` (or, when the file changed since, the cut against the protocol's hash)
-    and cuts it the same way (``amemgym.run.flags.first_users``).
+    and cuts it the same way (``amemgym.families.statetrack.cut.first_users``).
 
     Attributes:
         file_sha256: sha256 of the whole environment file the run was given.

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..data.model import Environment, UserEnv
+from ..families.statetrack.data.model import Environment, UserEnv
 from .extras import read_evolution
 from .load import RunRecord, eval_records, session_records
 

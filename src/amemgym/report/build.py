@@ -30,7 +30,7 @@ from .load import RunRecord, eval_records, load_run_environment, load_runs, sess
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from ..data.model import Environment
+    from ..families.statetrack.data.model import Environment
 
 
 RECALL_NOTE = (" Memory recall: share of the facts revealed in a period that the judge finds in the agent's"

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..run.layout import RunDir
+from ..families.statetrack.layout import RunDir
 from .aggregate import Stat, _num, period_series
 from .load import RunRecord
 

@@ -17,7 +17,7 @@ from html import escape
 from importlib import resources
 from typing import Any
 
-from ..run.ranking_flags import shown
+from ..engine.ranking_flags import shown
 from ..scoring.registry import headline, table_metrics
 from .aggregate import Summary, fmt
 from .browser import embed_json

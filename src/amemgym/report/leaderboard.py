@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..run.ranking_flags import shown as shown_flag
+from ..engine.ranking_flags import shown as shown_flag
 from ..scoring.registry import HEADLINE, Metric, headline, table_metrics
 from .aggregate import Summary, summarize
 from .load import RunRecord

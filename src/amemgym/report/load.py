@@ -6,14 +6,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..data.io import load_environment
-from ..data.model import Environment
+from ..engine.ranking_flags import model_change_flag, with_flag
 from ..engine.trials import is_trials_dir, trial_run_dirs
 from ..errors import AMemGymError, RunError
+from ..families.statetrack.data.io import load_environment
+from ..families.statetrack.data.model import Environment
+from ..families.statetrack.layout import RunDir
+from ..families.statetrack.trials import pooled_metrics
 from ..records import EvaluationRecord, Manifest, Metrics, as_dict, read_record
-from ..run.layout import RunDir
-from ..run.ranking_flags import model_change_flag, with_flag
-from ..run.trials import pooled_metrics
 
 
 @dataclass(frozen=True)
@@ -130,9 +130,9 @@ def load_run_environment(run: RunRecord, override: Path | None = None) -> tuple[
 
     The file named in the manifest (or ``override``) is used only when it is the run's environment: its hash
     matches the run's, or, for a ``--limit`` run, it is the file the run was cut from, cut the same way
-    (:func:`amemgym.run.flags.cut_as_recorded`).
+    (:func:`amemgym.families.statetrack.cut.cut_as_recorded`).
     """
-    from ..run.flags import cut_as_recorded
+    from ..families.statetrack.cut import cut_as_recorded
 
     name = override or run.manifest.get("environment_file")
     if not name:

@@ -1,5 +1,6 @@
-"""Running agents on environments: episodes, snapshots, resume, results."""
+"""What is left of the first run package: the Ray executor of statetrack episodes (``ray_executor``).
 
-from .engine import Runner, RunOutcome
-
-__all__ = ["RunOutcome", "Runner"]
+It still holds the Ray helpers every family's executor uses (``start_ray``, ``check_endpoints``,
+``task_config``, ``task_slots``) next to the statetrack episode job, so it stays here until the two are
+apart (docs/design.md §14).
+"""

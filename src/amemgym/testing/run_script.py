@@ -6,7 +6,7 @@ import json
 import re
 from collections.abc import Callable
 
-from amemgym.data.model import UserEnv
+from amemgym.families.statetrack.data.model import UserEnv
 from amemgym.llm.types import ChatRequest
 
 from .scripted_model import last_user

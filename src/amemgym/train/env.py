@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from ..config import AppConfig
-from ..data.io import load_environment
-from ..data.model import Environment, UserEnv
 from ..errors import ConfigError, DataError, RunError
+from ..families.statetrack.data.io import load_environment
+from ..families.statetrack.data.model import Environment, UserEnv
 from ..llm.client import LLMClient
 from .bridge import BridgedEnv, LoopThread
 from .episode import EpisodeOptions, PolicyEpisode
@@ -43,7 +43,7 @@ _OPTION_KEYS = frozenset({"user", "upper_bound", "probes", "max_steps"})
 def default_environment() -> Environment:
     """The bundled tiny procedural environment (regenerated from its seed if the file is not installed)."""
     from ..config import env_preset
-    from ..generate.procedural import generate_procedural, tiny_environment_path
+    from ..families.statetrack.generate.procedural import generate_procedural, tiny_environment_path
 
     path = tiny_environment_path()
     if path.exists():
@@ -56,8 +56,8 @@ class MemoryEnv(BridgedEnv, env_base()):  # type: ignore[misc]
     """The assistant-as-policy environment.
 
     Args:
-        environment: an :class:`~amemgym.data.Environment`, a path to an environment file, or None for
-            the bundled tiny environment.
+        environment: an :class:`~amemgym.families.statetrack.data.Environment`, a path to an environment
+            file, or None for the bundled tiny environment.
         llm: client for the user simulator and the upper bound; default the embedded model from
             ``config.llm`` (created on first reset and closed by :meth:`close`).
         config: rounds fallback, budgets and the run seed, as for ``amemgym run``; default the defaults.

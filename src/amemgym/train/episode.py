@@ -1,11 +1,11 @@
 """One user's episode as the policy sees it: the same sessions and questions as ``amemgym run``.
 
-The conversation walks the runner's schedule (:func:`amemgym.run.schedule.episode_schedule`) and is
-played by :func:`amemgym.simulate.run_session` with the same simulator, seeds and rounds; the policy takes
-the agent's seat through :class:`PolicySeat`, a :class:`~amemgym.agents.base.MemoryAgent` adapter whose
+The conversation walks the runner's schedule (:func:`amemgym.families.statetrack.schedule.episode_schedule`) and
+is played by :func:`amemgym.families.statetrack.simulate.run_session` with the same simulator, seeds and rounds; the
+policy takes the agent's seat through :class:`PolicySeat`, a :class:`~amemgym.agents.base.MemoryAgent` adapter whose
 ``reply``/``answer`` wait for the action given to ``step``. After each period the overall questions (and,
 optionally, the state probes) are put to the policy one at a time, parsed and scored with the prompts,
-parsers and seeds of :mod:`amemgym.run.questioning`, and the period's numbers come from
+parsers and seeds of :mod:`amemgym.families.statetrack.questioning`, and the period's numbers come from
 :func:`amemgym.scoring.metrics.aggregate`, so a policy scores the same here and in a run.
 """
 
@@ -16,15 +16,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..config import AppConfig
-from ..data.model import UserEnv
 from ..errors import AMemGymError
+from ..families.statetrack.asking import overall_prompt, probe_prompt, score_overall, score_probe
+from ..families.statetrack.data.model import UserEnv
+from ..families.statetrack.questioning import upper_bound_answers, upper_bound_key
+from ..families.statetrack.results import question_outcome
+from ..families.statetrack.schedule import PeriodEnd, build_simulator, episode_schedule, user_seed
+from ..families.statetrack.simulate import run_session
 from ..llm.client import LLMClient
-from ..run.questioning import upper_bound_answers, upper_bound_key
-from ..run.results import question_outcome
-from ..run.schedule import PeriodEnd, build_simulator, episode_schedule, user_seed
-from ..scoring.asking import overall_prompt, probe_prompt, score_overall, score_probe
 from ..scoring.metrics import QuestionOutcome, aggregate
-from ..simulate import run_session
 from .bridge import TurnChannel
 
 

@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, RunError
+from ..families.statetrack.layout import RunDir
 from ..prompts import render
-from ..run.layout import RunDir
 from ..storage import atomic_write_text
 from .layout_reader import RecordedUser, read_run
 

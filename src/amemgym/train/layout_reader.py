@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RunError
+from ..families.statetrack.layout import RunDir
 from ..records import EvaluationRecord, Manifest, as_dict, read_record
-from ..run.layout import RunDir
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,7 @@ def make_preset_env(preset: str, seed: int = 42, **kwargs: Any) -> MemoryEnv:
         **kwargs: passed to :class:`MemoryEnv`; ``config`` defaults to the preset's own settings, and an
             ``environment`` given here replaces the preset's.
     """
-    from ..generate.procedural import generate_procedural
+    from ..families.statetrack.generate.procedural import generate_procedural
 
     config = kwargs.pop("config", None) or load_config(preset)
     if "environment" in kwargs:  # an explicit environment wins over the preset's

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...engine.commands import EngineFamily
 from .. import ExportResult, GenerateRequest, RunRequest, ValidateRequest
+from .options import GenerateOptions, ValidateOptions
 from .units import UNITS
 
 if TYPE_CHECKING:
@@ -19,24 +20,28 @@ if TYPE_CHECKING:
 class Budget(EngineFamily):
     """Entity documents streamed past a memory store with a write budget, corrections and contradictions."""
 
+    generate_options = GenerateOptions
+    validate_options = ValidateOptions
+
     def __init__(self) -> None:
         super().__init__(UNITS)
 
-    def generate(self, request: GenerateRequest, console: Console) -> int:
+    def generate(self, request: GenerateRequest[GenerateOptions], console: Console) -> int:
         """One episode, or every domain x the official seeds with ``--official``."""
         from .commands import generate
 
-        generate(request.out_dir, tier=request.tier, domain=request.domain, seed=request.seed or 0,
-                 salt=request.salt, official=request.official, console=console)
+        o = request.options
+        generate(request.out_dir, tier=o.tier, domain=o.domain, seed=request.seed or 0, salt=request.salt,
+                 official=o.official, console=console)
         return 0
 
-    def validate(self, request: ValidateRequest, console: Console) -> int:
+    def validate(self, request: ValidateRequest[ValidateOptions], console: Console) -> int:
         """Scripted strategies, attacks and invariants on the file and on seeds 0..N-1 of every domain."""
         from .commands import validate
 
-        return validate(request.env, seeds=request.seeds, json_out=request.json_out, console=console)
+        return validate(request.env, seeds=request.options.seeds, json_out=request.json_out, console=console)
 
-    def configure(self, cfg: AppConfig, request: RunRequest) -> None:
+    def configure(self, cfg: AppConfig, request: RunRequest[Any]) -> None:
         """``--judge-model`` turns the optional judge on (as ``budget.judge`` does)."""
         if request.judge_model is not None:
             cfg.budget.judge = True

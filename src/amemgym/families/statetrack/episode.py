@@ -1,0 +1,252 @@
+"""One user's episode: periods and sessions in order, checkpoints, and evaluations off snapshots."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from ...agents.base import AgentContext, MemoryAgent
+from ...agents.registry import AgentSpec
+from ...config import AppConfig
+from ...errors import AMemGymError
+from ...llm.client import LLMClient
+from ...llm.redact import redact
+from ...records import EvaluationRecord, Snapshot, State, UpperBoundRecord, as_dict, read_record, versioned
+from ...records.base import load_json_file
+from ...storage import append_jsonl, atomic_write_json
+from .data.model import UserEnv
+from .layout import RunDir
+from .questioning import evaluate_period, upper_bound_answers, upper_bound_key
+from .schedule import PeriodEnd, build_simulator, episode_schedule, user_seed
+from .simulate import LeakTally, replay_session, run_session
+
+#: The roles whose model shapes a run's conversations and answers; their served models are pinned in the
+#: manifest and recorded with every session.
+RUN_ROLES: tuple[str, ...] = ("simulator", "agent", "memory")
+
+
+def _in_order(*calls: tuple[Any, ...]) -> None:
+    """Run ``(function, *args)`` calls one after the other (a checkpoint's writes, in commit order)."""
+    for fn, *args in calls:
+        fn(*args)
+
+
+def load_json(path: Any) -> Any:
+    """Read a JSON file written by this package (a missing, truncated or non-JSON one is a RunError)."""
+    return load_json_file(path)
+
+
+def recorded_sessions(rundir: RunDir, user_id: str) -> dict[tuple[int, int], list[dict[str, str]]]:
+    """Finished sessions of a user, last record winning (a session redone after a kill replaces the first)."""
+    return {key: rec["messages"] for key, rec in rundir.session_records(user_id).items()}
+
+
+#: Called with (user, live agent, period, evaluation record or None) once a period's evaluation is done and
+#: before the next period starts; it may change the live agent (self-evolution sets its policy here). It
+#: runs again for the last finished period on resume, so it must be idempotent.
+PeriodHook = Callable[[UserEnv, MemoryAgent, int, "dict[str, Any] | None"], Awaitable[None]]
+
+
+@dataclass
+class EpisodeEvents:
+    """Hooks the runner uses for progress display."""
+
+    on_session: Callable[[str, int, int], None] = lambda u, p, s: None
+    on_eval: Callable[[str, int], None] = lambda u, p: None
+    failures: list[dict[str, Any]] = field(default_factory=list)
+
+
+class Episode:
+    """Runs (or resumes) one user's episode and its evaluations."""
+
+    def __init__(
+        self,
+        user: UserEnv,
+        spec: AgentSpec,
+        llm: LLMClient,
+        cfg: AppConfig,
+        rundir: RunDir,
+        *,
+        off_policy: RunDir | None = None,
+        events: EpisodeEvents | None = None,
+        after_period: PeriodHook | None = None,
+    ) -> None:
+        self.user = user
+        self.spec = spec
+        self.llm = llm
+        self.cfg = cfg
+        self.rundir = rundir
+        self.off_policy = off_policy
+        self.events = events or EpisodeEvents()
+        self.after_period = after_period
+        self.seed = user_seed(cfg, user)
+        self.ctx = AgentContext(
+            user_id=user.id, seed=self.seed, reply_max_tokens=cfg.run.reply_max_tokens,
+            eval_max_tokens=cfg.run.eval_max_tokens, context_window=cfg.run.context_window,
+            state_schema=dict(user.state_schema), system_prompt=cfg.run.agent_system_prompt,
+        )
+        self.simulator = build_simulator(llm, cfg)
+        self._ub: asyncio.Task[dict[str, Any]] | None = None
+        self._writes: asyncio.Task[None] | None = None
+
+    def _persist(self, write: Callable[..., None], *args: Any) -> None:
+        """Queue a checkpoint write behind the earlier ones; the conversation does not wait for it.
+
+        Safe because the queue keeps the commit order (a session's record lands before the checkpoint that
+        points past it) and every payload is a snapshot copy the agent no longer touches. A kill before a
+        queued write lands only means resuming from the checkpoint before it, which redoes that session,
+        exactly as a kill during the session would.
+        """
+        previous = self._writes
+
+        async def chained() -> None:
+            if previous is not None:
+                await previous
+            await asyncio.to_thread(write, *args)
+
+        self._writes = asyncio.create_task(chained())
+
+    async def _flush(self) -> None:
+        if self._writes is not None:
+            await self._writes
+
+    def _fail(self, period: int | None, stage: str, exc: BaseException) -> None:
+        self.events.failures.append({"user": self.user.id, "period": period, "stage": stage,
+                                    "error": redact(str(exc))})
+
+    async def _upper_bound(self) -> dict[str, Any]:
+        path = self.rundir.upper_bound(self.user.id)
+        done = as_dict(read_record(path, UpperBoundRecord))["answers"] if path.exists() else {}
+        result = await upper_bound_answers(self.llm, self.user, done, self.cfg.run.eval_max_tokens, self.seed)
+        if result != done:
+            # Written in a thread: its fsyncs would otherwise stall every user's episode on this loop.
+            await asyncio.to_thread(atomic_write_json, path, versioned({"answers": result}))
+        return result
+
+    def _start_upper_bound(self) -> asyncio.Task[dict[str, Any]]:
+        """The upper-bound questions, started on first need (docs/design.md §4).
+
+        That is once the conversation's first session is done, or at the first evaluation or the end if
+        sooner: started with the first session they would launch a burst of calls just as the conversation's
+        first call (and every other user's) is being sent, and delay it. They are needed only by evaluations.
+        """
+        if self._ub is None:
+            self._ub = asyncio.create_task(self._upper_bound())
+        return self._ub
+
+    async def _evaluate(self, period: int, snapshot: dict[str, Any]) -> None:
+        path = self.rundir.evaluation(self.user.id, period)
+        upper_bound = self._start_upper_bound()
+        try:
+            result = await evaluate_period(self.llm, self.spec, self.ctx, self.user, period, snapshot, self.seed)
+            ub = await upper_bound
+        except AMemGymError as exc:
+            self._fail(period, "evaluation", exc)
+            return
+        for q in result["questions"]:
+            key = upper_bound_key(self.user, period, q["question"])
+            q["ub_score"] = ub[key]["score"]
+            q["ub_score_original_rule"] = ub[key].get("score_original_rule", ub[key]["score"])
+        await asyncio.to_thread(atomic_write_json, path, versioned(result))
+        self.events.on_eval(self.user.id, period)
+
+    async def _finish_period(self, agent: MemoryAgent, period: int, evals: list[asyncio.Task[None]]) -> None:
+        # The hook's feedback needs this period's evaluation, so the next period waits for it (on-policy).
+        assert self.after_period is not None
+        # Queued checkpoints land first, so none lands after (and over) the one below; flushing here rather
+        # than after the hook keeps the hook's own writes and that checkpoint free of any await between them.
+        await self._flush()
+        await asyncio.gather(*evals)
+        path = self.rundir.evaluation(self.user.id, period)
+        evaluation = as_dict(read_record(path, EvaluationRecord)) if path.exists() else None
+        await self.after_period(self.user, agent, period, evaluation)
+        # The checkpoint must carry whatever the hook changed, or a resumed run would lose it.
+        atomic_write_json(self.rundir.state(self.user.id),
+                          versioned({"period": period + 1, "session": 0, "snapshot": await agent.snapshot()}))
+
+    async def run(self) -> None:
+        """Play every missing session and evaluate every missing period; failures are recorded, not raised.
+
+        Errors that are not the model's or the agent's (a broken run file, a full disk) are raised, after the
+        background evaluations are settled: a task left holding an exception would be logged with a traceback.
+        """
+        evals: list[asyncio.Task[None]] = []
+        try:
+            await self._play(evals)
+        except BaseException:
+            pending = [*evals, *([self._ub] if self._ub is not None else [])]
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+            raise
+
+    async def _play(self, evals: list[asyncio.Task[None]]) -> None:
+        user, rd = self.user, self.rundir
+        agent = self.spec.build(self.llm, self.ctx)
+        start_p, start_s = 0, 0
+        if rd.state(user.id).exists():
+            state = read_record(rd.state(user.id), State)
+            agent.restore(state.snapshot)
+            start_p, start_s = state.period, state.session
+        recorded = recorded_sessions(self.off_policy, user.id) if self.off_policy else {}
+        # A replayed session's text came from the recorded run's models, so its record names those.
+        recorded_models = ({k: r.get("models") for k, r in self.off_policy.session_records(user.id).items()}
+                           if self.off_policy else {})
+        # Periods finished before a restart whose evaluation was not written yet.
+        for p in range(min(start_p, len(user.periods))):
+            if not rd.evaluation(user.id, p).exists() and rd.snapshot(user.id, p).exists():
+                snapshot = read_record(rd.snapshot(user.id, p), Snapshot).snapshot
+                evals.append(asyncio.create_task(self._evaluate(p, snapshot)))
+        period_index = start_p
+        try:
+            models = {role: await self.llm.model_identity(role) for role in RUN_ROLES}
+            if self.after_period is not None and start_s == 0 and start_p > 0:
+                period_index = start_p - 1
+                await self._finish_period(agent, start_p - 1, evals)
+            for step in episode_schedule(user, self.cfg, self.seed, start=(start_p, start_s)):
+                p = period_index = step.period
+                if isinstance(step, PeriodEnd):
+                    snap = await agent.snapshot()
+                    self._persist(_in_order,
+                                  (atomic_write_json, rd.snapshot(user.id, p), versioned({"snapshot": snap})),
+                                  (atomic_write_json, rd.state(user.id),
+                                   versioned({"period": p + 1, "session": 0, "snapshot": snap})))
+                    if not rd.evaluation(user.id, p).exists():
+                        evals.append(asyncio.create_task(self._evaluate(p, snap)))
+                    if self.after_period is not None:
+                        await self._finish_period(agent, p, evals)
+                    continue
+                s, session = step.session, step.spec
+                leaks = LeakTally()
+                if self.off_policy is not None:
+                    if (p, s) not in recorded:
+                        raise AMemGymError(f"off-policy run has no recorded session {s} of period {p}")
+                    messages = recorded[(p, s)]
+                    await replay_session(agent, session, messages)
+                else:
+                    messages = await run_session(agent, self.simulator, user, session, step.rounds,
+                                                 seed=step.seed, tally=leaks)
+                # Commit order: the session record first, then the checkpoint that points past it; both
+                # are queued (see _persist) so their fsyncs stay off the conversation's critical path.
+                record = versioned({"period": p, "session": s, "time": session.session_time, "messages": messages,
+                                    "models": recorded_models.get((p, s)) if self.off_policy else models,
+                                    **leaks.record_fields()})
+                snap = await agent.snapshot()
+                # One thread hop for both writes (the hop costs the event loop more than the call).
+                self._persist(_in_order, (append_jsonl, rd.sessions(user.id), [record]),
+                              (partial(atomic_write_json, compact=True), rd.state(user.id),
+                               versioned({"period": p, "session": s + 1, "snapshot": snap})))
+                self.events.on_session(user.id, p, s)
+                self._start_upper_bound()
+        except AMemGymError as exc:
+            self._fail(period_index, "conversation", exc)
+        finally:
+            await self._flush()
+        await asyncio.gather(*evals)
+        try:
+            await self._start_upper_bound()
+        except AMemGymError as exc:
+            self._fail(None, "upper_bound", exc)

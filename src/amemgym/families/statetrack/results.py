@@ -1,0 +1,160 @@
+"""Turn a run directory's per-user files into metrics and traces."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...config import PROTOCOL_MAX_TOKENS, RunSettings
+from ...records import EvaluationRecord, UpperBoundRecord, as_dict, read_record
+from ...scoring.metrics import QuestionOutcome, aggregate, result_flags
+from ...storage import atomic_write_text
+from .data.model import Environment, UserEnv
+from .episode import recorded_sessions
+from .layout import RunDir
+
+
+def changed_at(user: UserEnv, period: int, variable: str) -> int:
+    """The latest period <= ``period`` whose updates changed ``variable`` (period 0 sets every variable)."""
+    for p in range(period, 0, -1):
+        if variable in user.periods[p].updates:
+            return p
+    return 0
+
+
+def question_outcome(user: UserEnv, period: int, question: int, score: float, ub_score: float | None,
+                     probe: dict[str, bool], n_choices: int | None = None) -> QuestionOutcome:
+    """One scored question as the metrics take it, with when each of its required variables last changed.
+
+    ``n_choices`` defaults to the options the environment offers; a run passes the count it recorded.
+    """
+    qa = user.qas[question]
+    return QuestionOutcome(user=user.id, period=period, question=question, score=score,
+                           n_choices=len(qa.answer_choices) if n_choices is None else n_choices,
+                           ub_score=ub_score, probe=dict(probe),
+                           changed_at={v: changed_at(user, period, v) for v in qa.required_info})
+
+
+def _original_score(q: dict[str, Any], key: str, old_key: str) -> float:
+    # Records written before the original rule had its own field carried only the random draw (which
+    # agrees with it except for 0 and negative answers); records without either predate both rules.
+    value = q.get(key, q.get(old_key))
+    return float(q["score"] if value is None else value)
+
+
+def outcomes_of(
+    user: UserEnv, rundir: RunDir, answer_rule: str = "strict"
+) -> tuple[list[QuestionOutcome], list[dict[str, Any]]]:
+    """Scored questions of every evaluated period of one user, plus the raw evaluation records.
+
+    ``answer_rule`` picks which score of each answer (and of the upper bound) the outcomes carry: the strict
+    one (an invalid reply is wrong) or the original release's (see ``original_rule_choice``).
+    """
+    outcomes: list[QuestionOutcome] = []
+    records: list[dict[str, Any]] = []
+    for p in range(len(user.periods)):
+        path = rundir.evaluation(user.id, p)
+        if not path.exists():
+            continue
+        rec = as_dict(read_record(path, EvaluationRecord))
+        records.append(rec)
+        for q in rec["questions"]:
+            score, ub = q["score"], q.get("ub_score")
+            if answer_rule == "original":
+                score = _original_score(q, "score_original_rule", "score_with_random_fallback")
+                ub = q.get("ub_score_original_rule", ub)
+            outcomes.append(question_outcome(user, p, q["question"], score, ub, q["probe_correct"],
+                                             n_choices=q["n_choices"]))
+    return outcomes, records
+
+
+def compute_metrics(env: Environment, rundir: RunDir, answer_rule: str = "strict") -> dict[str, Any]:
+    """Metrics over every evaluated (user, period), with completeness and reply-parsing counts.
+
+    ``answer_rule`` (``strict`` or ``original``) decides how invalid answers count in the headline numbers;
+    ``answers`` reports the overall score under both rules either way.
+    """
+    outcomes: list[QuestionOutcome] = []
+    status_counts: dict[str, int] = {}
+    strict: list[float] = []
+    original: list[float] = []
+    agent_stats: dict[str, Any] = {}
+    missing: list[dict[str, Any]] = []
+    for user in env.users:
+        outs, recs = outcomes_of(user, rundir, answer_rule)
+        outcomes += outs
+        done = {r["period"] for r in recs}
+        missing += [{"user": user.id, "period": p} for p in range(len(user.periods)) if p not in done]
+        for rec in recs:
+            for q in rec["questions"]:
+                status_counts[q["status"]] = status_counts.get(q["status"], 0) + 1
+                strict.append(q["score"])
+                original.append(_original_score(q, "score_original_rule", "score_with_random_fallback"))
+        if recs:
+            agent_stats[user.id] = recs[-1].get("agent_stats", {})
+    metrics = aggregate(outcomes, env.num_periods)
+    metrics["complete"] = not missing
+    metrics["missing"] = missing
+    metrics["answers"] = {
+        "rule": answer_rule,
+        "total": len(strict),
+        "invalid": sum(n for k, n in status_counts.items() if k != "ok"),
+        "status_counts": dict(sorted(status_counts.items())),
+        "overall_strict": sum(strict) / len(strict) if strict else None,
+        "overall_original_rule": sum(original) / len(original) if original else None,
+        "definitions": {
+            "strict": "amemgym's rule: an unparseable or out-of-range reply scores 0",
+            "original_rule": "the original release's rule: the reply's answer indexes the options as a Python "
+                             "list (0 is the last option, -1 the one before), anything else is replaced by a "
+                             "random option (seeded per user, period and question, so reproducible)",
+            "rule": "which of the two the headline numbers (overall, upper_bound, memory_score) use",
+        },
+    }
+    metrics["agent_stats"] = agent_stats
+    from .validity.sim_audit import degenerate_summary
+
+    # Lexical and cheap: every run records how often its simulator stopped playing the user.
+    metrics["simulator"] = degenerate_summary(env, rundir)
+    metrics["overall"]["flags"] = result_flags(metrics["overall"], metrics["simulator"])
+    metrics["overall"]["degenerate"] = bool(metrics["overall"]["flags"])
+    from .validity.exposure import unchecked_reason
+
+    # A file whose openings no text reader can check must never look fully validated (docs/design.md §8).
+    metrics["exposure_unchecked"] = unchecked_reason(env)
+    return metrics
+
+
+def protocol_settings(run: RunSettings) -> dict[str, Any]:
+    """The interaction settings that decide comparability with the original protocol, and each difference."""
+    caps = {"reply_max_tokens": run.reply_max_tokens, "simulator_max_tokens": run.simulator_max_tokens,
+            "eval_max_tokens": run.eval_max_tokens}
+    differences = [f"{name} is {value} (the original allows {PROTOCOL_MAX_TOKENS})"
+                   for name, value in caps.items() if value < PROTOCOL_MAX_TOKENS]
+    if run.agent_system_prompt:
+        differences.append("the native agent sends amemgym's system prompt (the original sent none)")
+    return {**caps, "context_window": run.context_window, "agent_system_prompt": run.agent_system_prompt,
+            "answer_rule": run.answer_rule, "differences_from_original": differences}
+
+
+def write_trace(user: UserEnv, rundir: RunDir) -> None:
+    """Assemble ``trace.jsonl``: every message with its position, then every evaluation, in period order."""
+    import json
+
+    sessions = recorded_sessions(rundir, user.id)
+    ub_path = rundir.upper_bound(user.id)
+    ub = as_dict(read_record(ub_path, UpperBoundRecord))["answers"] if ub_path.exists() else {}
+    lines: list[dict[str, Any]] = []
+    for p, period in enumerate(user.periods):
+        for s, session in enumerate(period.sessions):
+            for i, msg in enumerate(sessions.get((p, s), [])):
+                lines.append({"kind": "message", "period": p, "session": s, "round": i // 2,
+                              "time": session.session_time, "role": msg["role"], "content": msg["content"]})
+        path = rundir.evaluation(user.id, p)
+        if path.exists():
+            rec = as_dict(read_record(path, EvaluationRecord))
+            lines.append({"kind": "memory", "period": p, "memory": rec.get("memory"),
+                          "agent_stats": rec.get("agent_stats")})
+            for q in rec["questions"]:
+                lines.append({"kind": "evaluation", "period": p, **q})
+    for entry in ub.values():
+        lines.append({"kind": "upper_bound", **entry})
+    atomic_write_text(rundir.trace(user.id), "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines))

@@ -1,0 +1,279 @@
+"""Every file of a run directory has a typed, versioned model; readers refuse what does not fit, in one line.
+
+A run made with the fake endpoint is checked file by file against :mod:`amemgym.records`. Copies of it are
+damaged (wrong type, truncated JSON, wrong shape, unknown format version) and then read by ``run``
+(resume), ``report``, ``leaderboard`` and ``export``: each must exit 2 with one line naming the file and
+the field. A copy rewritten in the unversioned layout of earlier releases must still be read (migrated).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from amemgym.cli import app
+from amemgym.records import (
+    RUN_FORMAT_VERSION,
+    EvaluationRecord,
+    FailuresFile,
+    Manifest,
+    Metrics,
+    RunFile,
+    SessionRecord,
+    Snapshot,
+    State,
+    UpperBoundRecord,
+    UsageFile,
+    parse_record,
+)
+from amemgym.testing.fake_endpoint import FakeEndpoint
+
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "original_shape.json"
+USER = "users/u-0001"
+
+
+@pytest.fixture(scope="module")
+def endpoint() -> Iterator[FakeEndpoint]:
+    with FakeEndpoint(seed=5) as ep:
+        yield ep
+
+
+@pytest.fixture(autouse=True)
+def _env(endpoint: FakeEndpoint, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", endpoint.base_url)
+
+
+@pytest.fixture(scope="module")
+def finished(endpoint: FakeEndpoint, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("records")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("OPENAI_BASE_URL", endpoint.base_url)
+        mp.setenv("AMEMGYM_CACHE_DIR", str(root / "cache"))
+        result = CliRunner().invoke(app, ["run", "--env", str(FIXTURE), "--out", str(root / "run")])
+    assert result.exit_code == 0, result.output
+    return root / "run"
+
+
+@pytest.fixture
+def run(finished: Path, tmp_path: Path) -> Path:
+    copy = tmp_path / "run"
+    shutil.copytree(finished, copy)
+    return copy
+
+
+MODELS: dict[str, type[RunFile]] = {
+    "manifest.json": Manifest, "metrics.json": Metrics, "usage.json": UsageFile, "failures.json": FailuresFile,
+    "state.json": State, "upper_bound.json": UpperBoundRecord,
+}
+
+
+def model_of(path: Path) -> type[RunFile] | None:
+    if path.name in MODELS:
+        return MODELS[path.name]
+    if path.parent.name == "eval":
+        return EvaluationRecord
+    if path.parent.name == "snapshots":
+        return Snapshot
+    return None
+
+
+def test_every_run_file_is_versioned_and_fits_its_model(finished: Path) -> None:
+    checked = set()
+    for path in sorted(finished.rglob("*.json*")):
+        if path.name == "sessions.jsonl":
+            for n, line in enumerate(path.read_text(encoding="utf-8").splitlines()):
+                raw = json.loads(line)
+                assert raw["format_version"] == RUN_FORMAT_VERSION
+                parse_record(raw, SessionRecord, f"{path}:{n}")
+            checked.add("sessions.jsonl")
+            continue
+        model = model_of(path)
+        if model is None:
+            continue
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        assert raw["format_version"] == RUN_FORMAT_VERSION, path
+        parse_record(raw, model, str(path))
+        checked.add(model.__name__)
+    assert checked == {"sessions.jsonl", "Manifest", "Metrics", "UsageFile", "FailuresFile", "State",
+                       "UpperBoundRecord", "EvaluationRecord", "Snapshot"}
+
+
+def invoke(args: list[str]) -> Any:
+    result = CliRunner().invoke(app, args)
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    assert "Traceback" not in result.output
+    return result
+
+
+def refused(args: list[str], *needles: str) -> str:
+    result = invoke(args)
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert result.exit_code == 2, result.output
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.output
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+    return lines[0]
+
+
+def edit(path: Path, change: Any) -> None:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    change(data)
+    path.write_text(json.dumps(data), encoding="utf-8")
+
+
+def commands(run: Path, tmp_path: Path) -> dict[str, list[str]]:
+    return {
+        "run": ["run", "--env", str(FIXTURE), "--out", str(run)],
+        "report": ["report", str(run), "--out", str(tmp_path / "r.html")],
+        "leaderboard": ["leaderboard", str(run)],
+        "export": ["export", str(run), "--out", str(tmp_path / "x.jsonl"), "--with-evaluation"],
+    }
+
+
+def _bad_score(d: dict[str, Any]) -> None:
+    d["questions"][0]["score"] = "high"
+
+
+@pytest.mark.parametrize("command", ["run", "report", "export"])
+def test_a_wrong_typed_evaluation_names_file_and_field(run: Path, tmp_path: Path, command: str) -> None:
+    edit(run / USER / "eval/period_01.json", _bad_score)
+    refused(commands(run, tmp_path)[command], "period_01.json", "questions[0].score")
+
+
+@pytest.mark.parametrize("command", ["run", "report", "export"])
+def test_a_truncated_evaluation_is_one_line(run: Path, tmp_path: Path, command: str) -> None:
+    path = run / USER / "eval/period_00.json"
+    path.write_bytes(path.read_bytes()[:100])
+    refused(commands(run, tmp_path)[command], "period_00.json", "truncated or not JSON")
+
+
+def test_a_truncated_checkpoint_stops_resume_in_one_line(run: Path, tmp_path: Path) -> None:
+    path = run / USER / "state.json"
+    path.write_bytes(path.read_bytes()[:20])
+    refused(commands(run, tmp_path)["run"], "state.json", "truncated")
+
+
+def test_a_wrong_shaped_checkpoint_names_the_field(run: Path, tmp_path: Path) -> None:
+    edit(run / USER / "state.json", lambda d: d.update(period=-1))
+    refused(commands(run, tmp_path)["run"], "state.json", "period")
+
+
+def test_a_wrong_shaped_upper_bound_names_the_field(run: Path, tmp_path: Path) -> None:
+    def drop(d: dict[str, Any]) -> None:
+        first = next(iter(d["answers"].values()))
+        del first["score"]
+
+    edit(run / USER / "upper_bound.json", drop)
+    refused(commands(run, tmp_path)["run"], "upper_bound.json", "score", "required field is missing")
+
+
+@pytest.mark.parametrize("command", ["report", "leaderboard", "export"])
+def test_a_wrong_shaped_manifest_or_metrics_names_the_field(run: Path, tmp_path: Path, command: str) -> None:
+    name, needle = ("metrics.json", "overall.memory_score") if command != "export" else ("manifest.json", "users")
+    if command == "export":
+        edit(run / name, lambda d: d.update(users="u-0001"))
+    else:
+        edit(run / name, lambda d: d["overall"].pop("memory_score"))
+    refused(commands(run, tmp_path)[command], name, needle)
+
+
+def test_a_session_record_of_the_wrong_shape_names_line_and_field(run: Path, tmp_path: Path) -> None:
+    path = run / USER / "sessions.jsonl"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    rec = json.loads(lines[1])
+    rec["messages"] = [{"role": "user"}]
+    lines[1] = json.dumps(rec)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    refused(commands(run, tmp_path)["export"], "sessions.jsonl record 2", "messages[0].content")
+
+
+@pytest.mark.parametrize("command", ["run", "report", "export"])
+def test_another_format_version_is_refused_and_says_so(run: Path, tmp_path: Path, command: str) -> None:
+    edit(run / "manifest.json", lambda d: d.update(format_version=RUN_FORMAT_VERSION + 1))
+    if command == "report":
+        edit(run / "metrics.json", lambda d: d.update(format_version=RUN_FORMAT_VERSION + 1))
+    line = refused(commands(run, tmp_path)[command], f"format_version {RUN_FORMAT_VERSION + 1}", "refused")
+    assert ".json" in line
+
+
+def unversion(run: Path) -> None:
+    """Rewrite a run as releases before versioning wrote it: no format_version, unwrapped lists and maps."""
+    for path in run.rglob("*.json"):
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(raw, dict) or "format_version" not in raw:
+            continue
+        raw.pop("format_version")
+        if path.name == "failures.json":
+            raw = raw["failures"]
+        elif path.name == "upper_bound.json":
+            raw = raw["answers"]
+        elif path.parent.name == "snapshots":
+            raw = raw["snapshot"]
+        path.write_text(json.dumps(raw), encoding="utf-8")
+    for path in run.rglob("sessions.jsonl"):
+        recs = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+        for r in recs:
+            r.pop("format_version")
+            r.pop("models", None)
+        path.write_text("".join(json.dumps(r) + "\n" for r in recs), encoding="utf-8")
+
+
+def test_an_unversioned_run_of_an_earlier_release_is_migrated_not_refused(
+    run: Path, finished: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    unversion(run)
+    cmds = commands(run, tmp_path)
+    for name in ("report", "export"):
+        result = invoke(cmds[name])
+        assert result.exit_code == 0, result.output
+    assert any("migrated" in r.getMessage() and "format 1" in r.getMessage() for r in caplog.records)
+    ours = [json.loads(line) for line in (tmp_path / "x.jsonl").read_text(encoding="utf-8").splitlines()]
+    invoke(["export", str(finished), "--out", str(tmp_path / "ref.jsonl"), "--with-evaluation"])
+    ref = [json.loads(line) for line in (tmp_path / "ref.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert ours == ref
+    # Resuming the finished, unversioned run recomputes the same numbers.
+    result = invoke(cmds["run"])
+    assert result.exit_code == 0, result.output
+    before = json.loads((finished / "metrics.json").read_text(encoding="utf-8"))
+    after = json.loads((run / "metrics.json").read_text(encoding="utf-8"))
+    assert after["overall"] == before["overall"] and after["format_version"] == RUN_FORMAT_VERSION
+
+
+async def test_new_run_writes_its_manifest_before_any_other_file(
+    original_env_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A new run writes its manifest in a thread while the first calls are out; a slow disk must not let a
+    # session, checkpoint, upper bound or evaluation land first (a directory without its manifest is no run).
+    import time
+
+    from amemgym.agents import resolve_agent
+    from amemgym.config import load_config
+    from amemgym.families.statetrack.data import load_environment
+    from amemgym.families.statetrack.runner import Runner
+    from amemgym.families.statetrack.runner import Runner as EngineRunner
+    from amemgym.testing.run_script import RunScript
+    from amemgym.testing.scripted_model import scripted_client
+
+    slow = EngineRunner._write_manifest
+
+    def write_manifest(self: Any, old: Any, models: Any) -> Any:
+        time.sleep(0.3)
+        return slow(self, old, models)
+
+    monkeypatch.setattr(EngineRunner, "_write_manifest", write_manifest)
+    env = load_environment(original_env_path)
+    llm = scripted_client(RunScript(env.users[0]), cache=tmp_path / "cache.sqlite")
+    rundir = tmp_path / "run"
+    outcome = await Runner(env, resolve_agent("native"), rundir, load_config("tiny"), llm).run(
+        user_ids=[env.users[0].id])
+    assert not outcome.failures
+    manifest_at = (rundir / "manifest.json").stat().st_mtime_ns
+    others = [p for p in rundir.rglob("*") if p.is_file() and p.name not in ("manifest.json", ".amemgym.lock")]
+    assert any(p.name == "sessions.jsonl" for p in others) and any(p.name == "upper_bound.json" for p in others)
+    assert all(p.stat().st_mtime_ns >= manifest_at for p in others), [p.name for p in others]
