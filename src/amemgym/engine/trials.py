@@ -9,7 +9,7 @@ the output. The spread between trials and pass^k are computed in :mod:`amemgym.e
 For a unit family the summary, ``OUT/trials.json``, gives per trial its seed, completeness, per-entry
 headline and flags, and pooled over the trials (each unit's trials averaged first) the spread between trials
 and pass^k over questions. Statetrack writes its own panel of the same file (its registered cell metrics per
-trial, ``amemgym.run.trials``).
+trial, ``amemgym.families.statetrack.trials``).
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def run_trials(out_dir: Path, trials: int, base_seed: int, play: Callable[[int, 
     starts beside the trials; each trial holds its own folder. A set refused before its first trial wrote
     anything (bad input found by the family's run) leaves no ``OUT`` behind.
     """
-    from ..run.lock import LOCK_NAME, run_lock
+    from .lock import LOCK_NAME, run_lock
 
     created = not Path(out_dir).exists()
     codes = []

@@ -57,7 +57,7 @@ def refuse_mixed_layout(out_dir: Path, trials: int) -> None:
     Raises:
         ConfigError: ``out_dir`` holds the other layout.
     """
-    from ..engine.trials import trial_run_dirs
+    from ...engine.trials import trial_run_dirs
 
     if trials > 1 and RunDir(out_dir).manifest.exists():
         raise ConfigError(f"{out_dir} holds a single run (manifest.json); --trials {trials} would add trial "
@@ -118,7 +118,7 @@ def run_request(r: RunRequest[RunOptions], console: Console) -> int:
         if r.options.json:
             _emit(run_summary(r.out_dir, code))
         return code
-    from ..engine.trials import run_trials, trial_dirs
+    from ...engine.trials import run_trials, trial_dirs
     from .trials import write_trial_summary
 
     dirs = trial_dirs(r.out_dir, r.trials)

@@ -86,7 +86,7 @@ def test_an_unknown_text_pool_and_a_short_name_pool_are_refused(tmp_path: Path) 
 
 
 def test_the_statetrack_pack_goes_through_the_same_loader() -> None:
-    from amemgym.generate.procedural.packs import all_domains
+    from amemgym.families.statetrack.generate.procedural.packs import all_domains
 
     pack = load_pack(builtin_pack("statetrack"), "statetrack")
     assert tuple(d.name for d in pack) == tuple(d.name for d in all_domains())
