@@ -14,9 +14,9 @@ from typer.testing import CliRunner
 from amemgym.cli import app
 from amemgym.families.budget.generate import build_episode
 from amemgym.redact import MASK, redact_content, register_secret
+from amemgym.testing.budget import served_episode
 from amemgym.testing.fake_endpoint import FakeEndpoint
 from amemgym.testing.responder import default_responder
-from test_budget_harness import _served_episode
 
 KEY = "plainKEYvalue4242zz"
 #: A bearer token that was never configured: caught by its shape.
@@ -61,7 +61,7 @@ def test_a_statetrack_run_stores_and_prints_no_echoed_key(tmp_path: Path, monkey
 
 def test_a_budget_run_stores_and_prints_no_echoed_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     episode = build_episode("lite", "films", 0)
-    env, respond = _served_episode(episode, tmp_path)
+    env, respond = served_episode(episode, tmp_path)
 
     def echo(body: dict[str, Any]) -> str:
         reply = respond(body)
