@@ -83,13 +83,16 @@ def hostile(ep: FakeEndpoint, root: Path, reference: dict[str, Any]) -> dict[str
     bad = {"writers_not_refused": 0, "keys_leaked": 0, "empty_runs_accepted": 0, "empty_served_from_cache": 0,
            "mismatches": 0, "damaged": 0, "success_keys_leaked": 0}
     ep.fault_rate = 0.0
-    # Concurrent writers: the same command twice at once.
+    # Concurrent writers: the same command twice at once. Each call is held a while, so the first run is still
+    # writing when the second starts however fast it is (a run that ended first would rightly be resumed).
     rundir, cache = root / "hostile_writers", root / "hostile_writers_cache"
+    ep.latency = 0.3
     procs = [start_run(ep, ["run", "--out", str(rundir), *SETTINGS], cache, api_key="soak-key",
                        pythonpath=ROOT / "src") for _ in range(2)]
     codes = sorted(p.wait(timeout=600) for p in procs)
     for p in procs:
         p.communicate()
+    ep.latency = 0.0
     bad["writers_not_refused"] += codes != [0, 2]
     bad["mismatches"] += not _finish(ep, rundir, cache, reference)
     bad["damaged"] += len(damaged_files(rundir))
