@@ -206,24 +206,12 @@ def render_report(
         simulator: per run, its simulator audit and leak-guard counts (see :func:`simulator_table`).
         charts: chart data by id (see :mod:`amemgym.report.charts`), for figures that name a chart.
     """
-    script, csp = page_script(), page_csp()
     notes_html = "".join(f"<li>{escape(n)}</li>" for n in notes)
     heat_html = "".join(
         f'<div class="heat-run"><h3>{escape(label)}</h3>{"".join(figure_block(f) for f in figs)}</div>'
         for label, figs in heatmaps
     )
-    return f"""<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="{escape(csp)}">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{escape(title)}</title>
-<style>{_asset("style.css")}</style>
-</head>
-<body>
-<header><h1>{escape(title)}</h1></header>
-{toc()}
+    body = f"""{toc()}
 <ul id="notes" class="notes">{notes_html}</ul>
 <section id="sec-summary"><h2>Summary</h2>
 <p class="hint">Memory score = (overall - random) / (upper bound - random) per user and period;
@@ -246,10 +234,5 @@ start collapsed: click their title to open them.</p>
 <label>period <select id="pick-period"></select></label>
 </div>
 <div id="browser" data-selected=""></div>
-</section>
-<pre id="console-errors" hidden></pre>
-<script type="application/json" id="report-data">{embed_json({"runs": browser, "charts": charts or {}})}</script>
-<script>{script}</script>
-</body>
-</html>
-"""
+</section>"""
+    return render_page(title, body, {"runs": browser, "charts": charts or {}})
