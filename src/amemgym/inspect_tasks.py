@@ -57,6 +57,7 @@ from .families.statetrack.cut import first_users
 from .families.statetrack.data.io import load_environment
 from .families.statetrack.data.model import Environment
 from .families.statetrack.layout import RunDir
+from .families.statetrack.metrics import result_flags
 from .families.statetrack.runner import Runner
 from .llm.backends import TransientError
 from .llm.client import LLMClient
@@ -158,7 +159,6 @@ def task_flags(means: dict[str, float | None], samples: list[dict[str, Any]]) ->
     its simulator's degenerate turns, pooled here as the run pools them.
     """
     from .families.statetrack.validity.sim_audit import DEGENERATE_WARN
-    from .scoring.metrics import result_flags
 
     undefined = sum(int(m.get("undefined_cells") or 0) for m in samples)
     total = sum(int(m.get("total_cells") or 0) for m in samples)

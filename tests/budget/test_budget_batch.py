@@ -22,7 +22,7 @@ from amemgym.families.budget.model import Episode
 from amemgym.families.budget.units import UNITS
 from amemgym.llm.client import LLMClient
 from amemgym.llm.types import ChatRequest
-from amemgym.scoring.metrics import mean_ci
+from amemgym.scoring.intervals import mean_ci
 from amemgym.testing.budget import BudgetScript, client_factory
 from amemgym.testing.scripted_model import ScriptedBackend
 

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from amemgym.cli import app
 from amemgym.families import get_family
-from amemgym.scoring.metrics import mean_ci
+from amemgym.scoring.intervals import mean_ci
 
 
 def result(root: Path, *, agent: str, composite: float | None, tier: str = "lite", seed: int = 0,

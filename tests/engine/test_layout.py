@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -66,3 +69,33 @@ def test_no_module_is_left_at_an_old_path(old: str) -> None:
 def test_the_original_entry_paths_still_import() -> None:
     for name in ("overall", "upperbound", "random", "diagnosis"):
         assert importlib.util.find_spec(f"amemgym.eval.{name}") is not None
+
+
+def test_scoring_registers_no_metric_of_its_own() -> None:
+    # The shared scoring package is the registry and the interval helpers; every state-tracking metric (the
+    # scores, failures, headline, display order) registers from the family. Importing every scoring module
+    # alone, in a fresh interpreter, must leave the registry empty and the family unimported.
+    modules = sorted(".".join(p.relative_to(SRC).with_suffix("").parts).removesuffix(".__init__")
+                     for p in (PKG / "scoring").rglob("*.py"))
+    code = (
+        "import importlib, sys\n"
+        f"for name in {modules!r}: importlib.import_module(name)\n"
+        "from amemgym.scoring.registry import registered, unit_metrics\n"
+        "print(len(registered()), len(unit_metrics('statetrack')),"
+        " any(m.startswith('amemgym.families') for m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": str(SRC)}).stdout.split()
+    assert out == ["0", "0", "False"], out
+
+
+def test_the_family_registers_the_statetrack_metrics_in_their_order() -> None:
+    from amemgym.families.statetrack import metrics
+    from amemgym.scoring.registry import headline, in_display_order, registered
+
+    assert headline().name == metrics.HEADLINE == "memory_score"
+    builtins = [m.name for m in registered() if m.fn.__module__ == metrics.__name__ or m.group]
+    assert builtins[:4] == ["overall", "random", "upper_bound", "memory_score"]
+    assert [m.name for m in in_display_order()][:4] == ["overall", "upper_bound", "random", "memory_score"]
+    assert {m.name for m in registered() if m.group == metrics.FAILURE_GROUP} == {
+        "write_rate", "read_rate", "utilization_rate"}

@@ -7,10 +7,10 @@ from collections.abc import Iterator
 
 import pytest
 
+from amemgym.families.statetrack.metrics import Cell, QuestionOutcome, aggregate
 from amemgym.report.aggregate import curve_panels, period_series
 from amemgym.report.charts import curves_chart
-from amemgym.scoring.metrics import QuestionOutcome, aggregate
-from amemgym.scoring.registry import Cell, find, metric, registered, unregister
+from amemgym.scoring.registry import find, metric, registered, unregister
 
 
 def _outcomes() -> list[QuestionOutcome]:

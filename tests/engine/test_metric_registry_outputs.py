@@ -22,12 +22,13 @@ from amemgym.engine.trials import trial_run_dirs
 from amemgym.families.statetrack.data import load_environment
 from amemgym.families.statetrack.generate.procedural import tiny_environment_path
 from amemgym.families.statetrack.layout import RunDir
+from amemgym.families.statetrack.metrics import Cell
 from amemgym.families.statetrack.results import compute_metrics
 from amemgym.families.statetrack.trials import pooled_metrics, trial_spread
 from amemgym.report.build import build_report
 from amemgym.report.leaderboard import columns, display_columns, display_rows, leaderboard, to_csv, to_markdown
 from amemgym.report.load import load_runs
-from amemgym.scoring.registry import Cell, metric, ratio, unregister
+from amemgym.scoring.registry import metric, ratio, unregister
 from amemgym.testing.fake_endpoint import FakeEndpoint
 from amemgym.testing.run_script import responder_for
 from amemgym.testing.scripted_model import scripted_client

@@ -6,7 +6,8 @@ import math
 
 import pytest
 
-from amemgym.scoring.metrics import QuestionOutcome, aggregate, diagnose, mean_ci, memory_score
+from amemgym.families.statetrack.metrics import QuestionOutcome, aggregate, diagnose, memory_score
+from amemgym.scoring.intervals import mean_ci
 
 
 def test_mean_ci_uses_t_quantiles() -> None:
@@ -45,7 +46,7 @@ def test_diagnosis_write_read_utilization() -> None:
 
 
 def test_t_quantile_matches_published_table_values() -> None:
-    from amemgym.scoring.metrics import t95
+    from amemgym.scoring.intervals import t95
 
     known = {1: 12.7062, 2: 4.3027, 10: 2.2281, 30: 2.0423, 31: 2.0395, 40: 2.0211, 60: 2.0003, 120: 1.9799}
     for dof, value in known.items():
@@ -58,7 +59,7 @@ def test_t_quantile_matches_published_table_values() -> None:
 @pytest.mark.parametrize("n", [31, 41, 61])
 def test_interval_past_thirty_users_is_not_the_normal_one(n: int) -> None:
     # A normal quantile (1.96) past 30 users would be 2-4 % too narrow up to 60 users.
-    from amemgym.scoring.metrics import t95
+    from amemgym.scoring.intervals import t95
 
     values = [float(i % 2) for i in range(n)]
     ci = mean_ci(values)

@@ -21,12 +21,12 @@ from typer.testing import CliRunner
 from amemgym.families.statetrack.data import load_environment
 from amemgym.families.statetrack.driver import print_summary
 from amemgym.families.statetrack.layout import RunDir
+from amemgym.families.statetrack.metrics import QuestionOutcome, aggregate
 from amemgym.families.statetrack.validity.sim_audit import audit_run, degenerate_flags
 from amemgym.llm.types import ChatRequest
 from amemgym.report.aggregate import Stat, Summary, user_period_grid
 from amemgym.report.leaderboard import leaderboard
 from amemgym.report.load import RunRecord
-from amemgym.scoring.metrics import QuestionOutcome, aggregate
 from amemgym.testing.run_script import RunScript, last_user
 
 

@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 from amemgym.cli import app
 from amemgym.config import PROTOCOL_MAX_TOKENS, load_config
 from amemgym.families.statetrack.asking import original_rule_choice, parse_answer
+from amemgym.families.statetrack.metrics import QuestionOutcome, aggregate, original_memory_aggregation
 from amemgym.families.statetrack.results import protocol_settings
-from amemgym.scoring.metrics import QuestionOutcome, aggregate, original_memory_aggregation
 from amemgym.testing.fake_endpoint import FakeEndpoint
 from amemgym.testing.responder import default_responder, request_kind
 

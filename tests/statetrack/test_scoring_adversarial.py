@@ -12,8 +12,8 @@ import pytest
 
 from amemgym.families.statetrack.asking import parse_answer, parse_probe
 from amemgym.families.statetrack.data import load_environment
+from amemgym.families.statetrack.metrics import QuestionOutcome, aggregate, memory_score
 from amemgym.llm.parsing import parse_choice
-from amemgym.scoring.metrics import QuestionOutcome, aggregate, memory_score
 
 N = 4
 

@@ -38,7 +38,8 @@ def print_cycles(console: Console, metrics: dict[str, Any], evolution: dict[str,
     """One row per cycle (period): memory score, failure rates, recall, and what happened to the policy."""
     from rich.table import Table
 
-    from ..scoring.registry import FAILURE_GROUP, registered
+    from ..families.statetrack.metrics import FAILURE_GROUP
+    from ..scoring.registry import registered
 
     rates = [m for m in registered("pooled") if m.group == FAILURE_GROUP]
     status: dict[int, list[str]] = {}

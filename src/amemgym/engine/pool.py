@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..scoring.metrics import mean_ci
+from ..scoring.intervals import mean_ci
 from ..scoring.registry import Metric
 
 __all__ = ["Entry", "Found", "build_entries", "pass_k", "spread"]

@@ -26,7 +26,7 @@ from ..families.statetrack.runner import Runner
 from ..llm.client import LLMClient
 from ..llm.redact import redact_obj
 from ..records import EvolutionCycle, as_dict, read_record, versioned
-from ..scoring.metrics import mean_ci
+from ..scoring.intervals import mean_ci
 from ..seeding import derive_seed
 from ..storage import atomic_write_json
 from .evolver import Evolver, Proposal

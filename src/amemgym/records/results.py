@@ -41,7 +41,7 @@ class Failure(_Part):
 
 
 class Metrics(RunFile):
-    """Every number of a run (see ``amemgym.scoring.metrics.aggregate`` for the full layout)."""
+    """Every number of a run (see ``amemgym.families.statetrack.metrics.aggregate`` for the full layout)."""
 
     kind: ClassVar[str] = "metrics"
 

@@ -7,7 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..scoring.registry import FAILURE_GROUP, HEADLINE, Metric, find, in_display_order, registered
+from ..families.statetrack.metrics import FAILURE_GROUP, HEADLINE
+from ..scoring.registry import Metric, find, in_display_order, registered
 
 #: The extra curve of self-evolution runs (memory factual recall per period), drawn after the registered ones.
 RECALL_CURVE: tuple[str, str] = ("memory_recall", "Memory recall")
@@ -174,7 +175,7 @@ def cell_counts(metrics: dict[str, Any]) -> tuple[int | None, int | None]:
 
 def degeneracy_flags(metrics: dict[str, Any]) -> tuple[str, ...]:
     """A run's degeneracy flags, recomputed from its numbers (so runs written before the flags get them too)."""
-    from ..scoring.metrics import result_flags
+    from ..families.statetrack.metrics import result_flags
 
     ov = dict(metrics.get("overall") or {})
     excluded, total = cell_counts(metrics)

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..engine.ranking_flags import shown as shown_flag
-from ..scoring.registry import HEADLINE, Metric, headline, table_metrics
+from ..families.statetrack.metrics import HEADLINE
+from ..scoring.registry import Metric, headline, table_metrics
 from .aggregate import Summary, summarize
 from .load import RunRecord
 

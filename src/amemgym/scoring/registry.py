@@ -22,43 +22,27 @@ function takes and where its value is written:
     the state-tracking metrics above; written per unit, then per group as the mean over units with a 95 %
     interval.
 
-The built-ins (the scores of §5, the failure counts and rates, the two alternative memory-score
-aggregations) register in :mod:`amemgym.scoring.metrics` with the same decorator a new metric uses::
+This module is only the registry: it names no metric. The state-tracking family's built-ins (the scores
+of §5, the failure counts and rates, the two alternative memory-score aggregations, the headline and the
+display order) register in :mod:`amemgym.families.statetrack.metrics`, whose ``Cell`` the cell-level
+functions take, with the same decorator a new metric uses::
 
     @metric("lucky_guesses", "share of questions answered right with a probe wrong", label="lucky guesses")
     def lucky_guesses(cell: Cell) -> float | None:
         ...
+
+Whatever reads the cell, count, pooled or run levels imports that module first, so they are registered.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
-
-if TYPE_CHECKING:
-    from .metrics import QuestionOutcome
+from typing import Any, Literal
 
 Level = Literal["cell", "count", "pooled", "run", "unit"]
 #: One cell's values as written under ``per_user`` in ``metrics.json`` (cell and count metrics by name).
 Row = Mapping[str, Any]
-
-
-@dataclass(frozen=True)
-class Cell:
-    """The scored questions of one user at one period, with their write/read/utilization diagnosis.
-
-    Attributes:
-        user: the user id.
-        period: the period index.
-        outcomes: the cell's scored questions (at least one).
-        diagnosis: per question index, ``{"variables": {var: "ok" | "write" | "read"}, "utilization": bool}``.
-    """
-
-    user: str
-    period: int
-    outcomes: tuple[QuestionOutcome, ...]
-    diagnosis: Mapping[int, Mapping[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -84,7 +68,7 @@ class Metric:
         key: where a pooled metric's value is written (the name by default; every other level writes under
             its name).
         family: the family a unit metric belongs to (None for the state-tracking metrics).
-        headline: the unit metric boards rank by (one per family).
+        headline: the metric boards rank by (one among the cell metrics, one per family among unit metrics).
     """
 
     name: str
@@ -128,8 +112,8 @@ RESERVED: frozenset[str] = frozenset({"period", "users", "undefined_memory_cells
 def metric(name: str, description: str, *, level: Level = "cell", label: str | None = None,
            short: str | None = None, bounded: bool = True, higher_is_better: bool | None = True,
            curve: bool | None = None, define: bool = True, column: bool | None = None, trials: bool = True,
-           percent: bool = False, group: str | None = None,
-           key: str | None = None) -> Callable[[Callable[[Any], Any]], Callable[[Any], Any]]:
+           percent: bool = False, group: str | None = None, key: str | None = None,
+           headline: bool = False) -> Callable[[Callable[[Any], Any]], Callable[[Any], Any]]:
     """Register the decorated function as the metric ``name`` (see :class:`Metric` for the options).
 
     ``curve`` defaults to True for cell metrics; ``column`` to True for cell and pooled metrics (the ones
@@ -137,11 +121,14 @@ def metric(name: str, description: str, *, level: Level = "cell", label: str | N
 
     Raises:
         ValueError: if ``name`` is taken, its key is :data:`RESERVED` or written by another metric or group
-            (two entries under one key would silently overwrite each other), or ``group`` or ``key`` is
-            given to a metric that is not pooled.
+            (two entries under one key would silently overwrite each other), ``group`` or ``key`` is
+            given to a metric that is not pooled, or ``headline`` to one that is not a cell metric or while
+            another cell metric is the headline.
     """
     if (group is not None or key is not None) and level != "pooled":
         raise ValueError(f"metric {name!r}: only pooled metrics sit in a group or under a key of their own")
+    if headline and level != "cell":
+        raise ValueError(f"metric {name!r}: only a cell metric can be the headline")
 
     def register(fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
         if name in _REGISTRY:
@@ -155,11 +142,14 @@ def metric(name: str, description: str, *, level: Level = "cell", label: str | N
                  or (group is not None and any(m.group is None and m.key == group for m in _REGISTRY.values())))
         if clash:
             raise ValueError(f"metric {name!r}: its key is reserved or already written by another entry")
+        if headline and any(m.headline for m in _REGISTRY.values()):
+            raise ValueError(f"metric {name!r}: another metric is already the headline")
         text = label or name.replace("_", " ")
         _REGISTRY[name] = Metric(
             name, description, fn, level, text, short or text, bounded, higher_is_better,
             level == "cell" if curve is None else curve, define,
-            level in ("cell", "pooled") if column is None else column, trials, percent, group, key or name)
+            level in ("cell", "pooled") if column is None else column, trials, percent, group, key or name,
+            headline=headline)
         return fn
 
     return register
@@ -218,6 +208,8 @@ def unregister_unit_metrics(family: str) -> None:
 def unregister(name: str) -> None:
     """Remove a registered metric (a test's or a plugin's); unknown names are ignored."""
     _REGISTRY.pop(name, None)
+    if name in _DISPLAY_FIRST:
+        _DISPLAY_FIRST.remove(name)
 
 
 def registered(level: Level | None = None) -> tuple[Metric, ...]:
@@ -225,12 +217,21 @@ def registered(level: Level | None = None) -> tuple[Metric, ...]:
     return tuple(m for m in _REGISTRY.values() if level is None or m.level == level)
 
 
-#: Shown first, in this order (the headline quantities); other metrics follow in registration order.
-_DISPLAY_FIRST: tuple[str, ...] = ("overall", "upper_bound", "random", "memory_score")
-#: The group of the write/read/utilization failure rates (the report's diagnosis bars draw its members).
-FAILURE_GROUP = "failure_rates"
-#: The metric the leaderboard ranks by and the report leads with (its interval and excluded cells shown).
-HEADLINE = "memory_score"
+#: Shown first, in this order (the headline quantities, as :func:`show_first` set them); other metrics follow
+#: in registration order.
+_DISPLAY_FIRST: list[str] = []
+
+
+def show_first(*names: str) -> None:
+    """Show the metrics ``names`` first, in this order, wherever metrics are listed (a family's headline set).
+
+    Raises:
+        ValueError: if a name is not registered.
+    """
+    missing = [n for n in names if n not in _REGISTRY]
+    if missing:
+        raise ValueError(f"no registered metric named {', '.join(map(repr, missing))}")
+    _DISPLAY_FIRST[:] = list(names)
 
 
 def in_display_order(level: Level = "cell") -> tuple[Metric, ...]:
@@ -242,7 +243,8 @@ def in_display_order(level: Level = "cell") -> tuple[Metric, ...]:
 def table_metrics() -> tuple[Metric, ...]:
     """The metric columns of the leaderboard and the report after the headline: cell metrics in display
     order, then pooled ones in registration order."""
-    return tuple(m for m in (*in_display_order("cell"), *registered("pooled")) if m.column and m.name != HEADLINE)
+    top = headline().name
+    return tuple(m for m in (*in_display_order("cell"), *registered("pooled")) if m.column and m.name != top)
 
 
 def find(name: str) -> Metric | None:
@@ -251,10 +253,12 @@ def find(name: str) -> Metric | None:
 
 
 def headline() -> Metric:
-    """The registered headline metric (:data:`HEADLINE`)."""
-    return _REGISTRY[HEADLINE]
+    """The registered headline metric (the cell metric registered with ``headline=True``).
 
-
-# The built-ins register on import of metrics.py; importing it here puts them first whichever module a
-# caller imports first (metrics.py only needs the names defined above).
-from . import metrics as _builtins  # noqa: E402,F401
+    Raises:
+        LookupError: if none is registered (nothing imported :mod:`amemgym.families.statetrack.metrics`).
+    """
+    for m in _REGISTRY.values():
+        if m.headline:
+            return m
+    raise LookupError("no headline metric is registered")

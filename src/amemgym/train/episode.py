@@ -6,7 +6,7 @@ policy takes the agent's seat through :class:`PolicySeat`, a :class:`~amemgym.ag
 ``reply``/``answer`` wait for the action given to ``step``. After each period the overall questions (and,
 optionally, the state probes) are put to the policy one at a time, parsed and scored with the prompts,
 parsers and seeds of :mod:`amemgym.families.statetrack.questioning`, and the period's numbers come from
-:func:`amemgym.scoring.metrics.aggregate`, so a policy scores the same here and in a run.
+:func:`amemgym.families.statetrack.metrics.aggregate`, so a policy scores the same here and in a run.
 """
 
 from __future__ import annotations
@@ -19,12 +19,12 @@ from ..config import AppConfig
 from ..errors import AMemGymError
 from ..families.statetrack.asking import overall_prompt, probe_prompt, score_overall, score_probe
 from ..families.statetrack.data.model import UserEnv
+from ..families.statetrack.metrics import QuestionOutcome, aggregate
 from ..families.statetrack.questioning import upper_bound_answers, upper_bound_key
 from ..families.statetrack.results import question_outcome
 from ..families.statetrack.schedule import PeriodEnd, build_simulator, episode_schedule, user_seed
 from ..families.statetrack.simulate import run_session
 from ..llm.client import LLMClient
-from ..scoring.metrics import QuestionOutcome, aggregate
 from .bridge import TurnChannel
 
 

@@ -21,7 +21,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 
-from ...scoring.metrics import mean_ci
+from ...scoring.intervals import mean_ci
 from .checker import Verdict, close, numbers
 from .model import Episode
 from .solve import axis_of

@@ -131,7 +131,7 @@ class BudgetUnits:
     def summary(self, console: Console, rows: list[UnitRow]) -> None:
         """Tool protocol, judge, meter and, per tier, abstention (reported apart from the composite)."""
         from ...engine.summary import ci_text
-        from ...scoring.metrics import mean_ci
+        from ...scoring.intervals import mean_ci
 
         done = [r.record for r in rows if r.record is not None]
         protocols = sorted({f"{r['tool_protocol']} ({r.get('tool_protocol_reason')})" for r in done

@@ -6,11 +6,11 @@ from typing import Any
 
 from ...config import PROTOCOL_MAX_TOKENS, RunSettings
 from ...records import EvaluationRecord, UpperBoundRecord, as_dict, read_record
-from ...scoring.metrics import QuestionOutcome, aggregate, result_flags
 from ...storage import atomic_write_text
 from .data.model import Environment, UserEnv
 from .episode import recorded_sessions
 from .layout import RunDir
+from .metrics import QuestionOutcome, aggregate, result_flags
 
 
 def changed_at(user: UserEnv, period: int, variable: str) -> int:

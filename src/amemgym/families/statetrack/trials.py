@@ -12,11 +12,11 @@ from typing import Any
 
 from ...engine.pool import pass_k, spread
 from ...records import Manifest, Metrics, as_dict, read_record
-from ...scoring.metrics import QuestionOutcome, aggregate
 from ...scoring.registry import in_display_order
 from ...storage import atomic_write_json
 from .data.model import Environment
 from .layout import RunDir
+from .metrics import QuestionOutcome, aggregate
 from .results import outcomes_of
 
 

@@ -25,10 +25,10 @@ from typing import Any
 from ....errors import ConfigError
 from ....llm.parsing import parse_json_reply
 from ....records import EvaluationRecord, as_dict, read_record
-from ....scoring.metrics import diagnose
 from ....storage import atomic_write_json, atomic_write_text
 from ..data.model import Environment, UserEnv
 from ..layout import RunDir
+from ..metrics import diagnose
 from ..results import outcomes_of
 from ..schedule import rounds_for
 from ..simulate.session import opening_message

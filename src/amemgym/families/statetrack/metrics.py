@@ -1,6 +1,8 @@
-"""Pure metric functions (docs/design.md §5): scores, the normalised memory score, diagnosis and intervals.
+"""The state-tracking family's metrics (docs/design.md §5): scores, the normalised memory score, diagnosis.
 
-Everything here takes plain records and returns plain numbers, so it is tested on hand-made inputs.
+Everything here takes plain records and returns plain numbers, so it is tested on hand-made inputs. The
+built-in metrics register here, with the decorator of :mod:`amemgym.scoring.registry` a new metric uses;
+the interval helpers every family shares are in :mod:`amemgym.scoring.intervals`.
 """
 
 from __future__ import annotations
@@ -11,20 +13,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from scipy.stats import t as student_t
+from ...scoring.intervals import mean, mean_ci
+from ...scoring.registry import Metric, Row, metric, ratio, registered, show_first
 
-from .registry import FAILURE_GROUP, Cell, Metric, Row, metric, ratio, registered
+__all__ = ["FAILURE_GROUP", "HEADLINE", "RESULT_FLAGS", "Cell", "QuestionOutcome", "aggregate", "diagnose",
+           "mean", "mean_ci", "memory_score", "original_memory_aggregation", "pooled_block", "result_flags"]
 
-
-def t95(dof: int) -> float:
-    """The two-sided 95 % Student t quantile for ``dof`` degrees of freedom (exact for any dof >= 1).
-
-    Raises:
-        ValueError: if ``dof`` < 1.
-    """
-    if dof < 1:
-        raise ValueError(f"degrees of freedom must be at least 1, got {dof}")
-    return float(student_t.ppf(0.975, dof))
+#: The group of the write/read/utilization failure rates (the report's diagnosis bars draw its members).
+FAILURE_GROUP = "failure_rates"
+#: The metric the leaderboard ranks by and the report leads with (its interval and excluded cells shown).
+HEADLINE = "memory_score"
 
 
 @dataclass(frozen=True)
@@ -49,22 +47,23 @@ class QuestionOutcome:
     changed_at: dict[str, int] = field(default_factory=dict)
 
 
-def mean(values: Sequence[float]) -> float | None:
-    """Arithmetic mean, None for no values."""
-    return sum(values) / len(values) if values else None
+@dataclass(frozen=True)
+class Cell:
+    """The scored questions of one user at one period, with their write/read/utilization diagnosis.
 
+    A ``cell`` or ``count`` metric of the registry takes one.
 
-def mean_ci(values: Sequence[float]) -> dict[str, float | int | None]:
-    """Mean with a 95 % t-interval over the given (independent) values."""
-    n = len(values)
-    if n == 0:
-        return {"mean": None, "lo": None, "hi": None, "n": 0}
-    m = sum(values) / n
-    if n == 1:
-        return {"mean": m, "lo": None, "hi": None, "n": 1}
-    var = sum((v - m) ** 2 for v in values) / (n - 1)
-    half = t95(n - 1) * math.sqrt(var / n)
-    return {"mean": m, "lo": m - half, "hi": m + half, "n": n}
+    Attributes:
+        user: the user id.
+        period: the period index.
+        outcomes: the cell's scored questions (at least one).
+        diagnosis: per question index, ``{"variables": {var: "ok" | "write" | "read"}, "utilization": bool}``.
+    """
+
+    user: str
+    period: int
+    outcomes: tuple[QuestionOutcome, ...]
+    diagnosis: Mapping[int, Mapping[str, Any]]
 
 
 #: An upper bound less than this far above random leaves (O - R) / (UB - R) dominated by noise.
@@ -158,10 +157,10 @@ def upper_bound_score(cell: Cell) -> float | None:
     return mean(ubs) if len(ubs) == len(cell.outcomes) else None
 
 
-@metric("memory_score",
+@metric(HEADLINE,
         "amemgym's aggregation: (O - R) / (UB - R) per (user, period), each term averaged over questions first; "
         "undefined cells (UB <= R) are excluded and counted in undefined_memory_cells; the headline is the mean "
-        "over users of each user's mean", bounded=False)
+        "over users of each user's mean", bounded=False, headline=True)
 def memory_score_cell(cell: Cell) -> float | None:
     """(O - R) / (UB - R) of the cell; None without an upper bound or when UB <= R."""
     ub = upper_bound_score(cell)
@@ -334,3 +333,7 @@ def aggregate(outcomes: list[QuestionOutcome], num_periods: int) -> dict[str, An
                 f"{k}: {v}" for k, v in RESULT_FLAGS.items()),
         },
     }
+
+
+# The summaries and reports show the headline quantities first, in this order; the rest follow as registered.
+show_first("overall", "upper_bound", "random", HEADLINE)
