@@ -40,8 +40,8 @@ def register(app: typer.Typer) -> None:
             "--domains", help="Procedural only: comma-separated life domains to draw from, in this order "
             "(built-in, --pack, or installed packs; default: the built-in pack).")] = None,
         pack: Annotated[list[Path] | None, typer.Option(
-            "--pack", help="Procedural only: a pack folder or domain YAML file whose domains are added "
-            "(repeatable).")] = None,
+            "--pack", help="Procedural statetrack or budget: a pack folder or domain YAML file whose domains are "
+            "added (repeatable).")] = None,
         allow_partial: Annotated[bool, typer.Option("--allow-partial", help="LLM only: exit 0 even if some users "
                                                     "failed (they are listed in the report).")] = False,
         strict_checks: Annotated[bool, typer.Option(
@@ -50,7 +50,8 @@ def register(app: typer.Typer) -> None:
         family: Annotated[str, typer.Option("--family", help="Environment family: statetrack (default) or budget.")]
         = "statetrack",
         tier: Annotated[str, typer.Option("--tier", help="budget only: lite, standard, hard or multi.")] = "lite",
-        domain: Annotated[str | None, typer.Option("--domain", help="budget only: domain template name.")] = None,
+        domain: Annotated[str | None, typer.Option("--domain", help="budget only: domain template name "
+                                                         "(built-in, --pack, or an installed budget pack).")] = None,
         official: Annotated[bool, typer.Option("--official", help="budget only: seeds 0-9 x every domain, "
                                                "under OUT/<domain>/seed<N>/.")] = False,
     ) -> None:

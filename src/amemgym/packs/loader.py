@@ -1,10 +1,12 @@
 """The one pack loader: folders of YAML content files, each family with its own schema, checked at load.
 
 A pack is a folder of ``<name>.yaml`` content files (a statetrack life domain, a budget entity domain). A
-``pack.yaml`` index, when present, lists the files' order (otherwise name order); files whose name starts
-with ``_`` are shared data of the pack (the budget's text pools), read by the family's schema, never content
-files. The built-in packs live in ``amemgym/packs/<family>``; other packs come from a path or from an
-installed distribution's ``amemgym.packs`` entry point, which names a folder.
+``pack.yaml`` index, when present, lists the files' order (otherwise name order) and may name the pack's
+family (``family: budget``; a pack without one is a statetrack pack); files whose name starts with ``_``
+are shared data of the pack (the budget's text pools), read by the family's schema, never content files.
+The built-in packs live in ``amemgym/packs/<family>``; other packs come from a path or from an installed
+distribution's ``amemgym.packs`` entry point, which names a folder (each family reads only the installed
+folders of its own family).
 
 What is the same for every family lives here: reading YAML with one-line errors, the index, the order,
 duplicate names, the first schema error as ``key: message``. What differs is a :class:`PackSchema` the
@@ -27,11 +29,14 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..errors import DataError
 
-__all__ = ["ENTRY_POINT_GROUP", "INDEX", "SCHEMAS", "PackError", "PackSchema", "builtin_pack", "first_error",
-           "installed_pack_folders", "load_item", "load_pack", "pack_files", "read_yaml", "schema_for"]
+__all__ = ["DEFAULT_FAMILY", "ENTRY_POINT_GROUP", "INDEX", "SCHEMAS", "PackError", "PackSchema", "builtin_pack",
+           "first_error", "installed_pack_folders", "load_item", "load_pack", "pack_family", "pack_files",
+           "read_yaml", "schema_for"]
 
 ENTRY_POINT_GROUP = "amemgym.packs"
 INDEX = "pack.yaml"
+#: The family of an installed pack whose index names none (packs written before budget packs existed).
+DEFAULT_FAMILY = "statetrack"
 
 #: Where each family's schema is (``module:attribute``); imported on first use so the loader pulls in no family.
 SCHEMAS: dict[str, str] = {
@@ -68,6 +73,7 @@ class _IndexFile(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     domains: list[str]
+    family: str | None = None
 
 
 def read_yaml(path: Path) -> tuple[object, bytes]:
@@ -108,6 +114,28 @@ def builtin_pack(family: str) -> Path:
     return Path(str(resources.files("amemgym.packs").joinpath(family)))
 
 
+def _index(folder: Path) -> _IndexFile | None:
+    """The pack folder's ``pack.yaml``, checked; None when it has none."""
+    if not (folder / INDEX).exists():
+        return None
+    data, _ = read_yaml(folder / INDEX)
+    try:
+        return _IndexFile.model_validate(data)
+    except ValidationError as exc:
+        raise PackError(f"{folder / INDEX}: {first_error(exc)}") from None
+
+
+def pack_family(folder: Path) -> str | None:
+    """The family a pack folder (or a content file's folder) declares in its index; None when it declares none.
+
+    Raises:
+        PackError: if the index is unreadable or off its schema.
+    """
+    folder = Path(folder)
+    index = _index(folder.parent if folder.is_file() else folder)
+    return index.family if index is not None else None
+
+
 def pack_files(folder: Path) -> list[Path]:
     """The content files of a pack folder in the pack's order (its index, else by name).
 
@@ -119,12 +147,9 @@ def pack_files(folder: Path) -> list[Path]:
         raise PackError(f"{folder}: no such pack folder or domain file")
     files = {p.stem: p for p in folder.glob("*.yaml") if p.name != INDEX and not p.name.startswith("_")}
     order = sorted(files)
-    if (folder / INDEX).exists():
-        data, _ = read_yaml(folder / INDEX)
-        try:
-            order = _IndexFile.model_validate(data).domains
-        except ValidationError as exc:
-            raise PackError(f"{folder / INDEX}: {first_error(exc)}") from None
+    index = _index(folder)
+    if index is not None:
+        order = index.domains
         missing = [n for n in order if n not in files]
         if missing:
             raise PackError(f"{folder / INDEX}: lists {missing[0]!r} but {missing[0]}.yaml is not in the folder")
@@ -163,6 +188,10 @@ def load_pack(folder: Path, family: str) -> tuple[Any, ...]:
     """
     schema = schema_for(family)
     folder = Path(folder)
+    declared = pack_family(folder) if folder.exists() else None
+    if declared is not None and declared != family:
+        where = folder / INDEX if folder.is_dir() else folder.parent / INDEX
+        raise PackError(f"{where}: a pack of the {declared} family, not {family}")
     if folder.is_file():
         return combined(family, str(folder), (load_item(folder, family),))
     files = pack_files(folder)
@@ -170,19 +199,24 @@ def load_pack(folder: Path, family: str) -> tuple[Any, ...]:
     return combined(family, str(folder), (load_item(p, family, shared) for p in files))
 
 
-def installed_pack_folders() -> list[Path]:
-    """The folders installed distributions name under the ``amemgym.packs`` entry point.
+def installed_pack_folders(family: str | None = None) -> list[Path]:
+    """The folders installed distributions name under the ``amemgym.packs`` entry point (of ``family`` only,
+    as its index declares, when given).
 
     Raises:
-        PackError: if an entry point cannot be loaded.
+        PackError: if an entry point cannot be loaded or names no folder, or a folder's index is bad.
     """
     found: list[Path] = []
     for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
         try:
             target = ep.load()
-            found.append(Path(str(target() if callable(target) else target)))
+            folder = Path(str(target() if callable(target) else target))
         except Exception as exc:  # a third party's import error must become one line, not a traceback
             raise PackError(f"entry point {ep.name} ({ep.value}): cannot load: {exc}") from None
+        if not folder.exists():
+            raise PackError(f"entry point {ep.name} ({ep.value}): {folder}: no such pack folder or domain file")
+        if family is None or (pack_family(folder) or DEFAULT_FAMILY) == family:
+            found.append(folder)
     return found
 
 

@@ -11,18 +11,24 @@ from rich.table import Table
 
 from ...errors import ConfigError
 from ...storage import atomic_write_json
-from .domain import domain_names, load_domain
+from .domain import domain_names, pack_domains, resolve_domain
 from .generate import build_episode
 from .io import load_episode, save_episode
+from .model import DomainPack
 from .strategies import ATTACKS, STRATEGIES
 from .tiers import OFFICIAL_SEEDS, get_tier
 from .validity import EpisodeResult, pool_failures, pooled, validate_episode
 
 
 def generate(out_dir: Path, *, tier: str, domain: str | None, seed: int, salt: int, official: bool,
-             console: Console) -> None:
-    """Write ``OUT/data.json`` (one episode) or, with ``official``, ``OUT/<domain>/seed<N>/data.json``."""
+             console: Console, packs: tuple[Path, ...] = ()) -> None:
+    """Write ``OUT/data.json`` (one episode) or, with ``official``, ``OUT/<domain>/seed<N>/data.json``.
+
+    ``packs`` (``--pack``) add domains for ``domain``; the official set is the built-in domains only.
+    """
     get_tier(tier)
+    if official and packs:
+        raise ConfigError("--pack adds a domain for --domain; --official generates the built-in domains only")
     if official:
         for name in domain_names():
             for s in OFFICIAL_SEEDS:
@@ -32,21 +38,25 @@ def generate(out_dir: Path, *, tier: str, domain: str | None, seed: int, salt: i
                       highlight=False)
         return
     if domain is None:
-        raise ConfigError(f"--domain is required for --family budget (one of: {', '.join(domain_names())})")
-    load_domain(domain)
-    episode = build_episode(tier, domain, seed, salt)
+        known = sorted([*domain_names(), *pack_domains(packs)])
+        raise ConfigError(f"--domain is required for --family budget (one of: {', '.join(known)})")
+    episode = build_episode(tier, domain, seed, salt, resolve_domain(domain, packs))
     save_episode(episode, out_dir / "data.json")
     console.print(f"wrote {out_dir / 'data.json'} (budget/{tier}, {domain}, seed {seed}, salt {salt}: "
                   f"{len(episode.entities)} entities, {len(episode.events)} events, {len(episode.questions)} "
                   f"questions, budget {episode.tier.writes} writes)", highlight=False)
 
 
-def _validate_one(job: tuple[str, str, int, int]) -> EpisodeResult:
-    tier, domain, seed, salt = job
-    return validate_episode(build_episode(tier, domain, seed, salt), f"{tier}/{domain}/seed{seed}")
+#: One generated episode to validate: tier, domain, seed, salt and the carried domain (None when built in).
+Job = tuple[str, str, int, int, DomainPack | None]
 
 
-def _validate_generated(jobs: list[tuple[str, str, int, int]]) -> list[EpisodeResult]:
+def _validate_one(job: Job) -> EpisodeResult:
+    tier, domain, seed, salt, pack = job
+    return validate_episode(build_episode(tier, domain, seed, salt, pack), f"{tier}/{domain}/seed{seed}")
+
+
+def _validate_generated(jobs: list[Job]) -> list[EpisodeResult]:
     """Validate generated episodes, across processes when there are many (results keep the job order)."""
     workers = min(os.cpu_count() or 1, 8)
     if len(jobs) < 8 or workers < 2:
@@ -61,10 +71,13 @@ def validate(env: Path, *, seeds: int, json_out: Path | None, console: Console) 
         raise ConfigError(f"--seeds must be >= 0, got {seeds}")
     episode, raw = load_episode(env, verify=False)
     results: list[EpisodeResult] = [validate_episode(episode, str(env), raw)]
-    jobs = [(episode.tier.name, name, s, episode.salt) for name in domain_names() for s in range(seeds)]
+    # The built-in domains, and the file's own when it carries one (a pack domain is validated on fresh seeds too).
+    own = [(episode.domain, episode.domain_pack)] if episode.domain_pack is not None else []
+    jobs: list[Job] = [(episode.tier.name, name, s, episode.salt, pack)
+                       for name, pack in [*((n, None) for n in domain_names()), *own] for s in range(seeds)]
     results += _validate_generated(jobs)
     acc = pooled(results)
-    seed_of = {f"{t}/{d}/seed{s}": s for t, d, s, _ in jobs}
+    seed_of = {f"{t}/{d}/seed{s}": s for t, d, s, _, _ in jobs}
     table = Table("strategy", "kind", "accuracy (pooled)", "composite (mean)",
                   title=f"budget validity: {len(results)} episode(s), tier {episode.tier.name}")
     for name in STRATEGIES + ATTACKS:

@@ -5,11 +5,17 @@ like (name parts, categories, typed attributes with plausible ranges and display
 and the pack's shared ``_pools.yaml`` holds the text pools attributes draw from. The loader reads the files
 and gives one-line errors; this module is the schema. A typo fails at load with the file and the key named,
 never later inside generation.
+
+More domains come from a pack outside the built-in one: ``generate --pack PATH`` (a folder of domain files or
+one file, with an optional ``_pools.yaml`` of further pools) or an installed distribution's ``amemgym.packs``
+entry point naming a folder whose ``pack.yaml`` says ``family: budget``. Such a domain travels inside the
+episodes generated from it (:class:`~amemgym.families.budget.model.DomainPack`), so running, validating and
+exporting them needs no pack; it may not reuse a built-in domain's name.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any, Literal
@@ -17,7 +23,17 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ...errors import DataError
-from ...packs.loader import PackError, PackSchema, builtin_pack, load_item, pack_files, shared_yaml
+from ...packs.loader import (
+    PackError,
+    PackSchema,
+    builtin_pack,
+    installed_pack_folders,
+    load_item,
+    load_pack,
+    pack_files,
+    shared_yaml,
+)
+from .model import DomainPack, Episode
 
 AttrType = Literal["int", "float", "text", "enum", "date", "series"]
 NUMERIC: tuple[str, ...] = ("int", "float")
@@ -160,12 +176,24 @@ def parse_domain(raw: object, source: str, pools: Mapping[str, tuple[str, ...]])
     return domain
 
 
-def _pools_of(folder: Path) -> dict[str, tuple[str, ...]]:
-    """The text pools of a budget pack folder (its ``_pools.yaml``)."""
+def _read_pools(folder: Path) -> dict[str, tuple[str, ...]]:
+    """The pools of one ``_pools.yaml``, checked."""
     raw = shared_yaml(folder, "_pools.yaml")
     if not all(isinstance(v, list) and len(v) >= 10 for v in raw.values()):
         raise PackError(f"{Path(folder) / '_pools.yaml'}: every pool must be a list of at least 10 values")
     return {str(k): tuple(str(x) for x in v) for k, v in raw.items()}
+
+
+def _pools_of(folder: Path) -> dict[str, tuple[str, ...]]:
+    """The text pools a budget pack folder's domains may draw from: the built-in pack's ``_pools.yaml``; for
+    any other folder, the folder's own ``_pools.yaml`` if it has one, and the built-in pools under the names
+    it does not define (an episode carries the pools it drew from, so either way it regenerates the same)."""
+    if Path(folder).resolve() == builtin_pack("budget").resolve():
+        return _read_pools(folder)
+    base = pools()
+    if not (Path(folder) / "_pools.yaml").is_file():
+        return dict(base)
+    return {**base, **_read_pools(folder)}
 
 
 def _domain(path: Path, data: object, raw: bytes, shared: Any) -> DomainTemplate:
@@ -186,7 +214,7 @@ SCHEMA = PackSchema(family="budget", item=_domain, name_of=lambda d: d.name, sha
 @cache
 def pools() -> dict[str, tuple[str, ...]]:
     """The shared text pools of the built-in pack."""
-    return _pools_of(builtin_pack("budget"))
+    return _read_pools(builtin_pack("budget"))
 
 
 @cache
@@ -205,3 +233,79 @@ def load_domain(name: str) -> DomainTemplate:
     if name not in domain_names():
         raise DataError(f"unknown domain {name!r} (known: {', '.join(domain_names())})")
     return load_item(builtin_pack("budget") / f"{name}.yaml", "budget", pools())  # type: ignore[no-any-return]
+
+
+def pack_of(domain: DomainTemplate, pools_: Mapping[str, tuple[str, ...]]) -> DomainPack:
+    """What an episode file carries of a domain from outside the built-in pack: its template and used pools."""
+    used = sorted({a.pool for a in domain.attributes if a.type == "text" and a.pool})
+    return DomainPack(template=domain.model_dump(mode="json"), pools={k: list(pools_[k]) for k in used})
+
+
+def unpack(pack: DomainPack, name: str) -> tuple[DomainTemplate, dict[str, tuple[str, ...]]]:
+    """The domain an episode file carries, checked like a pack file, and its pools.
+
+    Raises:
+        DataError: if the template is off the schema, names another domain than ``name``, or takes a built-in
+            domain's name (a file may not redefine a built-in domain).
+    """
+    pools_ = {k: tuple(v) for k, v in pack.pools.items()}
+    domain = parse_domain(pack.template, "domain_pack.template", pools_)
+    if domain.name != name:
+        raise DataError(f"domain_pack.template.name: {domain.name!r} differs from the episode's domain {name!r}")
+    if name in domain_names():
+        raise DataError(f"domain_pack: {name!r} is a built-in domain; a file may not carry its own definition of it")
+    return domain, pools_
+
+
+def episode_domain(episode: Episode) -> DomainTemplate:
+    """The domain of ``episode``: the one its file carries, else the built-in one of its name.
+
+    Raises:
+        DataError: if neither exists or the carried one is bad (see :func:`unpack`).
+    """
+    if episode.domain_pack is not None:
+        return unpack(episode.domain_pack, episode.domain)[0]
+    return load_domain(episode.domain)
+
+
+def pack_domains(packs: Sequence[Path] = ()) -> dict[str, tuple[DomainTemplate, dict[str, tuple[str, ...]]]]:
+    """Every domain outside the built-in pack: those of ``packs`` (folders or files, checked as budget packs),
+    then those of installed budget packs; each with the pools it may draw from.
+
+    Raises:
+        PackError: if a pack is bad, two of ``packs`` define one name, or one redefines a built-in domain.
+    """
+    found: dict[str, tuple[DomainTemplate, dict[str, tuple[str, ...]]]] = {}
+    for path in packs:
+        folder = Path(path) if Path(path).is_dir() else Path(path).parent
+        shared = _pools_of(folder) if Path(path).exists() else {}
+        for d in load_pack(Path(path), "budget"):
+            if d.name in domain_names():
+                raise PackError(f"{path}: domain {d.name} is a built-in domain; give yours another name")
+            if d.name in found:
+                raise PackError(f"{path}: domain {d.name} is defined twice")
+            found[d.name] = (d, shared)
+    for folder in installed_pack_folders("budget"):
+        shared = _pools_of(folder if folder.is_dir() else folder.parent)
+        for d in load_pack(folder, "budget"):
+            # As for statetrack packs: the built-in and the given packs come first, an installed copy is unused.
+            if d.name not in domain_names():
+                found.setdefault(d.name, (d, shared))
+    return found
+
+
+def resolve_domain(name: str, packs: Sequence[Path] = ()) -> DomainPack | None:
+    """The domain ``name`` for a generation: None for a built-in one, else what the episode will carry.
+
+    Raises:
+        DataError: if no built-in, given or installed pack has it (one line listing those known).
+    """
+    if name in domain_names() and not packs:
+        return None
+    extra = pack_domains(packs)
+    if name in domain_names():
+        return None
+    if name not in extra:
+        raise DataError(f"unknown domain {name!r} (known: {', '.join(sorted([*domain_names(), *extra]))})")
+    domain, shared = extra[name]
+    return pack_of(domain, shared)

@@ -32,7 +32,7 @@ class Budget(EngineFamily):
 
         o = request.options
         generate(request.out_dir, tier=o.tier, domain=o.domain, seed=request.seed or 0, salt=request.salt,
-                 official=o.official, console=console)
+                 official=o.official, console=console, packs=o.packs)
         return 0
 
     def validate(self, request: ValidateRequest[ValidateOptions], console: Console) -> int:

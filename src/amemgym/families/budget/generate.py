@@ -12,8 +12,8 @@ import random
 
 from ...seeding import derive_seed
 from . import stream
-from .domain import DomainTemplate, load_domain, pools
-from .model import Change, EntityRecord, Episode, Event, Question
+from .domain import DomainTemplate, domain_names, load_domain, pools, resolve_domain, unpack
+from .model import Change, DomainPack, EntityRecord, Episode, Event, Question
 from .questions import Context, make_question, reasoning_question, retrieval_spec
 from .solve import REASONING_KINDS
 from .stream import changed_value, correction_notice, document, documents_text, memo
@@ -80,10 +80,21 @@ def maintenance_kind(i: int) -> str:
     return MAINTENANCE_PLAN[(i // 2) % len(MAINTENANCE_PLAN)]
 
 
-def build_episode(tier_name: str, domain_name: str, seed: int, salt: int = 0) -> Episode:
-    """The episode of (tier, domain, seed, salt); the same inputs always give the same episode."""
-    tier, domain = get_tier(tier_name), load_domain(domain_name)
-    world = build_world(domain, pools(), seed=seed, entities=tier.entities, absent=ABSENT_NAMES, salt=salt)
+def build_episode(tier_name: str, domain_name: str, seed: int, salt: int = 0,
+                  pack: DomainPack | None = None) -> Episode:
+    """The episode of (tier, domain, seed, salt); the same inputs always give the same episode.
+
+    A domain outside the built-in pack is ``pack`` (what an episode file carries of it), else looked up among
+    the installed budget packs; the episode carries it.
+    """
+    tier = get_tier(tier_name)
+    if pack is None and domain_name not in domain_names():
+        pack = resolve_domain(domain_name)
+    if pack is None:
+        domain, text_pools = load_domain(domain_name), pools()
+    else:
+        domain, text_pools = unpack(pack, domain_name)
+    world = build_world(domain, text_pools, seed=seed, entities=tier.entities, absent=ABSENT_NAMES, salt=salt)
     rng = random.Random(derive_seed("budget.stream", tier.name, domain.name, seed, salt))
     records = _records(world.entities)
     order = [e.name for e in records]
@@ -118,7 +129,6 @@ def build_episode(tier_name: str, domain_name: str, seed: int, salt: int = 0) ->
     changed = {(c.entity, c.attr) for c in changes}
     # Enum values and small text pools are few, so retrieving one is guessable; they are asked through filters
     # and text matches instead.
-    text_pools = pools()
     plain = [a.key for a in domain.attributes if a.type not in ("series", "enum")
              and (a.type != "text" or len(text_pools.get(a.pool or "", ())) >= RETRIEVABLE_POOL)
              and (not a.numeric or a.wide)]
@@ -230,7 +240,8 @@ def build_episode(tier_name: str, domain_name: str, seed: int, salt: int = 0) ->
     episode = Episode(domain=domain.name, seed=seed, salt=salt,
                       tier=tier,
                       note_chars=NOTE_CHARS, entity_names=sorted(order), absent_names=world.absent_names,
-                      entities=records, changes=changes, events=events, questions=questions, reference_writes=0)
+                      entities=records, changes=changes, events=events, questions=questions, reference_writes=0,
+                      domain_pack=pack)
     from .strategies import coverage_writes
 
     return episode.model_copy(update={"reference_writes": min(tier.writes, coverage_writes(episode))})

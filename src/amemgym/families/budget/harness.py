@@ -19,7 +19,7 @@ from ...engine.checkpoint import Checkpoint
 from ...errors import AMemGymError, LLMError
 from ...llm.client import LLMClient
 from ...prompts import render
-from .domain import load_domain
+from .domain import episode_domain
 from .model import Episode, Event
 from .protocol import ProtocolError, parse_call
 from .store import BudgetStore, LedgerEntry
@@ -91,7 +91,7 @@ class LLMToolAgent:
 
 def system_prompt(episode: Episode, *, policy: str = "budget", max_steps: int = MAX_STEPS_PER_EVENT) -> str:
     """The system prompt the harness gives the agent of ``episode`` under ``policy``."""
-    domain = load_domain(episode.domain)
+    domain = episode_domain(episode)
     budget = "unlimited" if policy == "long-context" else episode.tier.writes
     return render("budget_agent_system", plural=domain.plural, noun=domain.noun, budget=budget,
                   note_chars=episode.note_chars, max_steps=max_steps)

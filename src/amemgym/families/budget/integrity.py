@@ -51,9 +51,10 @@ def first_difference(got: Any, want: Any, where: str = "") -> str | None:
 
 
 def regenerate_command(episode: Episode) -> str:
-    """The command that writes this episode's file afresh."""
+    """The command that writes this episode's file afresh (with the pack it needs, for a carried domain)."""
+    pack = " --pack PACK" if episode.domain_pack is not None else ""
     return (f"amemgym generate --family budget --tier {episode.tier.name} --domain {episode.domain} "
-            f"--seed {episode.seed} --salt {episode.salt}")
+            f"--seed {episode.seed} --salt {episode.salt}{pack}")
 
 
 def mismatch(episode: Episode) -> str | None:
@@ -62,7 +63,7 @@ def mismatch(episode: Episode) -> str | None:
 
     header = (f"tier {episode.tier.name}, domain {episode.domain}, seed {episode.seed}, salt {episode.salt}")
     try:
-        fresh = build_episode(episode.tier.name, episode.domain, episode.seed, episode.salt)
+        fresh = build_episode(episode.tier.name, episode.domain, episode.seed, episode.salt, episode.domain_pack)
     except (AMemGymError, ValueError, OverflowError) as exc:
         return f"cannot be regenerated from its ({header}): {exc}"
     diff = first_difference(episode.model_dump(mode="json"), fresh.model_dump(mode="json"))

@@ -32,7 +32,7 @@ from ...engine.checkpoint import Checkpoint
 from ...errors import AgentError, AMemGymError, ConfigError, LLMError, RunError
 from ...llm.client import LLMClient
 from ...prompts import render
-from .domain import load_domain
+from .domain import episode_domain
 from .harness import env_digest, wall_clock
 from .model import Episode, Event
 from .scoring import DEFINITIONS, score_episode
@@ -366,7 +366,7 @@ class MemoryAgentHarness:
         self.checkpoint = checkpoint or Checkpoint(out_dir, {"digest": digest, "policy": POLICY,
                                                              "agent": plan.spec.name})
         self.meter = Meter(episode.tier.writes, episode.note_chars)
-        self.domain = load_domain(episode.domain)
+        self.domain = episode_domain(episode)
         self.state = MemoryRunState(0, None, self.meter.to_dict(), {}, [], None)
         self.stores: list[MeteredVectorStore] = []
 

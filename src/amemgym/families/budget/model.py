@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -86,6 +86,16 @@ class Question(_Frozen):
     candidates: list[str] = Field(default_factory=list)
 
 
+class DomainPack(_Frozen):
+    """A domain from outside the built-in pack (a ``--pack`` file or an installed pack), carried in the episode
+    file so that the file regenerates, and so plays, anywhere: the domain's template as checked at generation,
+    and the text pools its attributes draw from. A built-in domain is never carried (its name is enough).
+    """
+
+    template: dict[str, Any]
+    pools: dict[str, list[str]]
+
+
 class Episode(_Frozen):
     """One budget-family episode; the whole ``data.json``."""
 
@@ -103,6 +113,8 @@ class Episode(_Frozen):
     events: list[Event]
     questions: list[Question]
     reference_writes: int
+    #: Only for a domain from a pack outside the built-in one (absent from the file otherwise).
+    domain_pack: DomainPack | None = Field(default=None, exclude_if=lambda v: v is None)
 
     def question(self, qid: str) -> Question:
         """The question with id ``qid``."""

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 
 @dataclass(frozen=True)
 class GenerateOptions:
-    """The tier and domain template of one episode, or ``official``: every domain at the official seeds."""
+    """The tier and domain template of one episode, or ``official``: every built-in domain at the official
+    seeds; ``packs`` (``--pack``) are folders or files of further domains."""
 
     tier: str = "lite"
     domain: str | None = None
     official: bool = False
+    packs: tuple[Path, ...] = ()
 
 
 @dataclass(frozen=True)

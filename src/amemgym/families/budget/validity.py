@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .checker import Verdict, check
-from .domain import DomainTemplate, load_domain
+from .domain import DomainTemplate, episode_domain
 from .integrity import mismatch
 from .model import Episode
 from .scoring import EpisodeScore, score_episode
@@ -102,7 +102,7 @@ def validate_episode(episode: Episode, label: str, raw: bytes | None = None) -> 
     problem = mismatch(episode)
     if problem:
         return EpisodeResult(label, {}, {}, [f"{label}: {problem}"])
-    domain = load_domain(episode.domain)
+    domain = episode_domain(episode)
     scores: dict[str, EpisodeScore] = {}
     hits: dict[str, tuple[int, int]] = {}
     fails: list[str] = []

@@ -123,12 +123,13 @@ def all_domains() -> tuple[Domain, ...]:
 
 
 def installed_packs() -> tuple[Domain, ...]:
-    """Domains from installed distributions' ``amemgym.packs`` entry points (each names a pack folder).
+    """Domains from installed distributions' ``amemgym.packs`` entry points (each names a pack folder; those
+    whose ``pack.yaml`` names another family are left to it).
 
     Raises:
         PackError: if an entry point cannot be loaded or names a bad pack.
     """
-    return tuple(d for folder in installed_pack_folders() for d in load_pack(folder))
+    return tuple(d for folder in installed_pack_folders("statetrack") for d in load_pack(folder))
 
 
 def select_domains(names: Sequence[str] | None = None, packs: Sequence[Path] = ()) -> tuple[Domain, ...]:
