@@ -41,6 +41,16 @@ class Budget(EngineFamily):
 
         return validate(request.env, seeds=request.options.seeds, json_out=request.json_out, console=console)
 
+    def run(self, request: RunRequest[Any], console: Console) -> int:
+        """The engine's run, after adopting a run directory an earlier version wrote (``legacy.py``): its pinned
+        model, agent, run seed and tool protocol become the manifest's, so the engine's resume checks hold."""
+        from .legacy import adopt_legacy_runs
+
+        for root in adopt_legacy_runs(request.out_dir, allow_model_change=request.allow_model_change):
+            console.print(f"adopted {root}: a run directory of an earlier amemgym (its model.json, batch.json and "
+                          "tool_protocol.json now pinned in manifest.json)", highlight=False)
+        return super().run(request, console)
+
     def configure(self, cfg: AppConfig, request: RunRequest[Any]) -> None:
         """``--judge-model`` turns the optional judge on (as ``budget.judge`` does)."""
         if request.judge_model is not None:
