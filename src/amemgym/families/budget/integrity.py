@@ -6,10 +6,21 @@ kind or pointing at nothing, a reference write count of -3) is to build the epis
 comparison is on the parsed content, not the bytes, so a file re-indented by another tool still passes.
 `run` refuses a file that differs (exit 2, one line naming the first difference); `validate` reports it as
 a failure and skips the strategies, whose scores on such a file would mean nothing.
+
+Regenerating takes 50-200 ms an episode, so a file that passed is remembered: an empty marker named by the
+sha256 of its bytes, under ``<cache dir>/budget-verified/<generator digest>/``. The generator digest is the
+sha256 of every source file of the budget family, its built-in pack and the seeding module, so any change to
+the code that writes or checks an episode starts a fresh set. Only passes are remembered: a file whose bytes
+differ in any way (a tampered one) has another sha256 and is regenerated and compared again. The markers are
+trusted like the code beside them; remove the folder to check every file again.
 """
 
 from __future__ import annotations
 
+import hashlib
+from functools import cache
+from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from ...errors import AMemGymError
@@ -71,3 +82,42 @@ def mismatch(episode: Episode) -> str | None:
         return None
     return (f"is not the episode generated from its ({header}): {diff}; edited, or written by another "
             f"version of the generator (write it again with `{regenerate_command(episode)}`)")
+
+
+@cache
+def generator_digest() -> str:
+    """The sha256 over every file that decides what an episode is (the budget family's source, its built-in
+    pack, the seeding helpers), in a fixed order: verified files are remembered per digest."""
+    from ... import seeding
+
+    package = Path(__file__).parent
+    files = sorted(package.rglob("*.py")) + sorted(Path(str(resources.files("amemgym.packs"))).joinpath(
+        "budget").glob("*.yaml")) + [Path(seeding.__file__)]
+    h = hashlib.sha256()
+    for f in files:
+        h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def _marker(raw: bytes) -> Path:
+    from ...llm.client import default_cache_dir
+
+    return default_cache_dir() / "budget-verified" / generator_digest() / hashlib.sha256(raw).hexdigest()
+
+
+def known_good(raw: bytes) -> bool:
+    """Whether these exact bytes passed the check before, under the same generator."""
+    try:
+        return _marker(raw).is_file()
+    except OSError:
+        return False
+
+
+def remember_good(raw: bytes) -> None:
+    """Remember that these bytes passed (a cache that cannot be written only costs a regeneration later)."""
+    try:
+        marker = _marker(raw)
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.touch()
+    except OSError:
+        pass

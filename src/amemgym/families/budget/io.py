@@ -10,7 +10,7 @@ from pydantic import ValidationError
 from ...errors import DataError
 from ...storage import atomic_write_bytes
 from .generate import episode_bytes
-from .integrity import mismatch
+from .integrity import known_good, mismatch, remember_good
 from .model import FAMILY, FORMAT_VERSION, Episode
 
 
@@ -24,8 +24,8 @@ def load_episode(path: Path, *, verify: bool = True) -> tuple[Episode, bytes]:
     """An episode and its raw bytes.
 
     With ``verify`` (every command that plays or exports an episode) the file must also be the episode its
-    (tier, domain, seed, salt) generate (integrity.py); ``validate`` loads without it and reports the
-    difference as a failure instead.
+    (tier, domain, seed, salt) generate (integrity.py; bytes that passed before under the same generator are
+    not regenerated again); ``validate`` loads without it and reports the difference as a failure instead.
 
     Raises:
         DataError: when the file is missing, not JSON, another family, another format version, malformed, or
@@ -50,8 +50,9 @@ def load_episode(path: Path, *, verify: bool = True) -> tuple[Episode, bytes]:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise DataError(f"{path}: {where}: {first['msg']}") from None
-    if verify:
+    if verify and not known_good(raw):
         problem = mismatch(episode)
         if problem:
             raise DataError(f"{path}: {problem}")
+        remember_good(raw)
     return episode, raw
