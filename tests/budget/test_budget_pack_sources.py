@@ -204,3 +204,16 @@ def test_an_edited_carried_domain_is_refused(tmp_path: Path) -> None:
     assert code == 2 and "is not the episode generated from" in text and "Traceback" not in text, text
     code, text = _cli("validate", "--env", str(env))
     assert code == 1 and "is not the episode generated from" in text, text
+
+
+def test_a_budget_pack_given_to_statetrack_is_one_line(tmp_path: Path) -> None:
+    from amemgym.families.statetrack.generate.procedural.packs import PackError, select_domains
+
+    folder = tmp_path / "pack"
+    _movies(folder)
+    (folder / "pack.yaml").write_text("family: budget\ndomains: [movies]\n")
+    with pytest.raises(PackError, match="a pack of the budget family, not statetrack"):
+        select_domains(packs=[folder])
+    code, text = _cli("generate", "--generator", "procedural", "--users", "1", "--pack", str(folder),
+                      "--out", str(tmp_path / "st"))
+    assert code == 2 and "not statetrack" in text and "Traceback" not in text, text
