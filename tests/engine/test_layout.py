@@ -55,10 +55,13 @@ def test_the_resolver_sees_relative_imports_of_the_family() -> None:
     "amemgym.data", "amemgym.generate", "amemgym.simulate", "amemgym.validity", "amemgym.compat",
     "amemgym.scoring.asking", "amemgym.run.engine", "amemgym.run.episode", "amemgym.run.driver",
     "amemgym.run.command", "amemgym.run.layout", "amemgym.run.flags", "amemgym.run.lock",
-    "amemgym.run.progress", "amemgym.run.trials", "amemgym.run.processes",
+    "amemgym.run.progress", "amemgym.run.trials", "amemgym.run.processes", "amemgym.run.ray_executor", "amemgym.run",
 ])
 def test_no_module_is_left_at_an_old_path(old: str) -> None:
-    spec = importlib.util.find_spec(old)
+    try:
+        spec = importlib.util.find_spec(old)
+    except ModuleNotFoundError:  # its parent package is gone too (``amemgym.run``)
+        return
     # A folder left holding only __pycache__ after a checkout is a namespace package with no origin: no module.
     assert spec is None or spec.origin is None, f"{old} still exists; the family's module lives in families/"
 

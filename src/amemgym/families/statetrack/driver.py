@@ -20,7 +20,6 @@ from ...errors import AMemGymError, ConfigError, RunError
 from ...llm.client import LLMClient
 from ...llm.health import describe as describe_problem
 from ...llm.preflight import preflight, run_roles
-from ...run.ray_executor import RayExecutor, check_endpoints, import_ray
 from ...scoring.metrics import RESULT_FLAGS
 from ...scoring.registry import in_display_order, registered
 from ...storage import atomic_write_text
@@ -30,6 +29,7 @@ from .data.model import Environment
 from .generate.procedural import tiny_environment_path
 from .layout import RunDir
 from .progress import RunProgress
+from .ray_executor import RayExecutor, check_endpoints, import_ray
 from .runner import Runner, UserExecutor, existing_manifest, protocol_of
 from .validity.sim_audit import degenerate_warning
 
