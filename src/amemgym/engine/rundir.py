@@ -36,7 +36,7 @@ from ..records import (
 from ..records.base import load_json_file
 from ..storage import atomic_write_json
 
-__all__ = ["RECORD_FILE", "UnitRunDir"]
+__all__ = ["RECORD_FILE", "UnitRunDir", "move_unit"]
 
 #: Each unit's record, in the unit's folder.
 def prepare_out_dir(root: Path) -> None:
@@ -61,6 +61,25 @@ def prepare_out_dir(root: Path) -> None:
 
 
 RECORD_FILE = "results.json"
+
+
+def move_unit(root: Path, old: str, new: str) -> None:
+    """Rename the unit folder ``old`` to ``new`` inside the run directory ``root`` (both relative unit ids).
+
+    For a family whose folder names changed between versions (statetrack's legacy user folders); the caller
+    holds the run lock.
+
+    Raises:
+        RunError: either name leaves the run directory, or ``new`` exists already.
+    """
+    from ..storage import fsync_dir
+    from .unit_writer import check_name
+
+    source, target = Path(root) / check_name(old), Path(root) / check_name(new)
+    if target.exists():
+        raise RunError(f"{target}: exists already; cannot move {old} there")
+    source.rename(target)
+    fsync_dir(target.parent)
 
 
 class UnitRunDir:

@@ -112,17 +112,30 @@ class UnitWriter:
     def put_now(self, name: str, record: Any, *, compact: bool = False) -> None:
         """Replace ``name`` with ``record`` right now, on this thread, with no await before it lands.
 
-        For a write that must follow the caller's own step without another task running in between (a
-        checkpoint right after a hook changed the state). Nothing may be queued: flush first.
+        For files written outside a unit's queued play, from code that may have no event loop (a run's root
+        files: manifest, metrics, failures; a report page). Nothing may be queued: flush first.
 
         Raises:
             RunError: writes are still queued (this one would land before them, out of order).
         """
+        self._check_idle(name)
+        atomic_write_json(self.path(name), record, compact=compact)
+
+    def put_text_now(self, name: str, text: str) -> None:
+        """Replace ``name`` with ``text`` right now, atomically (as :meth:`put_now`, for a text file).
+
+        Raises:
+            RunError: writes are still queued.
+        """
+        self._check_idle(name)
+        atomic_write_text(self.path(name), text)
+
+    def _check_idle(self, name: str) -> None:
+        """Refuse a direct write while queued writes could land after it."""
         if self._queue or (self._drainer is not None and not self._drainer.done()):
             raise RunError(f"{self.dir}: {name} written while earlier writes are still queued; flush first")
         if self._error is not None:
             raise self._error
-        atomic_write_json(self.path(name), record, compact=compact)
 
     async def flush(self) -> None:
         """Wait until every write queued before this call has landed.

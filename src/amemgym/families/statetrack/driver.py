@@ -22,7 +22,6 @@ from ...llm.health import describe as describe_problem
 from ...llm.preflight import preflight, run_roles
 from ...scoring.metrics import RESULT_FLAGS
 from ...scoring.registry import in_display_order, registered
-from ...storage import atomic_write_text
 from .cut import environment_cut, first_users
 from .data.io import load_environment
 from .data.model import Environment
@@ -286,5 +285,5 @@ def write_run_report(rundir: Path, console: Console, *, environment: tuple[Any, 
     except AMemGymError as exc:
         console.print(f"report skipped: {exc}", highlight=False, markup=False)
         return
-    atomic_write_text(rundir / "report.html", report.html)
+    RunDir(rundir).writer().put_text_now("report.html", report.html)
     console.print(f"report: {rundir / 'report.html'}", highlight=False)

@@ -26,6 +26,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ...engine.rundir import move_unit
 from ...engine.unit_writer import UnitWriter
 from ...errors import RunError
 from ...records import SessionRecord, as_dict, parse_record
@@ -97,7 +98,7 @@ def adopt_legacy_folders(root: Path, user_ids: list[str]) -> None:
         if target.exists():
             raise RunError(f"{root}: user {moved[0]!r} has files both in {legacy.name} and in {target.name}; "
                            "use a new --out directory")
-        legacy.rename(target)
+        move_unit(root, f"users/{slug}", user_unit(moved[0]))
 
 
 def folder_clashes(user_ids: list[str]) -> list[tuple[str, str]]:
