@@ -121,6 +121,15 @@ class UnitWriter:
         self._check_idle(name)
         atomic_write_json(self.path(name), record, compact=compact)
 
+    def append_now(self, stream: str, records: list[Mapping[str, Any]]) -> None:
+        """Append ``records`` to the JSONL stream ``stream`` right now (as :meth:`put_now`, for lines).
+
+        Raises:
+            RunError: writes are still queued.
+        """
+        self._check_idle(stream)
+        append_jsonl(self.path(stream), [dict(r) for r in records])
+
     def put_text_now(self, name: str, text: str) -> None:
         """Replace ``name`` with ``text`` right now, atomically (as :meth:`put_now`, for a text file).
 

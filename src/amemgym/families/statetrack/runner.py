@@ -16,12 +16,11 @@ from ... import __version__
 from ...agents.registry import AgentSpec
 from ...config import AppConfig, RunSettings
 from ...engine.ranking_flags import source_sessions_sha256
-from ...engine.rundir import prepare_out_dir
+from ...engine.rundir import UnitRunDir, prepare_out_dir
 from ...engine.usage import FLUSH_SECONDS, UsageBook
 from ...errors import RunError
 from ...llm.client import LLMClient
 from ...llm.health import endpoint_problems
-from ...llm.redact import redact_obj
 from ...llm.usage import UsageLedger
 from ...prompts import template_hashes
 from ...records import RUN_FORMAT_VERSION, Manifest, UsageFile, as_dict, read_record, versioned
@@ -299,12 +298,9 @@ class Runner:
         metrics["agent"] = self.spec.name
         metrics["protocol_settings"] = protocol_settings(self.cfg.run)
         metrics["wall_seconds_last_invocation"] = round(elapsed, 3)
-        # Redacted again here: a failure text from a plug-in or an executor may not have passed the client.
-        failures = redact_obj(events.failures)
-        metrics["failures"] = failures
-        root = self.rundir.writer()
-        root.put_now("failures.json", versioned({"failures": failures}))
-        root.put_now("metrics.json", versioned(metrics))
+        # Redacted again there: a failure text from a plug-in or an executor may not have passed the client.
+        metrics["failures"] = UnitRunDir(self.rundir.root).write_failures(events.failures)
+        self.rundir.writer().put_now("metrics.json", versioned(metrics))
         return RunOutcome(metrics, events.failures, self.llm.ledger, elapsed)
 
     def _save_usage(self, invocation: str, ledger: UsageLedger | None = None) -> None:
