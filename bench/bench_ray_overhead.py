@@ -24,9 +24,9 @@ from amemgym.agents import resolve_agent
 from amemgym.config import AppConfig, EndpointConfig, LLMConfig, env_preset, load_config
 from amemgym.families.statetrack.data import load_environment
 from amemgym.families.statetrack.data.model import Environment
+from amemgym.families.statetrack.ray_executor import RayExecutor, import_ray
 from amemgym.families.statetrack.runner import Runner
 from amemgym.llm import LLMClient
-from amemgym.run.ray_executor import RayExecutor, import_ray
 
 
 def environment(args: argparse.Namespace) -> Environment:

@@ -14,7 +14,7 @@ from amemgym.config import AppConfig, EndpointConfig, LLMConfig, load_config
 from amemgym.engine.models_file import apply_models_file, load_models_file
 from amemgym.errors import ConfigError
 from amemgym.families.statetrack.driver import run_command
-from amemgym.run.ray_executor import check_endpoints, task_config, task_slots
+from amemgym.families.statetrack.ray_executor import check_endpoints, task_config, task_slots
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -108,7 +108,7 @@ def test_driver_rejects_unknown_executor_and_stray_address(tmp_path: Path) -> No
 
 
 def test_importing_amemgym_never_imports_ray() -> None:
-    code = ("import sys, amemgym, amemgym.run, amemgym.families.statetrack.driver, amemgym.run.ray_executor, "
+    code = ("import sys, amemgym, amemgym.families.statetrack.driver, amemgym.families.statetrack.ray_executor, "
             "amemgym.cli; "
             "assert 'ray' not in sys.modules, 'ray imported'")
     proc = subprocess.run([sys.executable, "-c", code], env={"PYTHONPATH": str(SRC)}, capture_output=True, text=True)

@@ -24,9 +24,9 @@ from amemgym.families.statetrack.data import load_environment  # noqa: E402
 from amemgym.families.statetrack.driver import run_command  # noqa: E402
 from amemgym.families.statetrack.generate.procedural import tiny_environment_path  # noqa: E402
 from amemgym.families.statetrack.layout import RunDir  # noqa: E402
+from amemgym.families.statetrack.ray_executor import RayExecutor  # noqa: E402
 from amemgym.families.statetrack.runner import Runner  # noqa: E402
 from amemgym.llm import LLMClient  # noqa: E402
-from amemgym.run.ray_executor import RayExecutor  # noqa: E402
 from amemgym.testing.fake_endpoint import FakeEndpoint  # noqa: E402
 
 ENV = tiny_environment_path()
@@ -196,7 +196,7 @@ def test_progress_under_ray_counts_what_the_tasks_finish(endpoint: FakeEndpoint,
 
 def test_file_progress_reports_only_new_complete_records(tmp_path: Path) -> None:
     from amemgym.families.statetrack.episode import EpisodeEvents
-    from amemgym.run.ray_executor import FileProgress
+    from amemgym.families.statetrack.ray_executor import FileProgress
 
     user = load_environment(ENV).users[0]
     rd = RunDir(tmp_path)

@@ -15,7 +15,8 @@ from typing import Any
 
 from ..errors import RunError
 from ..records import UnitCheckpoint, read_record, versioned
-from ..storage import append_jsonl, atomic_write_json, atomic_write_text, read_jsonl
+from ..storage import read_jsonl
+from .unit_writer import UnitWriter
 
 __all__ = ["CHECKPOINT_FILE", "TRACE_FILE", "Checkpoint", "read_trace"]
 
@@ -42,6 +43,7 @@ class Checkpoint:
     def __init__(self, unit_dir: Path, identity: Mapping[str, str], *, step_key: str = "event",
                  next_key: str = "next_event") -> None:
         self.dir = Path(unit_dir)
+        self.out = UnitWriter(self.dir)
         self.identity = {k: str(v) for k, v in identity.items()}
         self.step_key, self.next_key = step_key, next_key
 
@@ -72,13 +74,13 @@ class Checkpoint:
         state = dict(saved.state)
         nxt = int(state.get(self.next_key, 0))
         kept = [r for r in read_trace(self.dir) if r.get(self.step_key, -1) < nxt]
-        atomic_write_text(self.dir / TRACE_FILE, "".join(json.dumps(r) + "\n" for r in kept))
+        self.out.put_text_now(TRACE_FILE, "".join(json.dumps(r) + "\n" for r in kept))
         return state
 
     def save(self, state: Mapping[str, Any]) -> None:
         """Save the state after a finished step (atomically)."""
-        atomic_write_json(self.path, versioned({"identity": self.identity, "state": dict(state)}))
+        self.out.put_now(CHECKPOINT_FILE, versioned({"identity": self.identity, "state": dict(state)}))
 
     def trace(self, record: Mapping[str, Any]) -> None:
         """Append one line to the unit's trace."""
-        append_jsonl(self.dir / TRACE_FILE, [dict(record)])
+        self.out.append_now(TRACE_FILE, [record])

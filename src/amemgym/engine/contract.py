@@ -5,7 +5,8 @@ played sequentially inside and resumable from its own checkpoint. The engine own
 (the run directory, its lock and root files, preflight, models, usage, progress, failures, trials, pooling,
 executors, reports); the family owns the protocol. A family module never writes into the run directory:
 ``play`` returns the unit's record and the engine writes it; state to resume from goes through the
-:class:`~amemgym.engine.checkpoint.Checkpoint` the engine hands it.
+:class:`~amemgym.engine.checkpoint.Checkpoint` the engine hands it. Every file lands through the engine's
+:class:`~amemgym.engine.unit_writer.UnitWriter` (statetrack's episode hands its records to one directly).
 
 :func:`check_unit_family` lists what an object lacks to be one.
 

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from rich.progress import Progress
 
 __all__ = ["CPU_HINT", "LOG_EVERY_SECONDS", "STALL_SECONDS", "TICK_SECONDS", "PlainLog", "UnitProgress",
-           "ledger_info", "stall_text"]
+           "ledger_info", "poll_forever", "stall_text"]
 
 #: A call on the wire longer than this is reported as waiting (the display shows how many and the longest).
 STALL_SECONDS = 30.0
@@ -34,6 +34,17 @@ TICK_SECONDS = 5.0
 LOG_EVERY_SECONDS = 60.0
 #: Said once with a stall when a call waits on the embedded model, whose calls run on this machine's CPU.
 CPU_HINT = "the embedded model runs on this machine's CPU: one call can take minutes"
+
+
+async def poll_forever(poll: Callable[[], None], every: float = 1.0) -> None:
+    """Run ``poll`` in a thread every ``every`` seconds until cancelled.
+
+    The watcher of a run directory that workers in other processes write (the Ray and process executors):
+    each poll reads the files and reports what appeared, off the event loop.
+    """
+    while True:
+        await asyncio.sleep(every)
+        await asyncio.to_thread(poll)
 
 
 def stall_text(ledger: UsageLedger, threshold_s: float = STALL_SECONDS) -> str:

@@ -11,8 +11,8 @@ retries handed back as lost, an optional watcher polled while the tasks run.
 A family brings a picklable job per unit and the function that plays it in the worker: for a unit family
 the engine builds both (:class:`UnitJob`, :func:`run_unit_job`, whose body is
 :func:`amemgym.engine.runner.play_one`, the same as a local run's); statetrack brings its episode job
-(``amemgym.run.ray_executor``). Each task builds its own client from the task config and mixes the run seed
-into every call; a unit task also checks that each role still serves the model the driver pinned.
+(``amemgym.families.statetrack.ray_executor``). Each task builds its own client from the task config and
+mixes the run seed into every call; a unit task also checks that each role still serves the model the driver pinned.
 
 Ray is imported only when a run actually uses this executor.
 """
@@ -31,6 +31,7 @@ from ..errors import ConfigError, RunError
 from ..llm.redact import redact
 from ..llm.usage import UsageLedger
 from .contract import AgentPlan, RemoteUnit, Unit, UnitFamily
+from .progress import poll_forever
 
 if TYPE_CHECKING:
     from ..llm.client import LLMClient
@@ -149,11 +150,6 @@ async def run_on_ray(fn: Callable[[Any], dict[str, Any]], tasks: Sequence[Remote
             finally:
                 on_done()
         on_result(task, result)
-
-    async def poll_forever(watch: Callable[[], None]) -> None:
-        while True:
-            await asyncio.sleep(1.0)
-            await asyncio.to_thread(watch)
 
     poller = asyncio.create_task(poll_forever(poll)) if poll is not None else None
     try:

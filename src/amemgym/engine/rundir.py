@@ -34,9 +34,9 @@ from ..records import (
     versioned,
 )
 from ..records.base import load_json_file
-from ..storage import atomic_write_json
+from .unit_writer import UnitWriter
 
-__all__ = ["RECORD_FILE", "UnitRunDir"]
+__all__ = ["RECORD_FILE", "UnitRunDir", "move_unit"]
 
 #: Each unit's record, in the unit's folder.
 def prepare_out_dir(root: Path) -> None:
@@ -61,6 +61,25 @@ def prepare_out_dir(root: Path) -> None:
 
 
 RECORD_FILE = "results.json"
+
+
+def move_unit(root: Path, old: str, new: str) -> None:
+    """Rename the unit folder ``old`` to ``new`` inside the run directory ``root`` (both relative unit ids).
+
+    For a family whose folder names changed between versions (statetrack's legacy user folders); the caller
+    holds the run lock.
+
+    Raises:
+        RunError: either name leaves the run directory, or ``new`` exists already.
+    """
+    from ..storage import fsync_dir
+    from .unit_writer import check_name
+
+    source, target = Path(root) / check_name(old), Path(root) / check_name(new)
+    if target.exists():
+        raise RunError(f"{target}: exists already; cannot move {old} there")
+    source.rename(target)
+    fsync_dir(target.parent)
 
 
 class UnitRunDir:
@@ -95,7 +114,7 @@ class UnitRunDir:
         """Validate and write the manifest atomically."""
         data = versioned(dict(manifest))
         UnitManifest.model_validate(data)
-        atomic_write_json(self.manifest_path, data)
+        UnitWriter(self.root).put_now("manifest.json", data)
 
     def record(self, unit_id: str) -> dict[str, Any] | None:
         """A finished unit's record (None when the unit has none, or another family wrote the file).
@@ -112,7 +131,7 @@ class UnitRunDir:
         """Validate and write a unit's record (its failure texts redacted) atomically."""
         data = versioned(redact_obj(dict(record)))
         parse_unit_record(data, str(self.unit_dir(unit_id) / RECORD_FILE))
-        atomic_write_json(self.unit_dir(unit_id) / RECORD_FILE, data)
+        UnitWriter(self.root, unit_id).put_now(RECORD_FILE, data)
 
     def write_failures(self, failures: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Write ``failures.json`` (redacted again: a text from a plug-in or a worker may not have passed the
@@ -120,7 +139,7 @@ class UnitRunDir:
         clean: list[dict[str, Any]] = redact_obj(failures)
         data = versioned({"failures": clean})
         FailuresFile.model_validate(data)
-        atomic_write_json(self.failures_path, data)
+        UnitWriter(self.root).put_now("failures.json", data)
         return clean
 
     def failures(self) -> list[dict[str, Any]]:
@@ -133,7 +152,7 @@ class UnitRunDir:
         """Validate and write ``metrics.json``."""
         data = versioned(dict(metrics))
         UnitMetrics.model_validate(data)
-        atomic_write_json(self.metrics_path, data)
+        UnitWriter(self.root).put_now("metrics.json", data)
 
     def metrics(self) -> dict[str, Any]:
         """``metrics.json``, validated."""

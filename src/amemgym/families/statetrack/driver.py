@@ -20,9 +20,7 @@ from ...errors import AMemGymError, ConfigError, RunError
 from ...llm.client import LLMClient
 from ...llm.health import describe as describe_problem
 from ...llm.preflight import preflight, run_roles
-from ...run.ray_executor import RayExecutor, check_endpoints, import_ray
 from ...scoring.registry import in_display_order, registered
-from ...storage import atomic_write_text
 from .cut import environment_cut, first_users
 from .data.io import load_environment
 from .data.model import Environment
@@ -30,6 +28,7 @@ from .generate.procedural import tiny_environment_path
 from .layout import RunDir
 from .metrics import RESULT_FLAGS
 from .progress import RunProgress
+from .ray_executor import RayExecutor, check_endpoints, import_ray
 from .runner import Runner, UserExecutor, existing_manifest, protocol_of
 from .validity.sim_audit import degenerate_warning
 
@@ -286,5 +285,5 @@ def write_run_report(rundir: Path, console: Console, *, environment: tuple[Any, 
     except AMemGymError as exc:
         console.print(f"report skipped: {exc}", highlight=False, markup=False)
         return
-    atomic_write_text(rundir / "report.html", report.html)
+    RunDir(rundir).writer().put_text_now("report.html", report.html)
     console.print(f"report: {rundir / 'report.html'}", highlight=False)

@@ -1,24 +1,28 @@
-"""One user's episode: periods and sessions in order, checkpoints, and evaluations off snapshots."""
+"""One user's episode: periods and sessions in order, checkpoints, and evaluations off snapshots.
+
+The episode writes nothing itself: it hands its records (session lines, checkpoints, snapshots, evaluations,
+upper-bound answers) by name to the engine's :class:`~amemgym.engine.unit_writer.UnitWriter` for the user's
+folder, which lands them in the order they were handed over, off the event loop.
+"""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
 
 from ...agents.base import AgentContext, MemoryAgent
 from ...agents.registry import AgentSpec
 from ...config import AppConfig
+from ...engine.unit_writer import UnitWriter
 from ...errors import AMemGymError
 from ...llm.client import LLMClient
 from ...llm.redact import redact
-from ...records import EvaluationRecord, Snapshot, State, UpperBoundRecord, as_dict, read_record, versioned
+from ...records import EvaluationRecord, Snapshot, State, UpperBoundRecord, as_dict, versioned
 from ...records.base import load_json_file
-from ...storage import append_jsonl, atomic_write_json
 from .data.model import UserEnv
-from .layout import RunDir
+from .layout import SESSIONS, STATE, UPPER_BOUND, RunDir, evaluation_name, snapshot_name
 from .questioning import evaluate_period, upper_bound_answers, upper_bound_key
 from .schedule import PeriodEnd, build_simulator, episode_schedule, user_seed
 from .simulate import LeakTally, replay_session, run_session
@@ -26,12 +30,6 @@ from .simulate import LeakTally, replay_session, run_session
 #: The roles whose model shapes a run's conversations and answers; their served models are pinned in the
 #: manifest and recorded with every session.
 RUN_ROLES: tuple[str, ...] = ("simulator", "agent", "memory")
-
-
-def _in_order(*calls: tuple[Any, ...]) -> None:
-    """Run ``(function, *args)`` calls one after the other (a checkpoint's writes, in commit order)."""
-    for fn, *args in calls:
-        fn(*args)
 
 
 def load_json(path: Any) -> Any:
@@ -73,12 +71,15 @@ class Episode:
         off_policy: RunDir | None = None,
         events: EpisodeEvents | None = None,
         after_period: PeriodHook | None = None,
+        writer: UnitWriter | None = None,
     ) -> None:
         self.user = user
         self.spec = spec
         self.llm = llm
         self.cfg = cfg
         self.rundir = rundir
+        #: Where every file of this user goes (the engine's writer of ``users/<folder>``).
+        self.out = writer if writer is not None else rundir.writer(user.id)
         self.off_policy = off_policy
         self.events = events or EpisodeEvents()
         self.after_period = after_period
@@ -90,40 +91,18 @@ class Episode:
         )
         self.simulator = build_simulator(llm, cfg)
         self._ub: asyncio.Task[dict[str, Any]] | None = None
-        self._writes: asyncio.Task[None] | None = None
-
-    def _persist(self, write: Callable[..., None], *args: Any) -> None:
-        """Queue a checkpoint write behind the earlier ones; the conversation does not wait for it.
-
-        Safe because the queue keeps the commit order (a session's record lands before the checkpoint that
-        points past it) and every payload is a snapshot copy the agent no longer touches. A kill before a
-        queued write lands only means resuming from the checkpoint before it, which redoes that session,
-        exactly as a kill during the session would.
-        """
-        previous = self._writes
-
-        async def chained() -> None:
-            if previous is not None:
-                await previous
-            await asyncio.to_thread(write, *args)
-
-        self._writes = asyncio.create_task(chained())
-
-    async def _flush(self) -> None:
-        if self._writes is not None:
-            await self._writes
 
     def _fail(self, period: int | None, stage: str, exc: BaseException) -> None:
         self.events.failures.append({"user": self.user.id, "period": period, "stage": stage,
                                     "error": redact(str(exc))})
 
     async def _upper_bound(self) -> dict[str, Any]:
-        path = self.rundir.upper_bound(self.user.id)
-        done = as_dict(read_record(path, UpperBoundRecord))["answers"] if path.exists() else {}
+        saved = self.out.read(UPPER_BOUND, UpperBoundRecord)
+        done = as_dict(saved)["answers"] if saved is not None else {}
         result = await upper_bound_answers(self.llm, self.user, done, self.cfg.run.eval_max_tokens, self.seed)
         if result != done:
-            # Written in a thread: its fsyncs would otherwise stall every user's episode on this loop.
-            await asyncio.to_thread(atomic_write_json, path, versioned({"answers": result}))
+            self.out.put(UPPER_BOUND, versioned({"answers": result}))
+            await self.out.flush()
         return result
 
     def _start_upper_bound(self) -> asyncio.Task[dict[str, Any]]:
@@ -138,7 +117,6 @@ class Episode:
         return self._ub
 
     async def _evaluate(self, period: int, snapshot: dict[str, Any]) -> None:
-        path = self.rundir.evaluation(self.user.id, period)
         upper_bound = self._start_upper_bound()
         try:
             result = await evaluate_period(self.llm, self.spec, self.ctx, self.user, period, snapshot, self.seed)
@@ -150,22 +128,20 @@ class Episode:
             key = upper_bound_key(self.user, period, q["question"])
             q["ub_score"] = ub[key]["score"]
             q["ub_score_original_rule"] = ub[key].get("score_original_rule", ub[key]["score"])
-        await asyncio.to_thread(atomic_write_json, path, versioned(result))
+        self.out.put(evaluation_name(period), versioned(result))
+        await self.out.flush()
         self.events.on_eval(self.user.id, period)
 
     async def _finish_period(self, agent: MemoryAgent, period: int, evals: list[asyncio.Task[None]]) -> None:
         # The hook's feedback needs this period's evaluation, so the next period waits for it (on-policy).
         assert self.after_period is not None
-        # Queued checkpoints land first, so none lands after (and over) the one below; flushing here rather
-        # than after the hook keeps the hook's own writes and that checkpoint free of any await between them.
-        await self._flush()
-        await asyncio.gather(*evals)
-        path = self.rundir.evaluation(self.user.id, period)
-        evaluation = as_dict(read_record(path, EvaluationRecord)) if path.exists() else None
-        await self.after_period(self.user, agent, period, evaluation)
-        # The checkpoint must carry whatever the hook changed, or a resumed run would lose it.
-        atomic_write_json(self.rundir.state(self.user.id),
-                          versioned({"period": period + 1, "session": 0, "snapshot": await agent.snapshot()}))
+        await asyncio.gather(*evals)  # each has landed its evaluation before it ends
+        saved = self.out.read(evaluation_name(period), EvaluationRecord)
+        await self.after_period(self.user, agent, period, as_dict(saved) if saved is not None else None)
+        # The checkpoint must carry whatever the hook changed, or a resumed run would lose it. It is queued
+        # behind every earlier write, so none of those lands after (and over) it.
+        self.out.put(STATE, versioned({"period": period + 1, "session": 0, "snapshot": await agent.snapshot()}))
+        await self.out.flush()
 
     async def run(self) -> None:
         """Play every missing session and evaluate every missing period; failures are recorded, not raised.
@@ -184,11 +160,11 @@ class Episode:
             raise
 
     async def _play(self, evals: list[asyncio.Task[None]]) -> None:
-        user, rd = self.user, self.rundir
+        user, out = self.user, self.out
         agent = self.spec.build(self.llm, self.ctx)
         start_p, start_s = 0, 0
-        if rd.state(user.id).exists():
-            state = read_record(rd.state(user.id), State)
+        state = out.read(STATE, State)
+        if state is not None:
             agent.restore(state.snapshot)
             start_p, start_s = state.period, state.session
         recorded = recorded_sessions(self.off_policy, user.id) if self.off_policy else {}
@@ -197,9 +173,9 @@ class Episode:
                            if self.off_policy else {})
         # Periods finished before a restart whose evaluation was not written yet.
         for p in range(min(start_p, len(user.periods))):
-            if not rd.evaluation(user.id, p).exists() and rd.snapshot(user.id, p).exists():
-                snapshot = read_record(rd.snapshot(user.id, p), Snapshot).snapshot
-                evals.append(asyncio.create_task(self._evaluate(p, snapshot)))
+            saved = None if out.exists(evaluation_name(p)) else out.read(snapshot_name(p), Snapshot)
+            if saved is not None:
+                evals.append(asyncio.create_task(self._evaluate(p, saved.snapshot)))
         period_index = start_p
         try:
             models = {role: await self.llm.model_identity(role) for role in RUN_ROLES}
@@ -210,11 +186,10 @@ class Episode:
                 p = period_index = step.period
                 if isinstance(step, PeriodEnd):
                     snap = await agent.snapshot()
-                    self._persist(_in_order,
-                                  (atomic_write_json, rd.snapshot(user.id, p), versioned({"snapshot": snap})),
-                                  (atomic_write_json, rd.state(user.id),
-                                   versioned({"period": p + 1, "session": 0, "snapshot": snap})))
-                    if not rd.evaluation(user.id, p).exists():
+                    # The snapshot lands before the checkpoint past the period (the evaluation is redone from it).
+                    out.put(snapshot_name(p), versioned({"snapshot": snap}))
+                    out.put(STATE, versioned({"period": p + 1, "session": 0, "snapshot": snap}))
+                    if not out.exists(evaluation_name(p)):
                         evals.append(asyncio.create_task(self._evaluate(p, snap)))
                     if self.after_period is not None:
                         await self._finish_period(agent, p, evals)
@@ -229,22 +204,21 @@ class Episode:
                 else:
                     messages = await run_session(agent, self.simulator, user, session, step.rounds,
                                                  seed=step.seed, tally=leaks)
-                # Commit order: the session record first, then the checkpoint that points past it; both
-                # are queued (see _persist) so their fsyncs stay off the conversation's critical path.
+                # Commit order: the session record first, then the checkpoint that points past it; both are
+                # queued on the writer, so their fsyncs stay off the conversation's critical path. Every payload
+                # is a copy the agent no longer touches.
                 record = versioned({"period": p, "session": s, "time": session.session_time, "messages": messages,
                                     "models": recorded_models.get((p, s)) if self.off_policy else models,
                                     **leaks.record_fields()})
                 snap = await agent.snapshot()
-                # One thread hop for both writes (the hop costs the event loop more than the call).
-                self._persist(_in_order, (append_jsonl, rd.sessions(user.id), [record]),
-                              (partial(atomic_write_json, compact=True), rd.state(user.id),
-                               versioned({"period": p, "session": s + 1, "snapshot": snap})))
+                out.append(SESSIONS, [record])
+                out.put(STATE, versioned({"period": p, "session": s + 1, "snapshot": snap}), compact=True)
                 self.events.on_session(user.id, p, s)
                 self._start_upper_bound()
         except AMemGymError as exc:
             self._fail(period_index, "conversation", exc)
         finally:
-            await self._flush()
+            await out.flush()
         await asyncio.gather(*evals)
         try:
             await self._start_upper_bound()

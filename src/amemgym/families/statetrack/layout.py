@@ -26,6 +26,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ...engine.rundir import move_unit
+from ...engine.unit_writer import UnitWriter
 from ...errors import RunError
 from ...records import SessionRecord, as_dict, parse_record
 from ...storage import read_jsonl
@@ -33,6 +35,28 @@ from ...storage import read_jsonl
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]")
 #: Longest user id used as a folder name as it is; longer ones are shortened and hashed like unsafe ones.
 _MAX_PLAIN = 120
+
+
+#: The names of a user's files inside its folder (what the engine's :class:`UnitWriter` writes by name).
+SESSIONS = "sessions.jsonl"
+STATE = "state.json"
+UPPER_BOUND = "upper_bound.json"
+TRACE = "trace.jsonl"
+
+
+def snapshot_name(period: int) -> str:
+    """The name of a period's snapshot inside a user's folder."""
+    return f"snapshots/period_{period:02d}.json"
+
+
+def evaluation_name(period: int) -> str:
+    """The name of a period's evaluation inside a user's folder."""
+    return f"eval/period_{period:02d}.json"
+
+
+def user_unit(user_id: str) -> str:
+    """A user's unit id: its folder relative to the run directory (``users/<folder>``)."""
+    return f"users/{user_folder(user_id)}"
 
 
 def user_folder(user_id: str) -> str:
@@ -74,7 +98,7 @@ def adopt_legacy_folders(root: Path, user_ids: list[str]) -> None:
         if target.exists():
             raise RunError(f"{root}: user {moved[0]!r} has files both in {legacy.name} and in {target.name}; "
                            "use a new --out directory")
-        legacy.rename(target)
+        move_unit(root, f"users/{slug}", user_unit(moved[0]))
 
 
 def folder_clashes(user_ids: list[str]) -> list[tuple[str, str]]:
@@ -115,26 +139,30 @@ class RunDir:
     def failures(self) -> Path:
         return self.root / "failures.json"
 
+    def writer(self, user_id: str | None = None) -> UnitWriter:
+        """The engine's writer of a user's folder (of the run directory's own files when ``user_id`` is None)."""
+        return UnitWriter(self.root, "." if user_id is None else user_unit(user_id))
+
     def user(self, user_id: str) -> Path:
-        return self.root / "users" / user_folder(user_id)
+        return self.root / user_unit(user_id)
 
     def sessions(self, user_id: str) -> Path:
-        return self.user(user_id) / "sessions.jsonl"
+        return self.user(user_id) / SESSIONS
 
     def state(self, user_id: str) -> Path:
-        return self.user(user_id) / "state.json"
+        return self.user(user_id) / STATE
 
     def snapshot(self, user_id: str, period: int) -> Path:
-        return self.user(user_id) / "snapshots" / f"period_{period:02d}.json"
+        return self.user(user_id) / snapshot_name(period)
 
     def evaluation(self, user_id: str, period: int) -> Path:
-        return self.user(user_id) / "eval" / f"period_{period:02d}.json"
+        return self.user(user_id) / evaluation_name(period)
 
     def upper_bound(self, user_id: str) -> Path:
-        return self.user(user_id) / "upper_bound.json"
+        return self.user(user_id) / UPPER_BOUND
 
     def trace(self, user_id: str) -> Path:
-        return self.user(user_id) / "trace.jsonl"
+        return self.user(user_id) / TRACE
 
     def session_records(self, user_id: str) -> dict[tuple[int, int], dict[str, Any]]:
         """Finished session records by (period, session); a session redone after a kill replaces the first.

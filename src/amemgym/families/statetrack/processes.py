@@ -28,10 +28,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ...config import AppConfig
+from ...engine.progress import poll_forever
 from ...llm.usage import RoleUsage, UsageLedger
-from ...run.ray_executor import EpisodeJob, FileProgress, default_client, user_finished
 from .data.model import UserEnv
 from .episode import EpisodeEvents
+from .ray_executor import EpisodeJob, FileProgress, default_client, user_finished
 
 if TYPE_CHECKING:
     from .runner import Runner
@@ -174,7 +175,7 @@ class ProcessExecutor:
                               after_period=runner.after_period, make_client=default_client)
                    for u in todo[i::workers]] for i in range(workers)]
         watcher = FileProgress(runner.rundir, todo, events)
-        poller = asyncio.create_task(watcher.poll_forever(0.5))
+        poller = asyncio.create_task(poll_forever(watcher.poll, 0.5))
         # The driver's ledger gets each worker's usage as it grows: what a report adds beyond the last one
         # taken from that worker (reports may arrive late or after the final count; older ones are skipped).
         seen: dict[int, tuple[int, UsageLedger]] = {i: (0, UsageLedger()) for i in range(workers)}

@@ -6,7 +6,6 @@ from typing import Any
 
 from ...config import PROTOCOL_MAX_TOKENS, RunSettings
 from ...records import EvaluationRecord, UpperBoundRecord, as_dict, read_record
-from ...storage import atomic_write_text
 from .data.model import Environment, UserEnv
 from .episode import recorded_sessions
 from .layout import RunDir
@@ -135,8 +134,19 @@ def protocol_settings(run: RunSettings) -> dict[str, Any]:
             "answer_rule": run.answer_rule, "differences_from_original": differences}
 
 
-def write_trace(user: UserEnv, rundir: RunDir) -> None:
-    """Assemble ``trace.jsonl``: every message with its position, then every evaluation, in period order."""
+async def write_trace(user: UserEnv, rundir: RunDir) -> None:
+    """Assemble ``trace.jsonl`` (see :func:`trace_text`) off the event loop and hand it to the user's writer."""
+    import asyncio
+
+    from .layout import TRACE
+
+    out = rundir.writer(user.id)
+    out.put_text(TRACE, await asyncio.to_thread(trace_text, user, rundir))
+    await out.flush()
+
+
+def trace_text(user: UserEnv, rundir: RunDir) -> str:
+    """A user's ``trace.jsonl``: every message with its position, then every evaluation, in period order."""
     import json
 
     sessions = recorded_sessions(rundir, user.id)
@@ -157,4 +167,4 @@ def write_trace(user: UserEnv, rundir: RunDir) -> None:
                 lines.append({"kind": "evaluation", "period": p, **q})
     for entry in ub.values():
         lines.append({"kind": "upper_bound", **entry})
-    atomic_write_text(rundir.trace(user.id), "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines))
+    return "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines)

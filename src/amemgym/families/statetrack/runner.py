@@ -16,16 +16,15 @@ from ... import __version__
 from ...agents.registry import AgentSpec
 from ...config import AppConfig, RunSettings
 from ...engine.ranking_flags import source_sessions_sha256
-from ...engine.rundir import prepare_out_dir
+from ...engine.rundir import UnitRunDir, prepare_out_dir
 from ...engine.usage import FLUSH_SECONDS, UsageBook
 from ...errors import RunError
 from ...llm.client import LLMClient
 from ...llm.health import endpoint_problems
-from ...llm.redact import redact_obj
 from ...llm.usage import UsageLedger
 from ...prompts import template_hashes
 from ...records import RUN_FORMAT_VERSION, Manifest, UsageFile, as_dict, read_record, versioned
-from ...storage import atomic_write_json, remove_stale_temps
+from ...storage import remove_stale_temps
 from .data.io import environment_sha256
 from .data.model import Environment, UserEnv
 from .episode import RUN_ROLES, Episode, EpisodeEvents, PeriodHook
@@ -189,7 +188,7 @@ class Runner:
         when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         updated = {**old, "models": models,
                    "model_changes": [*old.get("model_changes", []), *({**c, "at": when} for c in changes)]}
-        atomic_write_json(self.rundir.manifest, updated)
+        self.rundir.writer().put_now("manifest.json", updated)
         return updated
 
     def _user_folders(self) -> dict[str, str]:
@@ -202,14 +201,13 @@ class Runner:
                                                  self.off_policy.root if self.off_policy else None)
         self._protocol = protocol
         self.environment_sha256 = protocol["environment_sha256"]
-        path = self.rundir.manifest
         old = existing_manifest(self.rundir.root, protocol)
         if old is not None:
             if "user_folders" not in old:
                 # Written before folder names were one-to-one: move slug-named folders to their new names.
                 adopt_legacy_folders(self.rundir.root, [u.id for u in self.env.users])
                 old = {**old, "user_folders": self._user_folders()}
-                atomic_write_json(path, old)
+                self.rundir.writer().put_now("manifest.json", old)
             return old
         return None
 
@@ -236,7 +234,7 @@ class Runner:
         }
         if self.environment_cut is not None:
             manifest["environment_cut"] = self.environment_cut
-        atomic_write_json(self.rundir.manifest, manifest)
+        self.rundir.writer().put_now("manifest.json", manifest)
         return manifest
 
     async def run(self, user_ids: list[str] | None = None, *, executor: UserExecutor | None = None) -> RunOutcome:
@@ -273,7 +271,7 @@ class Runner:
                 await Episode(user, self.spec, self.llm, self.cfg, self.rundir, off_policy=self.off_policy,
                               events=events, after_period=self.after_period).run()
             # Assembled (and fsynced) in a thread as soon as this user is done, while the others still run.
-            await asyncio.to_thread(write_trace, user, self.rundir)
+            await write_trace(user, self.rundir)
 
         self._fold_pending_usage()
         invocation = uuid.uuid4().hex
@@ -290,7 +288,7 @@ class Runner:
             self._save_usage(invocation)
         if executor is not None:
             for user in users:
-                write_trace(user, self.rundir)
+                await write_trace(user, self.rundir)
         metrics = compute_metrics(self.env, self.rundir, self.cfg.run.answer_rule)
         elapsed = time.perf_counter() - start
         usage = as_dict(read_record(self.rundir.usage, UsageFile))
@@ -300,11 +298,9 @@ class Runner:
         metrics["agent"] = self.spec.name
         metrics["protocol_settings"] = protocol_settings(self.cfg.run)
         metrics["wall_seconds_last_invocation"] = round(elapsed, 3)
-        # Redacted again here: a failure text from a plug-in or an executor may not have passed the client.
-        failures = redact_obj(events.failures)
-        metrics["failures"] = failures
-        atomic_write_json(self.rundir.failures, versioned({"failures": failures}))
-        atomic_write_json(self.rundir.metrics, versioned(metrics))
+        # Redacted again there: a failure text from a plug-in or an executor may not have passed the client.
+        metrics["failures"] = UnitRunDir(self.rundir.root).write_failures(events.failures)
+        self.rundir.writer().put_now("metrics.json", versioned(metrics))
         return RunOutcome(metrics, events.failures, self.llm.ledger, elapsed)
 
     def _save_usage(self, invocation: str, ledger: UsageLedger | None = None) -> None:

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from ...engine.pool import pass_k, spread
+from ...engine.unit_writer import UnitWriter
 from ...records import Manifest, Metrics, as_dict, read_record
 from ...scoring.registry import in_display_order
-from ...storage import atomic_write_json
 from .data.model import Environment
 from .layout import RunDir
 from .metrics import QuestionOutcome, aggregate
@@ -46,7 +46,7 @@ def trial_spread(dirs: list[Path]) -> dict[str, Any]:
 def write_trial_summary(out_dir: Path, dirs: list[Path]) -> dict[str, Any]:
     """Compute the spread and write ``out_dir/trials.json``."""
     summary = trial_spread(dirs)
-    atomic_write_json(out_dir / "trials.json", summary)
+    UnitWriter(out_dir).put_now("trials.json", summary)
     return summary
 
 

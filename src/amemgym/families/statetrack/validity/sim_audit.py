@@ -29,7 +29,6 @@ from ....errors import AMemGymError, RunError
 from ....llm.client import LLMClient
 from ....llm.redact import redact
 from ....prompts import render
-from ....storage import atomic_write_json
 from ....textsim import jaccard, words
 from ..data.io import load_environment
 from ..data.model import Environment, Session, UserEnv
@@ -269,7 +268,7 @@ async def audit_run(rundir: RunDir, env: Environment, *, llm: LLMClient | None =
         "counts": {c: sum(1 for t in turns if c in t.flags) for c in checks},
         "offending": [asdict(t) for t in turns if t.flags or t.judge_error],
     }
-    atomic_write_json(rundir.root / "sim_audit.json", result)
+    rundir.writer().put_now("sim_audit.json", result)
     return result
 
 

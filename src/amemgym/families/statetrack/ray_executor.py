@@ -3,11 +3,12 @@
 The on-policy chain is sequential inside a user, so a user's episode is the unit of distribution. The Ray
 loop, cluster start, endpoint check, per-task config and slot count are the engine's
 (:mod:`amemgym.engine.ray`), the same as every family's; this module brings what is statetrack's: the
-episode job (each task runs the same :class:`~amemgym.families.statetrack.episode.Episode` as the local executor, inside
-``asyncio.run``, with its own client built from the run's config, writing ``users/<id>/...`` into the run
-directory, which must be on a filesystem every node sees), the test for a finished user, and the progress
-watcher that reads the run directory. The driver merges the tasks' usage and failures; the runner writes
-traces and metrics exactly as for a local run.
+episode job (each task runs the same :class:`~amemgym.families.statetrack.episode.Episode` as the local
+executor, inside ``asyncio.run``, with its own client built from the run's config; its records land in
+``users/<id>/...`` through the engine's unit writer, so the run directory must be on a filesystem every node
+sees), the test for a finished user, and the progress watcher that reads the run directory (polled by the
+engine's :func:`~amemgym.engine.progress.poll_forever`, as the process executor's is). The driver merges
+the tasks' usage and failures; the runner writes traces and metrics exactly as for a local run.
 
 Ray is imported only when a run actually uses this executor.
 """
@@ -20,21 +21,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..agents.registry import AgentSpec
-from ..config import AppConfig
-from ..engine import ray as engine_ray
-from ..engine.contract import RemoteUnit
-from ..engine.ray import default_client, import_ray, run_on_ray, start_ray
-from ..errors import RunError
-from ..families.statetrack.data.model import UserEnv
-from ..families.statetrack.episode import Episode, EpisodeEvents, PeriodHook
-from ..families.statetrack.layout import RunDir
-from ..llm.client import LLMClient
-from ..llm.usage import UsageLedger
-from ..records import State, read_record
+from ...agents.registry import AgentSpec
+from ...config import AppConfig
+from ...engine import ray as engine_ray
+from ...engine.contract import RemoteUnit
+from ...engine.ray import default_client, import_ray, run_on_ray, start_ray
+from ...errors import RunError
+from ...llm.client import LLMClient
+from ...llm.usage import UsageLedger
+from ...records import State, read_record
+from .data.model import UserEnv
+from .episode import Episode, EpisodeEvents, PeriodHook
+from .layout import RunDir
 
 if TYPE_CHECKING:
-    from ..families.statetrack.runner import Runner
+    from .runner import Runner
 
 __all__ = ["EPISODE_ROLES", "EpisodeJob", "FileProgress", "RayExecutor", "check_endpoints", "default_client",
            "import_ray", "run_episode_job", "start_ray", "task_config", "task_slots", "user_finished"]
@@ -112,12 +113,6 @@ class FileProgress:
             for period in sorted(done - self._evals[user.id]):
                 self.events.on_eval(user.id, period)
             self._evals[user.id] |= done
-
-    async def poll_forever(self, every: float = 1.0) -> None:
-        """:meth:`poll` every ``every`` seconds until cancelled (the process executor's watcher)."""
-        while True:
-            await asyncio.sleep(every)
-            await asyncio.to_thread(self.poll)
 
 
 @dataclass(frozen=True)
