@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from ...engine.checkpoint import Checkpoint
-from ...errors import AMemGymError, LLMError
+from ...errors import AMemGymError, MalformedOutput
 from ...llm.client import LLMClient
 from ...prompts import render
 from .domain import episode_domain
@@ -73,7 +73,13 @@ class ToolAgent(Protocol):
     """
 
     async def act(self, messages: list[dict[str, str]], *, event: Event) -> str:
-        """The next reply for ``messages``; raising :class:`~amemgym.errors.LLMError` ends the event's turn."""
+        """The next reply for ``messages``.
+
+        Raising :class:`~amemgym.errors.MalformedOutput` (the model answered, but nothing usable) ends the
+        event's turn, as the agent's own failure. Any other :class:`~amemgym.errors.LLMError` (the endpoint
+        failed after its retries, or refused the call) fails the episode: nothing about the agent's memory is
+        learnt from it, so the next run resumes the episode at that event instead of scoring it.
+        """
         ...
 
 
@@ -169,8 +175,9 @@ class Harness:
             prompt = messages[-1]["content"]  # read before the agent sees the list: the trace records what it was shown
             try:
                 reply = await self.agent.act(messages, event=ev)
-            except LLMError as exc:
-                # A failed call is recorded, never turned into an answer; the question stays unanswered.
+            except MalformedOutput as exc:
+                # The model's own unusable output is recorded, never turned into an answer; the question stays
+                # unanswered. An endpoint failure (any other LLMError) propagates and fails the episode.
                 self._trace({"event": ev.index, "step": step, "error": str(exc)})
                 break
             messages.append({"role": "assistant", "content": reply})

@@ -29,7 +29,7 @@ from ...agents.mem0_adapter import Mem0Agent
 from ...agents.registry import AgentSpec, resolve_agent
 from ...agents.vector_store import Hit, MemoryRecord, NumpyVectorStore
 from ...engine.checkpoint import Checkpoint
-from ...errors import AgentError, AMemGymError, ConfigError, LLMError, RunError
+from ...errors import AgentError, AMemGymError, ConfigError, MalformedOutput, RunError
 from ...llm.client import LLMClient
 from ...prompts import render
 from .domain import episode_domain
@@ -448,7 +448,7 @@ class MemoryAgentHarness:
             prompt = render("budget_memory_question", plural=self.domain.plural, noun=self.domain.noun, text=ev.text)
             try:
                 reply = await self._call("answer", agent.answer(prompt))
-            except LLMError as exc:
+            except MalformedOutput as exc:  # the model's unusable answer; an endpoint failure fails the episode
                 self._trace({**rec, "tool": "answer", "error": str(exc)})
                 return
             self.state.answers[ev.question or ""] = reply
@@ -467,7 +467,7 @@ class MemoryAgentHarness:
             flush = getattr(agent, "flush", None)
             if callable(flush):
                 await self._call("flush", flush())
-        except LLMError as exc:
+        except MalformedOutput as exc:  # the model's unusable output; an endpoint failure fails the episode
             error = str(exc)
         snapshot = await self._call("snapshot", agent.snapshot())
         if error is not None and isinstance(snapshot.get("buffer"), list):
