@@ -263,8 +263,16 @@ class FakeEndpoint:
             #: Requests holding one of the ``slots`` now, and the most that ever did at once.
             self.serving = 0
             self.max_serving = 0
+            #: With ``slots``: one ``(arrived, started, ended)`` per request that held a slot (``time.perf_counter``
+            #: seconds, which is CLOCK_MONOTONIC on Linux, so another process's clock can place them).
+            self.spans: list[tuple[float, float, float]] = []
             self.log: list[CallRecord] = []
             self.authorizations: set[str] = set()
+
+    def timeline(self) -> list[tuple[float, float, float]]:
+        """The ``(arrived, started, ended)`` of every request that held a slot so far, in the order they ended."""
+        with self._lock:
+            return list(self.spans)
 
     def stats(self) -> dict[str, Any]:
         """Counters as a plain dict."""
@@ -397,6 +405,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     _arrived = 0.0
+    _started = 0.0
     _due: float | None = None
     _holds_slot = False
 
@@ -414,6 +423,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self._holds_slot = False
                 with ep._lock:
                     ep.serving -= 1
+                    ep.spans.append((self._arrived, self._started, time.perf_counter()))
                 ep._slots.release()  # type: ignore[union-attr]
 
     def _wait_due(self) -> None:
@@ -427,7 +437,7 @@ class _Handler(BaseHTTPRequestHandler):
                 with ep._lock:
                     ep.serving += 1
                     ep.max_serving = max(ep.max_serving, ep.serving)
-                start = time.perf_counter()
+                start = self._started = time.perf_counter()
             self._due = start + ep._service_time()
         delay = self._due - time.perf_counter()
         if delay > 0:
