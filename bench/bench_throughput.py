@@ -18,16 +18,18 @@ run: on a shared machine other jobs' CPU shows up in the wall time, never in the
 
 Below the table, each run's wall time is split by the endpoint's own timeline (when each request arrived,
 got a slot and ended): **start-up** (spawn to the first request), **exit** (the last reply to the process's
-exit), and between them the slot-seconds left idle, split at the last moment the server was saturated (a
-request waiting for a slot): idle slots before it (**steady**) and after it (**tail**: the last users'
-sequential calls with slots to spare). Each idle part is given as seconds of wall (idle slot-seconds / N),
-so bound + endpoint overhead + start-up + steady + tail + exit = wall. The **critical path** is the longest
-user's strictly sequential calls (each session's agent replies and simulator turns, one at a time, then
-the last period's evaluation, one call deep) times the mean latency drawn, and **best** is the ratio of a
+exit), and between them the slot-seconds left idle, split at the last moment every slot was busy: idle slots
+before it (**steady**) and after it (**tail**: the last users' sequential calls with slots to spare). Each
+idle part is given as seconds of wall (idle slot-seconds / N), so bound + endpoint overhead (a slot held
+past its drawn latency) + start-up + steady + tail + exit = wall. The **critical path** is the longest
+user's strictly sequential calls (each session's agent replies and simulator turns, one at a time, then the
+last period's evaluation, one call deep) times the mean latency drawn, and **best** is the ratio of a
 simulated run of the same workload with a harness that costs nothing: every user starts at once, its
 conversation is one call at a time, each period's evaluation (answer and probe per question) is released
-when the period ends and the upper-bound questions after the first session, all into a FIFO server of N
-slots with latencies drawn as the endpoint draws them. best < 1 is the workload's own limit, not the harness's.
+when the period ends and the upper-bound questions after the first session, all into a first-come first-
+served server of N slots with latencies drawn as the endpoint draws them. best < 1 is the workload's own
+limit on such a server, not the harness's. The breakdown also gives the simulated wall with a server that
+serves waiting conversation calls first (**prio**): the difference is what the queue's order costs.
 
 ``--latency 0 --profile FILE`` runs the process under cProfile against an instant endpoint, to see where
 the harness's CPU goes (``python -m pstats FILE``).
@@ -36,6 +38,7 @@ the harness's CPU goes (``python -m pstats FILE``).
 from __future__ import annotations
 
 import argparse
+import collections
 import compileall
 import heapq
 import json
@@ -106,28 +109,27 @@ def workload(env_file: Path) -> list[tuple[list[int], int, int, int]]:
 
 
 def simulate(plan: list[tuple[list[int], int, int, int]], slots: int, median: float, sigma: float,
-             seed: int) -> tuple[int, float, float]:
-    """The workload against a FIFO server of ``slots`` with a harness that costs nothing: (calls, service, wall).
+             seed: int, *, priority: bool = False) -> tuple[int, float, float]:
+    """The workload against a server of ``slots`` with a harness that costs nothing: (calls, service, wall).
 
-    Events are (time, order, kind, user); a user's next conversation call is sent when its previous reply
-    arrives, evaluation calls when their period ends, the upper bound after the first session."""
+    A user's next conversation call is sent when its previous reply arrives, a period's evaluation calls
+    when the period ends, the upper bound after the first session. The server serves its queue first come,
+    first served, or with ``priority`` every waiting conversation call before any evaluation call."""
     rng = random.Random(f"sim:{seed}")
-    # FIFO of (user, kind): kind 0 = a conversation call, 1 = an evaluation or upper-bound call.
-    queue: list[tuple[int, int]] = [(u, 0) for u in range(len(plan))]
-    events: list[tuple[float, int, int, int]] = []
+    # Waiting calls as (sent at, user); conversation calls and the others (evaluation, upper bound) apart.
+    talk: collections.deque[tuple[float, int]] = collections.deque((0.0, u) for u in range(len(plan)))
+    other: collections.deque[tuple[float, int]] = collections.deque()
+    events: list[tuple[float, int, int, int]] = []  # (reply due, order, kind (0 = conversation), user)
     left = [list(periods) for periods, _, _, _ in plan]
     period = [0] * len(plan)
     first_session = [first for _, _, _, first in plan]
-    now, order, busy, calls, service, head = 0.0, 0, 0, 0, 0.0, 0
+    now, order, busy, calls, service = 0.0, 0, 0, 0, 0.0
     while True:
-        while busy < slots and head < len(queue):
-            user, kind = queue[head]
-            head += 1
+        while busy < slots and (talk or other):
+            kind = 0 if talk and (priority or not other or talk[0][0] <= other[0][0]) else 1
+            _, user = (talk if kind == 0 else other).popleft()
             seconds = median * math.exp(rng.gauss(0.0, sigma)) if sigma > 0 else median
-            service += seconds
-            calls += 1
-            busy += 1
-            order += 1
+            service, calls, busy, order = service + seconds, calls + 1, busy + 1, order + 1
             heapq.heappush(events, (now + seconds, order, kind, user))
         if not events:
             return calls, service, now
@@ -139,21 +141,25 @@ def simulate(plan: list[tuple[list[int], int, int, int]], slots: int, median: fl
         left[user][p] -= 1
         first_session[user] -= 1
         if first_session[user] == 0:
-            queue += [(user, 1)] * plan[user][2]
+            other.extend([(now, user)] * plan[user][2])
         if left[user][p] == 0:
-            queue += [(user, 1)] * plan[user][1]
+            other.extend([(now, user)] * plan[user][1])
             period[user] += 1
         if period[user] < len(left[user]):
-            queue.append((user, 0))
+            talk.append((now, user))
 
 
 def breakdown(spans: list[list[float]], slots: int, t0: float, t1: float) -> dict[str, float]:
     """Wall time split by the endpoint's timeline (see the module's docstring), in seconds."""
     first = min(s[0] for s in spans)
     last = max(s[2] for s in spans)
-    # The last moment a request waited for a slot: the server was saturated until then.
-    saturated = max((s[1] for s in spans if s[1] - s[0] > 1e-3), default=first)
     steps = sorted([(s[1], 1) for s in spans] + [(s[2], -1) for s in spans])
+    # The last moment every slot was busy: after it the server never is again.
+    busy, saturated = 0, first
+    for t, d in steps:
+        busy += d
+        if busy >= slots:
+            saturated = t
     idle = {"steady": 0.0, "tail": 0.0}
     busy, prev = 0, first
     for t, d in steps:
@@ -212,6 +218,7 @@ def main() -> None:
                 bound, mean = service / slots, service / calls
                 critical = max(sum(periods) + 1 for periods, _, _, _ in plan) * mean
                 sim_calls, sim_service, sim_wall = simulate(plan, slots, args.latency, args.sigma, args.seed + k)
+                prio_wall = simulate(plan, slots, args.latency, args.sigma, args.seed + k, priority=True)[2]
                 print(f"{slots:>6}{calls:>7}{mean * 1000:>9.1f}{bound:>9.2f}{wall:>8.2f}"
                       f"{bound / wall:>7.2f}{cpu / calls * 1000:>17.2f}{ep_cpu / calls * 1000:>18.2f}"
                       f"{critical:>14.2f}{sim_service / slots / sim_wall:>6.2f}"
@@ -219,11 +226,11 @@ def main() -> None:
                 b = breakdown(spans, slots, t0, t1)
                 rows.append(f"{slots:>6}{bound:>8.2f}{b['span'] - bound:>10.2f}{b['start-up']:>10.2f}"
                             f"{b['steady']:>8.2f}{b['tail']:>7.2f} ({b['tail s']:.2f} s){b['exit']:>7.2f}{wall:>8.2f}"
-                            f"{sim_wall:>12.2f} ({sim_calls} calls)")
+                            f"{sim_wall:>11.2f}{prio_wall:>7.2f} ({sim_calls} calls)")
         print("\nwall = bound + endpoint overhead + start-up + idle slots (steady, tail: over how long) + exit; "
-              "and the simulated zero-cost harness's wall")
+              "and the simulated zero-cost harness's wall (first-come first-served server, prioritising server)")
         print(f"{'slots':>6}{'bound':>8}{'overhead':>10}{'start-up':>10}{'steady':>8}{'tail':>18}{'exit':>7}"
-              f"{'wall':>8}{'simulated':>12}")
+              f"{'wall':>8}{'sim. fifo':>11}{'prio':>7}")
         print("\n".join(rows))
 
 
