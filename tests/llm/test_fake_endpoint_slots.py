@@ -41,6 +41,22 @@ def test_slots_cap_the_requests_served_at_once_and_queue_the_rest() -> None:
     assert stats["service_seconds"] == pytest.approx(8 * 0.05)
 
 
+def test_the_timeline_places_every_slotted_request() -> None:
+    """bench_throughput.py splits wall time by these spans: each request's arrival, slot and end."""
+    with FakeEndpoint(latency=0.05, slots=2) as ep:
+        _post_all(ep, 6)
+        spans = ep.timeline()
+    assert len(spans) == 6
+    assert all(arrived <= started and ended - started >= 0.05 for arrived, started, ended in spans)
+    # At no moment were more than the 2 slots held, and the queue made some requests wait for one.
+    events = sorted([(s, 1) for _, s, _ in spans] + [(e, -1) for _, _, e in spans], key=lambda x: (x[0], x[1]))
+    held = 0
+    for _, d in events:
+        held += d
+        assert held <= 2
+    assert max(started - arrived for arrived, started, _ in spans) >= 0.05
+
+
 def test_jittered_latency_is_seeded_and_lognormal_around_its_median() -> None:
     draws = []
     for _ in range(2):
