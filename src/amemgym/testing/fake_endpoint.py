@@ -426,8 +426,14 @@ class _Handler(BaseHTTPRequestHandler):
                     ep.spans.append((self._arrived, self._started, time.perf_counter()))
                 ep._slots.release()  # type: ignore[union-attr]
 
-    def _wait_due(self) -> None:
-        """Hold the reply until the request's latency has passed: from its arrival, or from getting a slot."""
+    def _take_slot(self) -> None:
+        """Start the request's latency: at once, or when it gets one of the ``slots`` (queued until then).
+
+        Called as soon as a chat or embedding request's path is known, so the endpoint's own work (reading
+        and decoding the body, the responder, encoding the reply) happens inside the latency and its slot,
+        as a server's does, rather than on top of it: a request that found a free slot is answered after
+        its drawn latency, not after the endpoint's Python work plus that latency.
+        """
         ep = self.server.endpoint
         if self._due is None:
             start = self._arrived
@@ -439,6 +445,11 @@ class _Handler(BaseHTTPRequestHandler):
                     ep.max_serving = max(ep.max_serving, ep.serving)
                 start = self._started = time.perf_counter()
             self._due = start + ep._service_time()
+
+    def _wait_due(self) -> None:
+        """Hold the reply until the request's latency has passed: from its arrival, or from getting a slot."""
+        self._take_slot()
+        assert self._due is not None
         delay = self._due - time.perf_counter()
         if delay > 0:
             time.sleep(delay)
@@ -471,14 +482,16 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802 - stdlib naming
         ep = self.server.endpoint
         path = self.path.split("?")[0].rstrip("/")
-        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        ep._enter(self.headers.get("Authorization"))  # in flight from here, queued for a slot or served
         try:
-            body = json.loads(raw or b"{}")
-        except json.JSONDecodeError:
-            self._json(400, {"error": {"message": "request body is not JSON", "type": "invalid_request_error"}})
-            return
-        ep._enter(self.headers.get("Authorization"))
-        try:
+            if path.endswith(("/chat/completions", "/embeddings")):
+                self._take_slot()
+            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            try:
+                body = json.loads(raw or b"{}")
+            except json.JSONDecodeError:
+                self._json(400, {"error": {"message": "request body is not JSON", "type": "invalid_request_error"}})
+                return
             if path.endswith("/chat/completions"):
                 self._chat(ep, body)
             elif path.endswith("/embeddings"):
