@@ -43,6 +43,18 @@ def test_a_stored_reply_is_found_at_once_and_written_with_its_batch(tmp_path: Pa
     cache.close()
 
 
+def test_every_cache_of_a_process_on_one_file_sees_what_the_others_stored(tmp_path: Path) -> None:
+    path = tmp_path / "c.sqlite"
+    first = ResponseCache(path, batch_rows=1000, batch_seconds=3600)
+    second = ResponseCache(path, batch_rows=1000, batch_seconds=3600)
+    first.put("a", "agent", "m", value(1))
+    assert second.get("a") == value(1) and rows_in_file(path) == {}  # not written yet, found all the same
+    second.flush()  # either one writes what both stored
+    assert set(rows_in_file(path)) == {"a"} and first.get("a") == value(1)
+    first.close()
+    second.close()
+
+
 def test_an_old_waiting_reply_is_written_by_the_next_store(tmp_path: Path) -> None:
     path = tmp_path / "c.sqlite"
     cache = ResponseCache(path, batch_rows=1000, batch_seconds=0.0)
