@@ -17,6 +17,7 @@ import json
 import signal
 import threading
 from collections import defaultdict
+from pathlib import Path
 from typing import Any
 
 from amemgym.testing.fake_endpoint import FakeEndpoint
@@ -105,6 +106,8 @@ def main() -> None:
     parser.add_argument("--slots", type=int, default=None, help="requests served at once; the rest queue")
     parser.add_argument("--seed", type=int, default=0, help="seed of the latency draws")
     parser.add_argument("--prefix-stats", action="store_true", help="tally prompt prefixes shared per role")
+    parser.add_argument("--timeline", help="on each report, also write the (arrived, started, ended) of every "
+                        "request that held a slot to this file, as JSON")
     args = parser.parse_args()
     tally = PrefixTally() if args.prefix_stats else None
 
@@ -123,6 +126,8 @@ def main() -> None:
         while not stop.is_set():
             if report.wait(0.05):
                 report.clear()
+                if args.timeline:
+                    Path(args.timeline).write_text(json.dumps(ep.timeline()))
                 print(json.dumps({**ep.stats(), **({"prefix": tally.stats()} if tally else {})}), flush=True)
 
 

@@ -179,6 +179,7 @@ def test_a_reply_that_fails_its_check_is_not_cached(tmp_path: Path) -> None:
                               embedder=False)
         value, _ = await llm.chat_json("judge", [{"role": "user", "content": "q"}], schema, check=check)
         assert llm.cache is not None
+        llm.cache.flush()  # stored replies wait in memory until a batch is written (llm/cache.py)
         stored = [json.loads(v)["text"] for (v,) in llm.cache._conn.execute("SELECT value FROM responses")]
         llm.cache.close()
         return value, stored, len(llm.scripted.requests)

@@ -114,9 +114,9 @@ async def test_identical_request_is_served_from_cache(endpoint: FakeEndpoint, tm
     second = await llm.chat("agent", HELLO)
     assert endpoint.calls == 1 and second.cached and second.text == first.text
     assert llm.ledger.roles["agent"].cache_hits == 1 and llm.ledger.roles["agent"].calls == 1
+    await llm.aclose()  # writes the batched reply to the file
     again = client(endpoint, tmp_path)  # a new process would see the same persistent cache
     assert (await again.chat("agent", HELLO)).cached and endpoint.calls == 1
-    await llm.aclose()
     await again.aclose()
 
 

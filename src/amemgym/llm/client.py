@@ -552,11 +552,14 @@ class LLMClient:
         return vecs
 
     async def aclose(self) -> None:
-        """Close owned HTTP clients (the embedded server is process-wide and stops at exit)."""
+        """Close owned HTTP clients (the embedded server is process-wide and stops at exit) and write the
+        replies the response cache still holds (it stays open)."""
         for backend in self._owned:
             with contextlib.suppress(Exception):
                 await backend.aclose()
         self._owned.clear()
+        if self.cache is not None:
+            self.cache.flush()
 
 
 class _Renamed:

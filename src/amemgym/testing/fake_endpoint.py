@@ -263,8 +263,16 @@ class FakeEndpoint:
             #: Requests holding one of the ``slots`` now, and the most that ever did at once.
             self.serving = 0
             self.max_serving = 0
+            #: With ``slots``: one ``(arrived, started, ended)`` per request that held a slot (``time.perf_counter``
+            #: seconds, which is CLOCK_MONOTONIC on Linux, so another process's clock can place them).
+            self.spans: list[tuple[float, float, float]] = []
             self.log: list[CallRecord] = []
             self.authorizations: set[str] = set()
+
+    def timeline(self) -> list[tuple[float, float, float]]:
+        """The ``(arrived, started, ended)`` of every request that held a slot so far, in the order they ended."""
+        with self._lock:
+            return list(self.spans)
 
     def stats(self) -> dict[str, Any]:
         """Counters as a plain dict."""
@@ -397,6 +405,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     _arrived = 0.0
+    _started = 0.0
     _due: float | None = None
     _holds_slot = False
 
@@ -414,10 +423,17 @@ class _Handler(BaseHTTPRequestHandler):
                 self._holds_slot = False
                 with ep._lock:
                     ep.serving -= 1
+                    ep.spans.append((self._arrived, self._started, time.perf_counter()))
                 ep._slots.release()  # type: ignore[union-attr]
 
-    def _wait_due(self) -> None:
-        """Hold the reply until the request's latency has passed: from its arrival, or from getting a slot."""
+    def _take_slot(self) -> None:
+        """Start the request's latency: at once, or when it gets one of the ``slots`` (queued until then).
+
+        Called as soon as a chat or embedding request's path is known, so the endpoint's own work (reading
+        and decoding the body, the responder, encoding the reply) happens inside the latency and its slot,
+        as a server's does, rather than on top of it: a request that found a free slot is answered after
+        its drawn latency, not after the endpoint's Python work plus that latency.
+        """
         ep = self.server.endpoint
         if self._due is None:
             start = self._arrived
@@ -427,8 +443,13 @@ class _Handler(BaseHTTPRequestHandler):
                 with ep._lock:
                     ep.serving += 1
                     ep.max_serving = max(ep.max_serving, ep.serving)
-                start = time.perf_counter()
+                start = self._started = time.perf_counter()
             self._due = start + ep._service_time()
+
+    def _wait_due(self) -> None:
+        """Hold the reply until the request's latency has passed: from its arrival, or from getting a slot."""
+        self._take_slot()
+        assert self._due is not None
         delay = self._due - time.perf_counter()
         if delay > 0:
             time.sleep(delay)
@@ -461,14 +482,16 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802 - stdlib naming
         ep = self.server.endpoint
         path = self.path.split("?")[0].rstrip("/")
-        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        ep._enter(self.headers.get("Authorization"))  # in flight from here, queued for a slot or served
         try:
-            body = json.loads(raw or b"{}")
-        except json.JSONDecodeError:
-            self._json(400, {"error": {"message": "request body is not JSON", "type": "invalid_request_error"}})
-            return
-        ep._enter(self.headers.get("Authorization"))
-        try:
+            if path.endswith(("/chat/completions", "/embeddings")):
+                self._take_slot()
+            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            try:
+                body = json.loads(raw or b"{}")
+            except json.JSONDecodeError:
+                self._json(400, {"error": {"message": "request body is not JSON", "type": "invalid_request_error"}})
+                return
             if path.endswith("/chat/completions"):
                 self._chat(ep, body)
             elif path.endswith("/embeddings"):
