@@ -1,14 +1,15 @@
-"""Fault + kill soak: many CLI runs against a faulty endpoint, each SIGKILLed and resumed, must match a clean run.
+"""Fault + kill soak of both families: CLI runs against a faulty endpoint, SIGKILLed and resumed, match a clean run.
 
-    PYTHONPATH=src python bench/soak.py --runs 10
+    PYTHONPATH=src python bench/soak.py --runs 10                    # both families
+    PYTHONPATH=src python bench/soak.py --runs 10 --family budget    # or statetrack
 
-Every run is ``python -m amemgym run`` on the bundled tiny environment with its own run directory and
-response cache, against one fake OpenAI-compatible endpoint (in this process) that injects a fault into
-``--fault-rate`` of the chat requests (every kind: 429 with and without Retry-After, 5xx, connection resets,
-timeouts, truncated and malformed bodies, empty choices). Each run is killed with SIGKILL at 1-3 random
+**statetrack.** Every run is ``python -m amemgym run`` on the bundled tiny environment with its own run
+directory and response cache, against one fake OpenAI-compatible endpoint (in this process) that injects a
+fault into ``--fault-rate`` of the chat requests (every kind: 429 with and without Retry-After, 5xx, connection
+resets, timeouts, truncated and malformed bodies, empty choices). Each run is killed with SIGKILL at 1-3 random
 moments and re-run until it exits 0. At the end every run's metrics must equal those of a fault-free
 reference run, every JSON file and JSONL line must parse, and no conversation turn may appear twice in a
-trace. Then three hostile cases, each on a fresh run directory (loopback only, a handful of runs):
+trace. Then four hostile cases, each on a fresh run directory (loopback only, a handful of runs):
 
 - concurrent writers: the same run started twice at once; exactly one must be refused (exit 2);
 - echoed key: a server answering 401 with the Authorization header in its body; the key must appear in no
@@ -19,8 +20,29 @@ trace. Then three hostile cases, each on a fresh run directory (loopback only, a
   bearer token) in every reply; the run finishes and the key appears in no file, no cache and no output.
 
 Every killed and resumed run must also be left without the temp files of its killed writers.
-
 After each hostile case the run is finished against a healthy server and must match the reference too.
+
+**budget.** Two lite episodes (``amemgym generate --family budget``, companies seed 0 and films seed 1) run
+as one multi-episode ``amemgym run --env FOLDER`` with the built-in LLM tool agent (the text protocol: the
+stand-in, :class:`~amemgym.testing.budget.BudgetScript`, declines the tool probe), answering every question
+of the first episode and none right of the second. Each run has a faulty endpoint of its own, which stamps
+every call it serves, so the calls served to a run are known exactly. Each run is SIGKILLed at 1-3 random
+moments and resumed until it exits 0; then
+
+- ``metrics.json`` (per episode, per tier, complete, missing, failures), every episode's ``results.json``
+  (all but its usage and wall time) and its ``trace.jsonl`` (byte for byte) equal the fault-free reference;
+- every JSON/JSONL parses, no trace holds a tool call (event, step) twice, no temp file or
+  ``usage.pending.json`` is left;
+- ``usage.json`` never counts more calls than the endpoint served the run; the reference's count and the
+  last (unkilled) invocation's are exact; a killed invocation may lose only what was served within its last
+  flush interval (engine/usage.py: FLUSH_SECONDS, plus a second of slack) before the kill. How many calls
+  were lost that way is printed, not failed: the engine's usage is flushed, not journalled per call.
+
+Then the hostile cases that apply to a budget run: concurrent writers, a key echoed in a 401 body (the
+run must not exit 0), a key in the served model id and in the probe's reply and every note the agent writes
+(the run finishes; the key is in no file, no cache, no output), each finished against a healthy server and
+compared with the reference where it finishes.
+
 Prints the counts; exits 1 on any mismatch, damaged file, leaked key or wrongly accepted hostile case.
 """
 
@@ -364,7 +386,7 @@ def soak_budget(args: argparse.Namespace, root: Path) -> bool:
         problem = usage_problem(root / "reference", served, served, served)
         usage_bad += [f"reference: {problem}"] if problem else []
     print(f"budget reference run: {work:.1f} s of work, {served} requests served", flush=True)
-    kills = resumes = mismatches = 0
+    kills = resumes = mismatches = lost = served_all = 0
     faults: Counter[str] = Counter()
     damaged: list[str] = []
     for k in range(args.runs):
@@ -391,6 +413,7 @@ def soak_budget(args: argparse.Namespace, root: Path) -> bool:
             diff = sorted(key for key, value in budget_record(rundir).items() if reference.get(key) != value)
             print(f"budget run {k}: differs from the reference in {', '.join(diff)}", flush=True)
         problem = usage_problem(rundir, served, counted, last)
+        lost, served_all = lost + served - usage_calls(rundir)[0], served_all + served
         print(f"budget run {k}: {len(cuts)} kill moment(s), {served} calls served, {counted} of them before the "
               f"last flush interval of a kill, usage.json {usage_calls(rundir)[0]}", flush=True)
         usage_bad += [f"{name}: {problem}"] if problem else []
@@ -401,6 +424,8 @@ def soak_budget(args: argparse.Namespace, root: Path) -> bool:
     print(f"budget resumes: {resumes}")
     print(f"budget results mismatches: {mismatches}")
     print(f"budget usage mismatches: {len(usage_bad)}")
+    print(f"budget calls served but not in usage.json (lost with a kill's last flush interval): {lost} of "
+          f"{served_all}")
     for line in usage_bad:
         print(f"  {line}")
     print(f"budget files damaged: {len(damaged)}")
