@@ -35,7 +35,7 @@ moments and resumed until it exits 0; then
   ``usage.pending.json`` is left;
 - ``usage.json`` never counts more calls than the endpoint served the run; the reference's count and the
   last (unkilled) invocation's are exact; a killed invocation may lose only what was served within its last
-  flush interval (engine/usage.py: FLUSH_SECONDS, plus a second of slack) before the kill. How many calls
+  flush interval (engine/usage.py: FLUSH_SECONDS, plus 1.5 s of slack) before the kill. How many calls
   were lost that way is printed, not failed: the engine's usage is flushed, not journalled per call.
 
 Then the hostile cases that apply to a budget run: concurrent writers, a key echoed in a 401 body (the
@@ -180,7 +180,7 @@ HOSTILE_LATENCY = 0.02
 VOLATILE_RESULTS = ("usage", "wall_seconds_last_invocation")
 #: A call served longer than this before a SIGKILL must be in usage.json (the engine flushes its usage every
 #: FLUSH_SECONDS; the rest is slack for a loaded machine's event loop).
-USAGE_SLACK = FLUSH_SECONDS + 1.0
+USAGE_SLACK = FLUSH_SECONDS + 1.5
 
 
 class CountingEndpoint(FakeEndpoint):
