@@ -246,9 +246,11 @@ def budget_damaged(rundir: Path) -> list[str]:
 
 
 def usage_calls(rundir: Path) -> tuple[int, int]:
-    """usage.json's cumulative calls and the last invocation's (every role, the embedder's too)."""
+    """usage.json's cumulative chat calls and the last invocation's: every role's but the embedder's (the
+    endpoint counts chat requests; the stand-in agent never searches, so no embedding is asked for anyway)."""
     usage = json.loads((rundir / "usage.json").read_text(encoding="utf-8"))
-    return usage["cumulative"]["total"]["calls"], usage["last_invocation"]["total"]["calls"]
+    return tuple(sum(u["calls"] for role, u in usage[part].items() if role not in ("total", "embedder"))
+                 for part in ("cumulative", "last_invocation"))  # type: ignore[return-value]
 
 
 def budget_invocation(ep: CountingEndpoint, env: Path, rundir: Path, cache: Path,
