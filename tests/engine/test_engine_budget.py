@@ -189,6 +189,43 @@ def test_usage_after_sigkill_and_resume_equals_the_calls_the_endpoint_served(env
     assert usage["cumulative"]["total"]["calls"] == answered[0] > hang_after
 
 
+def test_usage_is_exact_when_the_kill_comes_right_after_a_call_before_any_flush(env: tuple[Path, list[Any]],
+                                                                                tmp_path: Path) -> None:
+    # The periodic flush alone would lose every call since the last flush (all of them here: the kill comes
+    # well inside the first flush interval); the call journal keeps each finished call.
+    script = BudgetScript(env[1])
+    hang_after, hanging, release, answered = 5, threading.Event(), threading.Event(), [0]
+    lock = threading.Lock()
+
+    def respond(body: dict[str, Any]) -> str:
+        with lock:
+            hang = answered[0] == hang_after and not release.is_set()
+        if hang:  # the next call after the fifth: the run is killed while it waits for it
+            hanging.set()
+            release.wait(60)
+            raise RuntimeError("the caller was killed")
+        reply = script.body_reply(body)
+        with lock:
+            answered[0] += 1
+        return reply
+
+    out, cache = tmp_path / "o", tmp_path / "cache"
+    args = ["run", "--env", str(env[0]), "--out", str(out), "--set", "budget.tools=text", "--serial"]
+    with FakeEndpoint(responder=respond) as ep:
+        proc = start_run(ep, args, cache)
+        assert hanging.wait(120)
+        proc.kill()  # a serial run sends its next call only after the last reply is counted
+        proc.communicate(timeout=30)
+        assert answered[0] == hang_after and not (out / "usage.json").exists()
+        release.set()
+        again = start_run(ep, args, cache)
+        output, _ = again.communicate(timeout=300)
+        assert again.returncode == 0, output
+    usage = json.loads((out / "usage.json").read_text())
+    assert usage["cumulative"]["total"]["calls"] == answered[0] > hang_after
+    assert not (out / "usage.journal").exists()
+
+
 # ---- progress ------------------------------------------------------------------------------------------------
 def test_the_progress_line_reports_a_hung_endpoint_within_30_seconds() -> None:
     p = UnitProgress(live=False)

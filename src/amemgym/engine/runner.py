@@ -196,6 +196,7 @@ def run_units(family: UnitFamily, cfg: AppConfig, env: Path, out_dir: Path, opts
         async def go() -> None:
             invocation = uuid.uuid4().hex
             flusher: asyncio.Task[None] | None = None
+            journal = llm.usage_journal = book.journal(invocation)
             try:
                 served = {role: await llm.model_identity(role) for role in plan.roles}
                 models, changes = pin_models(out_dir, (old or {}).get("models") or {}, served,
@@ -230,6 +231,7 @@ def run_units(family: UnitFamily, cfg: AppConfig, env: Path, out_dir: Path, opts
                     flusher.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await flusher
+                journal.close()
                 book.save(invocation, llm.ledger)
                 await llm.aclose()
 

@@ -1,10 +1,14 @@
-"""Usage of a run across its invocations: ``usage.json`` and, while one runs, ``usage.pending.json``.
+"""Usage of a run across its invocations: ``usage.json`` and, while one runs, ``usage.journal`` and
+``usage.pending.json``.
 
-Every family's run directory keeps one cumulative count. A running invocation flushes what it has spent to
-``usage.pending.json`` every :data:`FLUSH_SECONDS`; the next invocation folds a pending file left by a kill
-into ``usage.json`` before it starts, so a SIGKILL loses at most one flush interval of counting. The id of
-the last invocation folded in keeps a kill between the write of ``usage.json`` and the removal of the
-pending file from counting the same calls twice.
+Every family's run directory keeps one cumulative count. While an invocation runs, each finished model call
+appends a line to ``usage.journal`` (calls, tokens, seconds, cost: :class:`~amemgym.llm.usage.CallJournal`),
+and the whole ledger (retries, faults and cache hits as well) is flushed to ``usage.pending.json`` every
+:data:`FLUSH_SECONDS`. The next invocation folds what a kill left into ``usage.json`` before it starts: the
+pending ledger with its journaled counters taken from the journal. So after a SIGKILL the calls and tokens
+are exact for every call whose reply had arrived, and only retries, faults and cache hits can miss up to one
+flush interval. The id of the last invocation folded in keeps a kill between the write of ``usage.json`` and
+the removal of the other two files from counting the same calls twice.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RunError
-from ..llm.usage import UsageLedger
+from ..llm.usage import JOURNALED, CallJournal, UsageLedger, read_journal
 from ..records import PendingUsage, UsageFile, as_dict, read_record, versioned
 from ..storage import atomic_write_json
 
@@ -32,6 +36,11 @@ class UsageBook:
     def __init__(self, root: Path) -> None:
         self.usage = Path(root) / "usage.json"
         self.pending = Path(root) / "usage.pending.json"
+        self.journal_path = Path(root) / "usage.journal"
+
+    def journal(self, invocation: str) -> CallJournal:
+        """The call journal of the invocation ``invocation`` (after :meth:`fold_pending`)."""
+        return CallJournal(self.journal_path, invocation)
 
     def cumulative(self) -> dict[str, Any]:
         """``usage.json`` as a dict (empty when there is none); read strictly, since restarting the count from
@@ -40,27 +49,42 @@ class UsageBook:
 
     def save(self, invocation: str, spent: UsageLedger) -> None:
         """Add ``spent`` (the invocation ``invocation``'s usage) to the cumulative count, once."""
-        data = self.cumulative()
+        self._add(invocation, spent)
+        self._forget()
+
+    def _add(self, invocation: str, spent: UsageLedger, data: dict[str, Any] | None = None) -> None:
+        data = self.cumulative() if data is None else data
         if data.get("invocation") == invocation:
-            self.pending.unlink(missing_ok=True)
             return
         total = UsageLedger.from_dict(data["cumulative"]) if data.get("cumulative") else UsageLedger()
         total.merge(spent)
         atomic_write_json(self.usage, versioned({"cumulative": total.to_dict(), "last_invocation": spent.to_dict(),
                                                  "invocation": invocation}))
+
+    def _forget(self) -> None:
         self.pending.unlink(missing_ok=True)
+        self.journal_path.unlink(missing_ok=True)
 
     def fold_pending(self) -> None:
-        """Add the usage a killed invocation flushed before it died."""
-        if not self.pending.exists():
-            return
-        try:
-            pending = read_record(self.pending, PendingUsage)
-            ledger = UsageLedger.from_dict(pending.usage)
-        except (RunError, KeyError, TypeError, ValueError):
-            self.pending.unlink(missing_ok=True)  # torn by the kill: nothing trustworthy to add
-            return
-        self.save(pending.invocation, ledger)
+        """Add the usage of an invocation that was killed: its last flush, with the journal's exact counters."""
+        flushed: dict[str, UsageLedger] = {}
+        if self.pending.exists():
+            try:
+                pending = read_record(self.pending, PendingUsage)
+                flushed[pending.invocation] = UsageLedger.from_dict(pending.usage)
+            except (RunError, KeyError, TypeError, ValueError):
+                pass  # torn by the kill: the journal still has the calls
+        journaled = read_journal(self.journal_path)
+        for invocation in dict.fromkeys([*flushed, *journaled]):
+            spent = flushed.get(invocation) or UsageLedger()
+            counted = journaled.get(invocation)
+            for role, exact in (counted.roles.items() if counted else ()):
+                usage = spent.role(role)
+                for name in JOURNALED:
+                    # The journal has every finished call; a flush can only be behind it.
+                    setattr(usage, name, max(getattr(usage, name), getattr(exact, name)))
+            self._add(invocation, spent)
+        self._forget()
 
     async def flush_forever(self, invocation: str, ledger: UsageLedger | Callable[[], UsageLedger],
                             ready: Awaitable[Any] | None = None, every: float = FLUSH_SECONDS) -> None:

@@ -24,7 +24,7 @@ from .openai_backend import OpenAIBackend, OpenAIEmbedBackend, public_url
 from .redact import redact, redact_content, register_secret
 from .types import ChatMessage, ChatRequest, ChatResult, ToolCallOut
 from .urls import check_base_url
-from .usage import UsageLedger
+from .usage import CallJournal, UsageLedger
 
 if TYPE_CHECKING:
     import numpy as np
@@ -177,6 +177,8 @@ class LLMClient:
         #: are fresh samples, never replays of each other from the cache. None leaves seeds as the caller
         #: gave them (generation, checks).
         self.sample_seed: int | None = None
+        #: Where a run journals each finished call (set by the engine for the invocation; views share it).
+        self.usage_journal: CallJournal | None = None
         for role in ("generator", "simulator", "agent", "memory", "judge"):
             url = self.config.chat_base_url(role)  # type: ignore[arg-type]
             if url and not self.endpoint(role).base_url:
@@ -436,15 +438,16 @@ class LLMClient:
         finally:
             self._inflight.pop(flight, None)
         fut.set_result(res)
+        processed = res.prompt_tokens_processed if res.prompt_tokens_processed is not None else res.prompt_tokens
+        cost = (res.prompt_tokens * ep.price_per_mtok_in + res.completion_tokens * ep.price_per_mtok_out) / 1e6
         usage.calls += 1
         usage.prompt_tokens += res.prompt_tokens
         usage.completion_tokens += res.completion_tokens
-        usage.prompt_tokens_processed += (
-            res.prompt_tokens_processed if res.prompt_tokens_processed is not None else res.prompt_tokens
-        )
+        usage.prompt_tokens_processed += processed
         usage.seconds += res.seconds
-        usage.cost_usd += (res.prompt_tokens * ep.price_per_mtok_in
-                           + res.completion_tokens * ep.price_per_mtok_out) / 1e6
+        usage.cost_usd += cost
+        if self.usage_journal is not None:
+            self.usage_journal.record(role, (1, res.prompt_tokens, res.completion_tokens, processed, res.seconds, cost))
         if not _usable(res.text, accept, res.tool_calls):
             usage.unusable += 1
         elif caching:
@@ -546,9 +549,12 @@ class LLMClient:
         usage = self.ledger.role("embedder")
         start = time.perf_counter()
         vecs = await backend.embed(list(texts))
+        tokens, seconds = sum(len(t.split()) for t in texts), time.perf_counter() - start
         usage.calls += 1
-        usage.prompt_tokens += sum(len(t.split()) for t in texts)
-        usage.seconds += time.perf_counter() - start
+        usage.prompt_tokens += tokens
+        usage.seconds += seconds
+        if self.usage_journal is not None:
+            self.usage_journal.record("embedder", (1, tokens, 0, 0, seconds, 0.0))
         return vecs
 
     async def aclose(self) -> None:

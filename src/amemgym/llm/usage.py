@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import orjson
 
 if TYPE_CHECKING:
     from .limiter import AdaptiveLimiter
@@ -119,3 +123,56 @@ class UsageLedger:
         """Add another ledger's counters."""
         for name, usage in other.roles.items():
             self.role(name).merge(usage)
+
+
+#: The counters a :class:`CallJournal` line carries, in its order (after the invocation id and the role).
+JOURNALED = ("calls", "prompt_tokens", "completion_tokens", "prompt_tokens_processed", "seconds", "cost_usd")
+
+
+class CallJournal:
+    """One line per finished model call, appended to a file as the call finishes.
+
+    The periodic flush of a run's usage loses what a SIGKILL interrupts between two flushes; these lines do
+    not, because each is one ``write`` to a file opened for appending, which the kernel keeps once the call
+    returns (no fsync: a SIGKILL is not a power cut). Lines are small enough that processes sharing the file
+    never interleave inside one. What a kill can still lose is a call whose reply had not arrived yet.
+
+    A line is ``[invocation, role, *JOURNALED values]`` as JSON. If the file cannot be written (a full disk),
+    the journal stops writing and the run's counts fall back to the periodic flush.
+    """
+
+    def __init__(self, path: Path, invocation: str) -> None:
+        self.path = Path(path)
+        self.invocation = invocation
+        self._fd: int | None = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+
+    def record(self, role: str, values: tuple[float, ...]) -> None:
+        """Append one finished call of ``role`` with its ``JOURNALED`` counts."""
+        if self._fd is None:
+            return
+        try:
+            os.write(self._fd, orjson.dumps([self.invocation, role, *values]) + b"\n")
+        except OSError:
+            self.close()
+
+    def close(self) -> None:
+        """Stop writing (idempotent)."""
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = None
+
+
+def read_journal(path: Path) -> dict[str, UsageLedger]:
+    """The journaled counts in ``path`` per invocation (lines that do not parse are skipped)."""
+    out: dict[str, UsageLedger] = {}
+    with contextlib.suppress(FileNotFoundError), open(path, "rb") as f:
+        for line in f:
+            try:
+                invocation, role, *values = orjson.loads(line)
+                usage = out.setdefault(str(invocation), UsageLedger()).role(str(role))
+                for name, value in zip(JOURNALED, values, strict=True):
+                    setattr(usage, name, getattr(usage, name) + value)
+            except (orjson.JSONDecodeError, TypeError, ValueError):
+                continue
+    return out

@@ -7,8 +7,9 @@ RUNDIR/
   manifest.json               protocol: config, seeds, versions, env hash, prompt hashes, models (no secrets)
   metrics.json                every number, per period and overall, plus usage per role
   usage.json                  usage of the last invocation(s), merged
-  usage.pending.json          usage of the running invocation, flushed every few seconds; folded into
-                              usage.json by the next invocation if this one was killed
+  usage.journal               one line per finished call of the running invocation; with
+  usage.pending.json          its usage flushed every few seconds, folded into usage.json by the next
+                              invocation if this one was killed
   failures.json               users/periods that failed in the last invocation
   users/<id>/sessions.jsonl   one record per finished session (append-only); <id> is the user id itself
                               when it is a safe file name, else see user_folder

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...config import AppConfig
 from ...engine.progress import poll_forever
-from ...llm.usage import RoleUsage, UsageLedger
+from ...llm.usage import CallJournal, RoleUsage, UsageLedger
 from .data.model import UserEnv
 from .episode import EpisodeEvents
 from .ray_executor import EpisodeJob, FileProgress, default_client, user_finished
@@ -117,6 +117,8 @@ def run_group(jobs: list[EpisodeJob], group: int = 0) -> dict[str, Any]:
         cfg = jobs[0].cfg
         llm = jobs[0].make_client(cfg)
         llm.sample_seed = cfg.run.seed
+        if jobs[0].journal is not None:
+            llm.usage_journal = CallJournal(*jobs[0].journal)  # each finished call counted, as in the driver
         gate = asyncio.Semaphore(cfg.run.user_concurrency)
         failures: list[dict[str, Any]] = []
 
@@ -148,6 +150,8 @@ def run_group(jobs: list[EpisodeJob], group: int = 0) -> dict[str, Any]:
             await episodes
         finally:
             reporter.cancel()
+            if llm.usage_journal is not None:
+                llm.usage_journal.close()
             await llm.aclose()
             if llm.cache is not None:
                 llm.cache.close()
@@ -171,8 +175,10 @@ class ProcessExecutor:
         cfg = group_config(runner.cfg, workers)
         root = runner.rundir.root.resolve()
         off = runner.off_policy.root.resolve() if runner.off_policy else None
+        journal = runner.llm.usage_journal
+        shared = (journal.path, journal.invocation) if journal is not None else None
         groups = [[EpisodeJob(user=u, spec=runner.spec, cfg=cfg, rundir=root, off_policy=off,
-                              after_period=runner.after_period, make_client=default_client)
+                              after_period=runner.after_period, make_client=default_client, journal=shared)
                    for u in todo[i::workers]] for i in range(workers)]
         watcher = FileProgress(runner.rundir, todo, events)
         poller = asyncio.create_task(poll_forever(watcher.poll, 0.5))

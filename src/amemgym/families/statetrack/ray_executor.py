@@ -126,6 +126,8 @@ class EpisodeJob:
     off_policy: Path | None
     after_period: PeriodHook | None
     make_client: ClientFactory
+    #: The driver's call journal (its file and invocation) for workers on the driver's machine; None for Ray.
+    journal: tuple[Path, str] | None = None
 
 
 def run_episode_job(job: EpisodeJob) -> dict[str, Any]:

@@ -275,6 +275,7 @@ class Runner:
 
         self._fold_pending_usage()
         invocation = uuid.uuid4().hex
+        journal = self.llm.usage_journal = UsageBook(self.rundir.root).journal(invocation)
         flusher = asyncio.create_task(self._flush_usage(invocation))
         try:
             if executor is None:
@@ -285,6 +286,7 @@ class Runner:
             flusher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await flusher
+            journal.close()
             self._save_usage(invocation)
         if executor is not None:
             for user in users:
