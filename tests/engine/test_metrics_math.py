@@ -56,6 +56,16 @@ def test_t_quantile_matches_published_table_values() -> None:
         t95(0)
 
 
+def test_t_quantile_is_scipy_stats_own_value() -> None:
+    # t95 avoids importing scipy.stats (slow) by calling the inverse CDF it uses; the value must be the same.
+    from scipy.stats import t
+
+    from amemgym.scoring.intervals import t95
+
+    for dof in [*range(1, 400), 1_000, 10_000, 10**6]:
+        assert t95(dof) == float(t.ppf(0.975, dof)), dof
+
+
 @pytest.mark.parametrize("n", [31, 41, 61])
 def test_interval_past_thirty_users_is_not_the_normal_one(n: int) -> None:
     # A normal quantile (1.96) past 30 users would be 2-4 % too narrow up to 60 users.

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from scipy.stats import t as student_t
+from scipy.special import stdtrit
 
 
 def t95(dof: int) -> float:
@@ -21,7 +21,9 @@ def t95(dof: int) -> float:
     """
     if dof < 1:
         raise ValueError(f"degrees of freedom must be at least 1, got {dof}")
-    return float(student_t.ppf(0.975, dof))
+    # stdtrit is the inverse of Student's t CDF that scipy.stats.t.ppf itself calls (the same value for every
+    # dof; tested), without importing scipy.stats, which costs every run process about half a second.
+    return float(stdtrit(dof, 0.975))
 
 
 def mean(values: Sequence[float]) -> float | None:
