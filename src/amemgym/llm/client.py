@@ -9,10 +9,11 @@ import os
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type
 
 from ..config import ROLE_TEMPERATURE, EndpointConfig, LLMConfig
 from ..errors import BackendUnavailable, LLMError, MalformedOutput
@@ -94,23 +95,16 @@ def _http_limits(ep: EndpointConfig) -> dict[str, Any]:
             "read_timeout_s": ep.read_timeout_s, "max_reply_bytes": ep.max_reply_bytes}
 
 
-@dataclass(frozen=True, slots=True)
-class _Failed:
-    """A failed attempt as the stop and wait policies read it."""
-
-    attempt_number: int
-    exception: BaseException
-
-
 class _StopRetrying:
-    """Stop after ``attempts`` tries, or sooner once timeouts alone have used up their own budget."""
+    """tenacity's stop policy for one call: after ``attempts`` tries, or sooner once timeouts alone have used
+    up their own budget (a dead endpoint should not cost the whole retry budget in timeouts)."""
 
     def __init__(self, attempts: int, timeout_retries: int) -> None:
         self.attempts, self.timeout_retries = attempts, timeout_retries
         self.timeouts = 0
 
-    def __call__(self, state: _Failed) -> bool:
-        exc = state.exception
+    def __call__(self, state: RetryCallState) -> bool:
+        exc = state.outcome.exception() if state.outcome is not None else None
         if isinstance(exc, TransientError) and exc.kind == "timeout":
             self.timeouts += 1
             if self.timeouts > self.timeout_retries:
@@ -119,13 +113,13 @@ class _StopRetrying:
 
 
 class _Backoff:
-    """Exponential backoff with full jitter that honours a server's Retry-After."""
+    """tenacity's wait policy: exponential backoff with full jitter that honours a server's Retry-After."""
 
     def __init__(self, base: float, cap: float, rng: random.Random) -> None:
         self.base, self.cap, self.rng = base, cap, rng
 
-    def __call__(self, state: _Failed) -> float:
-        exc = state.exception
+    def __call__(self, state: RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome is not None else None
         delay = self.rng.uniform(0, min(self.cap, self.base * 2 ** (state.attempt_number - 1)))
         if isinstance(exc, TransientError) and exc.retry_after is not None:
             delay = max(delay, min(exc.retry_after, self.cap * 4))
@@ -269,25 +263,16 @@ class LLMClient:
         return identity
 
     async def _resolve_identity(self, role: str, ask: Callable[[], Any], ep: EndpointConfig) -> str:
-        # Retried like a chat call (wait, then stop, checked after each transient failure; see
-        # _call_with_retries), without tenacity, whose import alone costs a run's start about 10 ms.
+        # Retried like a chat call: the same stop and wait policies.
         def failure(exc: TransientError | PermanentError) -> LLMError:
             return LLMError(f"{role}: cannot learn which model the endpoint serves ({exc.kind}): {redact(str(exc))}")
 
-        stop = _StopRetrying(ep.max_retries + 1, ep.max_timeout_retries)
-        attempt = 1
-        while True:
-            try:
-                return str(await ask())
-            except TransientError as exc:
-                failed = _Failed(attempt, exc)
-                delay = self._backoff(failed)
-                if stop(failed):
-                    raise failure(exc) from None
-            except PermanentError as exc:
-                raise failure(exc) from None
-            await asyncio.sleep(delay)
-            attempt += 1
+        retrying = AsyncRetrying(stop=_StopRetrying(ep.max_retries + 1, ep.max_timeout_retries), wait=self._backoff,
+                                 retry=retry_if_exception_type(TransientError), reraise=True)
+        try:
+            return str(await retrying(ask))
+        except (TransientError, PermanentError) as exc:
+            raise failure(exc) from None
 
     async def resolve_models(self, roles: tuple[str, ...]) -> dict[str, dict[str, Any]]:
         """:meth:`describe`, with the served model of each of ``roles`` under ``served``."""
@@ -468,31 +453,32 @@ class LLMClient:
             # More requests than decoding slots would only queue inside llama.cpp and hit timeouts.
             size = min(size, self.config.embedded.parallel)
         limit = self._limit(backend.backend_id, size)
-        # The retry loop is tenacity's policy (wait, then stop, checked after each failure) written out:
-        # AsyncRetrying's per-call set-up and per-attempt bookkeeping cost more CPU than a call's own work.
         stop = _StopRetrying(ep.max_retries + 1, ep.max_timeout_retries)
-        attempt = 1
-        while True:
+
+        async def attempt() -> ChatResult:
             try:
                 async with limit.slot(), self._serial or contextlib.nullcontext():
                     with self.ledger.waiting():
                         return await backend.complete(req)
-            except TransientError as exc:
+            except (TransientError, PermanentError) as exc:
                 usage.faults[exc.kind] += 1
-                failed = _Failed(attempt, exc)
-                delay = self._backoff(failed)
-                if stop(failed):
-                    usage.failures += 1
-                    raise LLMError(f"{req.role} call failed after {attempt} attempt{'s' if attempt != 1 else ''}: "
-                                   f"{exc.kind}") from None
-            except PermanentError as exc:
-                usage.faults[exc.kind] += 1
-                usage.failures += 1
-                raise LLMError(
-                    f"{req.role} call rejected by the endpoint ({exc.kind}); not retried: {redact(str(exc))}") from None
-            await asyncio.sleep(delay)
-            attempt += 1
+                raise
+
+        def count_retry(state: RetryCallState) -> None:
             usage.retries += 1
+
+        retrying = AsyncRetrying(stop=stop, wait=self._backoff, retry=retry_if_exception_type(TransientError),
+                                 before_sleep=count_retry, reraise=True)
+        try:
+            return await retrying(attempt)
+        except TransientError as exc:
+            usage.failures += 1
+            n = retrying.statistics.get("attempt_number", 1)
+            raise LLMError(f"{req.role} call failed after {n} attempt{'s' if n != 1 else ''}: {exc.kind}") from None
+        except PermanentError as exc:
+            usage.failures += 1
+            raise LLMError(
+                f"{req.role} call rejected by the endpoint ({exc.kind}); not retried: {redact(str(exc))}") from None
 
     async def chat_json(
         self,
