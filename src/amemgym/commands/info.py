@@ -13,6 +13,7 @@ from .. import __version__
 from ..cli_common import ConfigOpt, SetOpt, app_config, handled, out
 from ..llm.client import LLMClient, default_cache_dir
 from ..llm.embedded_model import model_status
+from ..llm.embedder import embedder_status
 from ..llm.preflight import preflight
 
 
@@ -27,8 +28,6 @@ def info(config: ConfigOpt = None, set_: SetOpt = None) -> None:
     out.print(table)
     ok, detail = model_status(cfg.llm.embedded.model)
     out.print(f"embedded model {cfg.llm.embedded.model}: {'installed' if ok else 'NOT installed'} ({detail})")
-    from ..llm.embedder import embedder_status  # here: it loads numpy, and every command imports this module
-
     ok, detail = embedder_status()
     out.print(f"embedded embedder: {'installed' if ok else 'NOT installed'} ({detail})")
     out.print(f"cache dir: {default_cache_dir()}")

@@ -14,10 +14,11 @@ import os
 import ssl
 import time
 from time import perf_counter
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
+import numpy as np
 import orjson
 
 from .backends import PermanentError, TransientError
@@ -26,9 +27,6 @@ from .redact import redact, register_secret
 from .timeouts import resolve_timeouts
 from .types import ChatRequest, ChatResult, ToolCallOut
 from .urls import REDIRECT_ADVICE
-
-if TYPE_CHECKING:
-    import numpy as np
 
 __all__ = ["DEFAULT_MAX_REPLY_BYTES", "OpenAIBackend", "OpenAIEmbedBackend", "classify", "public_url",
            "status_error"]
@@ -304,8 +302,6 @@ class OpenAIBackend:
 
     async def embed(self, texts: list[str]) -> np.ndarray:
         """Embeddings from the server's ``/embeddings`` route, L2-normalised."""
-        import numpy as np  # here, not at the top: a run whose agents embed nothing never loads numpy
-
         model = await self.model()
         resp = await self._request("POST", "/embeddings", {"model": model, "input": texts})
         try:

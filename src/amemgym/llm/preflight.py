@@ -21,6 +21,7 @@ from ..errors import BackendUnavailable, ConfigError
 from .backends import PermanentError, TransientError
 from .client import read_api_key
 from .embedded_model import model_status
+from .embedder import embedder_status
 from .http import Response, public_url
 from .openai_backend import OpenAIBackend
 from .urls import REDIRECT_ADVICE, check_base_url
@@ -135,8 +136,6 @@ def check_roles(cfg: LLMConfig, roles: Iterable[str]) -> list[RoleCheck]:
 
 def _check_local(cfg: LLMConfig, role: str, model: str | None) -> RoleCheck:
     if role == "embedder":
-        from .embedder import embedder_status  # here: the embedder module loads numpy, which most runs never use
-
         ok, detail = embedder_status()
         return RoleCheck(role, ok, detail)
     emb = cfg.embedded.model
