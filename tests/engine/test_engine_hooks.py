@@ -18,6 +18,7 @@ from rich.console import Console
 
 from amemgym.config import load_config
 from amemgym.engine.contract import HOOKS, Unit, UnitFailed, check_unit_family, hook
+from amemgym.engine.executor import LocalExecutor, PlayContext
 from amemgym.engine.runner import RunOptions, run_units
 from amemgym.engine.unit_writer import UnitWriter
 from amemgym.errors import RunError
@@ -119,3 +120,66 @@ def test_a_hooked_family_runs_resumes_and_reports_through_its_hooks(tmp_path: Pa
     with pytest.raises(RunError, match="another format"):
         run_units(HookedToy(), load_config("tiny"), env, out, opts, console=Console(file=io.StringIO()),
                   make_client=client(seen))
+
+
+class CountingExecutor:
+    """A family's own executor: plays through the engine's local one and notes what it was handed."""
+
+    handed: list[list[str]] = []
+
+    async def play(self, ctx: PlayContext, units: list[Unit]) -> list[dict[str, Any]]:
+        self.handed.append([u.id for u in units])
+        return await LocalExecutor(2).play(ctx, units)
+
+
+class OwnExecutorToy(ToyUnits):
+    def executor(self, opts: Any, cfg: Any, units: Sequence[Unit]) -> CountingExecutor:
+        return CountingExecutor()
+
+
+def test_a_family_executor_plays_what_the_engine_hands_it(tmp_path: Path) -> None:
+    env = tmp_path / "env"
+    for name in ("a", "b"):
+        write_quiz(env / "easy" / name / "data.json", "easy", [(1, 1)])
+    seen: list[str] = []
+    assert check_unit_family(OwnExecutorToy()) == []
+    for _ in range(2):
+        assert run_units(OwnExecutorToy(), load_config("tiny"), env, tmp_path / "o", RunOptions(agent="native"),
+                         console=Console(file=io.StringIO()), make_client=client(seen)) == 0
+    assert CountingExecutor.handed == [["easy/a", "easy/b"], []]  # a resume hands it nothing left to play
+    assert len(seen) == 2
+    assert json.loads((tmp_path / "o" / "metrics.json").read_text())["complete"]
+
+
+class Display:
+    """A family's own live display, noting what the engine tells it."""
+
+    def __init__(self) -> None:
+        self.seen: list[Any] = []
+
+    def start(self, total: int, ledger: Any) -> None:
+        self.seen.append(("start", total))
+
+    def unit_done(self) -> None:
+        self.seen.append("done")
+
+    def close(self) -> None:
+        self.seen.append("close")
+
+
+class OwnDisplayToy(ToyUnits):
+    display = Display()
+
+    def progress(self, units: Sequence[Unit]) -> Display:
+        return self.display
+
+
+def test_a_family_display_is_started_told_each_unit_and_closed(tmp_path: Path) -> None:
+    env = tmp_path / "env"
+    for name in ("a", "b"):
+        write_quiz(env / "easy" / name / "data.json", "easy", [(2, 2)])
+    family = OwnDisplayToy()
+    assert check_unit_family(family) == []
+    assert run_units(family, load_config("tiny"), env, tmp_path / "o", RunOptions(agent="native"),
+                     console=Console(file=io.StringIO()), make_client=client([])) == 0
+    assert family.display.seen == [("start", 2), "done", "done", "close"]

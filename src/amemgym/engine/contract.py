@@ -21,6 +21,11 @@ gets the engine's default, which is what the budget and toy families use:
   instead of one record (statetrack's sessions and evaluations) says from them when one is done.
 - ``run_metrics(units, root, found, cfg)``: the family's numbers of ``metrics.json`` over the run; by default
   every registered unit metric per unit and per group (:func:`amemgym.engine.metrics.unit_run_metrics`).
+- ``executor(opts, cfg, units)``: an :class:`~amemgym.engine.executor.UnitExecutor` of the family's own to play
+  the run's units (worker processes, say), or None (the default) for the engine's ``--executor`` choice.
+- ``progress(units)``: the live display of the family's own (an object with the ``start``, ``unit_done`` and
+  ``close`` of :class:`~amemgym.engine.progress.UnitProgress`, which may also count what happens inside a unit,
+  such as statetrack's sessions and evaluations), or None (the default) for the engine's line of units done.
 
 ``play`` may also return None (the unit wrote its files through the engine's UnitWriter, and ``finished``
 reads them back), and may raise :class:`UnitFailed` to report its own failure entries (statetrack's name the
@@ -203,6 +208,16 @@ def default_finished(unit: Unit, root: Path) -> dict[str, Any] | None:
     return record
 
 
+def default_executor(opts: Any, cfg: AppConfig, units: Sequence[Unit]) -> None:
+    """No executor of the family's own: the engine's local or Ray executor, as ``--executor`` says."""
+    return None
+
+
+def default_progress(units: Sequence[Unit]) -> None:
+    """No display of the family's own: the engine's :class:`~amemgym.engine.progress.UnitProgress`."""
+    return None
+
+
 def _default_run_metrics(name: str) -> Callable[..., dict[str, Any]]:
     def run_metrics(units: Sequence[Unit], root: Path, found: Sequence[Found], cfg: AppConfig) -> dict[str, Any]:
         """Every registered unit metric per unit and per group (``units`` planned in the manifest order)."""
@@ -221,6 +236,8 @@ HOOKS: dict[str, Callable[[UnitFamily], Callable[..., Any]]] = {
     "manifest_fields": lambda family: default_manifest_fields,
     "finished": lambda family: default_finished,
     "run_metrics": lambda family: _default_run_metrics(family.name),
+    "executor": lambda family: default_executor,
+    "progress": lambda family: default_progress,
 }
 
 

@@ -35,6 +35,7 @@ from ..llm.usage import UsageLedger
 from ..storage import remove_stale_temps
 from .checkpoint import Checkpoint
 from .contract import AgentPlan, Unit, UnitFailed, UnitFamily, UnitRow, default_finished, hook
+from .executor import LocalExecutor, PlayContext, RayUnitExecutor
 from .models import pin_models
 from .pool import Found
 from .progress import UnitProgress
@@ -133,7 +134,8 @@ def run_units(family: UnitFamily, cfg: AppConfig, env: Path, out_dir: Path, opts
     """Run (or resume) every unit of ``env`` into ``out_dir``; print the summary; return the exit code.
 
     ``make_client`` builds the client from the run's config (None: its endpoints and cache, each role
-    preflighted first; tests pass a scripted one, which is not preflighted).
+    preflighted first; tests pass a scripted one, which is not preflighted). ``progress`` is the live display
+    (None: the family's ``progress`` hook, else the engine's line of units done).
 
     Raises:
         ConfigError: an agent, executor or option the family cannot honour.
@@ -162,17 +164,21 @@ def run_units(family: UnitFamily, cfg: AppConfig, env: Path, out_dir: Path, opts
             raise
         with run_lock(out_dir, "amemgym run"):  # a writer still holding the directory explains it better
             raise mismatch from None
-    if opts.executor == "ray":
+    executor = hook(family, "executor")(opts, cfg, units)
+    if executor is None and opts.executor == "ray":
         from .ray import check_endpoints, import_ray
 
         import_ray()
         check_endpoints(cfg, plan.roles)
+        executor = RayUnitExecutor(opts.ray_address)
+    elif executor is None:
+        executor = LocalExecutor(1 if serial else max(1, cfg.run.user_concurrency))
     if make_client is None:
         from ..llm.preflight import preflight
 
         preflight(cfg.llm, plan.roles)
     prepare_out_dir(out_dir)
-    progress = progress or UnitProgress(noun=family.noun)
+    progress = progress or hook(family, "progress")(units) or UnitProgress(noun=family.noun)
     failures: list[dict[str, Any]] = []
     skipped: set[str] = set()
     t0 = time.perf_counter()
@@ -200,21 +206,9 @@ def run_units(family: UnitFamily, cfg: AppConfig, env: Path, out_dir: Path, opts
                               "model_changes": [*(old or {}).get("model_changes", []), *changes]}
                 flusher = asyncio.create_task(book.flush_forever(invocation, live.now))
                 progress.start(len(todo), live.now)
-                if opts.executor == "ray":
-                    from .ray import play_on_ray
-
-                    failures.extend(await play_on_ray(family, todo, plan, pins, cfg, out_dir, served, run_fields,
-                                                      address=opts.ray_address, ledger=llm.ledger,
-                                                      make_client=make_client, on_done=progress.unit_done))
-                    return
-                gate = asyncio.Semaphore(1 if serial else max(1, cfg.run.user_concurrency))
-
-                async def one(unit: Unit) -> None:
-                    async with gate:
-                        failures.extend(await play_failures(family, unit, plan, pins, llm, cfg, rd, run_fields, live))
-                    progress.unit_done()
-
-                await asyncio.gather(*(one(u) for u in todo))
+                ctx = PlayContext(family, plan, pins, llm, cfg, rd, served, run_fields, live, make_client,
+                                  progress.unit_done)
+                failures.extend(await executor.play(ctx, todo))
             finally:
                 progress.close()
                 if flusher is not None:
@@ -244,18 +238,11 @@ def run_units(family: UnitFamily, cfg: AppConfig, env: Path, out_dir: Path, opts
                           "wall_seconds_last_invocation": round(time.perf_counter() - t0, 3)})
     print_run_summary(console, family, out_dir, rows, found, llm.ledger, time.perf_counter() - t0)
     if failures:
-        console.print(f"[red]{len(failures)} {family.noun} failed[/red] (see {rd.failures_path}); re-run the same "
+        count = len({f["user"] for f in failures})  # a family's UnitFailed may give several entries per unit
+        console.print(f"[red]{count} {family.noun} failed[/red] (see {rd.failures_path}); re-run the same "
                       "command to retry them", highlight=False)
         return 1
     return 0
-
-
-async def play_one(family: UnitFamily, unit: Unit, plan: AgentPlan, pins: Mapping[str, Any], llm: LLMClient,
-                   cfg: AppConfig, rd: UnitRunDir, run_fields: Mapping[str, Any],
-                   live: LiveUsage | None = None) -> dict[str, Any] | None:
-    """Play one unit on a view of ``llm`` and write its record; its first failure to record when it failed."""
-    failures = await play_failures(family, unit, plan, pins, llm, cfg, rd, run_fields, live)
-    return failures[0] if failures else None
 
 
 async def play_failures(family: UnitFamily, unit: Unit, plan: AgentPlan, pins: Mapping[str, Any], llm: LLMClient,
