@@ -9,6 +9,9 @@ that runs it), its usage merged into the run's ledger, ``progress.unit_done`` ca
 - :class:`LocalExecutor`: the units concurrently on this event loop, up to ``run.user_concurrency`` (one when
   serial), on views of the run's one client.
 - :class:`RayUnitExecutor`: one Ray task per unit (``engine/ray.py``).
+- :class:`~amemgym.engine.processes.ProcessUnitExecutor`: the units spread over ``run.workers`` local processes
+  (chosen when ``run.workers`` is above 1, the run is not serial and no test client factory is given; ``0``,
+  statetrack's "auto", is one process for a unit family).
 
 A family may bring its own (an object with the same ``play`` method, e.g. worker processes on one machine) by
 an optional ``executor(opts, cfg, units)`` hook returning it, or None for the engine's choice of ``--executor``.

@@ -171,6 +171,10 @@ def run_units(family: UnitFamily, cfg: AppConfig, env: Path, out_dir: Path, opts
         import_ray()
         check_endpoints(cfg, plan.roles)
         executor = RayUnitExecutor(opts.ray_address)
+    elif executor is None and cfg.run.workers > 1 and not serial and make_client is None:
+        from .processes import ProcessUnitExecutor
+
+        executor = ProcessUnitExecutor(cfg.run.workers)
     elif executor is None:
         executor = LocalExecutor(1 if serial else max(1, cfg.run.user_concurrency))
     if make_client is None:
