@@ -10,8 +10,8 @@ that runs it), its usage merged into the run's ledger, ``progress.unit_done`` ca
   serial), on views of the run's one client.
 - :class:`RayUnitExecutor`: one Ray task per unit (``engine/ray.py``).
 - :class:`~amemgym.engine.processes.ProcessUnitExecutor`: the units spread over ``run.workers`` local processes
-  (chosen when ``run.workers`` is above 1, the run is not serial and no test client factory is given; ``0``,
-  statetrack's "auto", is one process for a unit family).
+  (chosen when ``run.workers`` is above 1, the run is not serial, every role the plan calls is served over
+  HTTP and no test client factory is given; ``0``, statetrack's "auto", is one process for a unit family).
 
 A family may bring its own (an object with the same ``play`` method, e.g. worker processes on one machine) by
 an optional ``executor(opts, cfg, units)`` hook returning it, or None for the engine's choice of ``--executor``.

@@ -171,8 +171,9 @@ def run_units(family: UnitFamily, cfg: AppConfig, env: Path, out_dir: Path, opts
         import_ray()
         check_endpoints(cfg, plan.roles)
         executor = RayUnitExecutor(opts.ray_address)
-    elif executor is None and cfg.run.workers > 1 and not serial and make_client is None:
-        from .processes import ProcessUnitExecutor
+    elif executor is None and cfg.run.workers > 1 and not serial and make_client is None \
+            and all(cfg.llm.chat_base_url(r) for r in plan.roles):  # type: ignore[arg-type]
+        from .processes import ProcessUnitExecutor  # (the embedded model's server belongs to one process)
 
         executor = ProcessUnitExecutor(cfg.run.workers)
     elif executor is None:
