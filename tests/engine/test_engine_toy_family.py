@@ -149,3 +149,44 @@ def test_ray_plays_each_quiz_as_a_task(quizzes: Path, tmp_path: Path, endpoint: 
     metrics = json.loads((tmp_path / "o" / "metrics.json").read_text())
     assert metrics["complete"] and metrics["per_unit"]["hard/c"]["right"] == pytest.approx(3 / 4)
     assert json.loads((tmp_path / "o" / "usage.json").read_text())["cumulative"]["total"]["calls"] == 9
+
+
+def test_run_workers_spread_the_quizzes_over_processes_with_the_same_results(quizzes: Path, tmp_path: Path,
+                                                                            endpoint: FakeEndpoint) -> None:
+    from amemgym.engine.contract import Unit
+    from amemgym.engine.executor import PlayContext
+    from amemgym.engine.processes import ProcessUnitExecutor
+
+    handed: list[int] = []
+
+    class Spy(ProcessUnitExecutor):
+        async def play(self, ctx: PlayContext, units: list[Unit]) -> list[dict[str, Any]]:
+            handed.append(self.workers)
+            return await super().play(ctx, units)
+
+    runs = {}
+    for workers in (1, 2):
+        cfg = load_config("tiny")
+        cfg.llm.default.base_url = endpoint.base_url
+        cfg.run.workers = workers
+        out = tmp_path / f"w{workers}"
+        family = register().units
+        if workers > 1:
+            import amemgym.engine.processes as processes
+
+            original = processes.ProcessUnitExecutor
+            processes.ProcessUnitExecutor = Spy  # type: ignore[misc]
+        try:
+            assert run_units(family, cfg, quizzes, out, RunOptions(agent="native"),
+                             console=Console(file=io.StringIO())) == 0
+        finally:
+            if workers > 1:
+                processes.ProcessUnitExecutor = original  # type: ignore[misc]
+        runs[workers] = json.loads((out / "metrics.json").read_text())
+    assert handed == [2]  # run.workers=2 played on two processes; 1 on this loop
+    assert runs[1]["per_unit"] == runs[2]["per_unit"] and runs[2]["complete"]
+    # The workers' usage reached the driver's usage book.
+    assert runs[2]["usage"]["cumulative"]["total"]["calls"] + runs[2]["usage"]["cumulative"]["total"]["cache_hits"] \
+        == 9
+    for q in ("easy/a", "easy/b", "hard/c"):
+        assert (tmp_path / "w1" / q / "results.json").exists() and (tmp_path / "w2" / q / "results.json").exists()

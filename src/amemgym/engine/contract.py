@@ -10,6 +10,27 @@ executors, reports); the family owns the protocol. A family module never writes 
 
 :func:`check_unit_family` lists what an object lacks to be one.
 
+Besides the five required members a family may define *optional hooks* (:data:`HOOKS`); one it leaves out
+gets the engine's default, which is what the budget and toy families use:
+
+- ``check_resume(old, protocol, root)``: accept (and return) the manifest of an earlier invocation, or refuse
+  it with RunError; by default every key of this run's protocol must match the recorded one.
+- ``manifest_fields(units, plan, cfg)``: extra top-level manifest keys the family records (none by default).
+- ``finished(unit, root)``: the record of a unit that needs no more play (None otherwise); by default its
+  ``results.json``, refused when it holds another file's results. A family whose units leave several files
+  instead of one record (statetrack's sessions and evaluations) says from them when one is done.
+- ``run_metrics(units, root, found, cfg)``: the family's numbers of ``metrics.json`` over the run; by default
+  every registered unit metric per unit and per group (:func:`amemgym.engine.metrics.unit_run_metrics`).
+- ``executor(opts, cfg, units)``: an :class:`~amemgym.engine.executor.UnitExecutor` of the family's own to play
+  the run's units (worker processes, say), or None (the default) for the engine's ``--executor`` choice.
+- ``progress(units)``: the live display of the family's own (an object with the ``start``, ``unit_done`` and
+  ``close`` of :class:`~amemgym.engine.progress.UnitProgress`, which may also count what happens inside a unit,
+  such as statetrack's sessions and evaluations), or None (the default) for the engine's line of units done.
+
+``play`` may also return None (the unit wrote its files through the engine's UnitWriter, and ``finished``
+reads them back), and may raise :class:`UnitFailed` to report its own failure entries (statetrack's name the
+period and stage) instead of the one entry the engine makes from any other error.
+
 A family that keeps its own runner (statetrack: users and periods, the simulator) still runs its units on the
 engine's Ray executor: it hands :func:`amemgym.engine.ray.run_on_ray` one :class:`RemoteUnit` per unit and
 the module-level function a worker plays it with.
@@ -18,10 +39,12 @@ the module-level function a worker plays it with.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from ..errors import AMemGymError, RunError
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -29,8 +52,10 @@ if TYPE_CHECKING:
     from ..config import AppConfig
     from ..llm.client import LLMClient
     from .checkpoint import Checkpoint
+    from .pool import Found
 
-__all__ = ["AgentPlan", "RemoteUnit", "Unit", "UnitFamily", "UnitRow", "check_unit_family"]
+__all__ = ["HOOKS", "AgentPlan", "RemoteUnit", "Unit", "UnitFailed", "UnitFamily", "UnitRow", "check_unit_family",
+           "hook"]
 
 
 @dataclass(frozen=True)
@@ -116,8 +141,14 @@ class UnitFamily(Protocol):
         ...
 
     async def play(self, unit: Unit, plan: AgentPlan, pins: Mapping[str, Any], llm: LLMClient, cfg: AppConfig,
-                   checkpoint: Checkpoint) -> dict[str, Any]:
-        """Play (or resume from ``checkpoint``) one unit to its end and return its record (JSON-ready)."""
+                   checkpoint: Checkpoint) -> dict[str, Any] | None:
+        """Play (or resume from ``checkpoint``) one unit to its end and return its record (JSON-ready), or None
+        when the unit's files are written already (its ``finished`` hook reads them back).
+
+        Raises:
+            UnitFailed: the unit failed, with the failure entries the family wants recorded.
+            AMemGymError: the unit failed (the engine records one entry naming the unit).
+        """
         ...
 
     def summary(self, console: Console, rows: list[UnitRow]) -> None:
@@ -126,6 +157,94 @@ class UnitFamily(Protocol):
 
 
 _METHODS = ("units", "plan", "pins", "play", "summary")
+
+
+class UnitFailed(AMemGymError):
+    """Raised by ``play`` when a unit failed, carrying the failure entries to record for it.
+
+    Each entry is a JSON-ready dict with at least ``user`` (the unit's id) and ``error``; the family may add its
+    own fields (statetrack's ``period`` and ``stage``). The engine redacts them and writes them as given.
+    """
+
+    def __init__(self, failures: Sequence[Mapping[str, Any]]) -> None:
+        self.failures = [dict(f) for f in failures]
+        super().__init__(str(self.failures[0].get("error", "failed")) if self.failures else "failed")
+
+
+def default_check_resume(old: Mapping[str, Any], protocol: Mapping[str, Any], root: Path) -> dict[str, Any]:
+    """The engine's resume check: every setting of this run's ``protocol`` the earlier manifest ``old`` records
+    must be the same.
+
+    Raises:
+        RunError: a recorded setting differs (named in the message).
+    """
+    before = old.get("protocol") or {}
+    for key, value in protocol.items():
+        if key in before and before[key] != value:
+            raise RunError(f"{root}: holds a run with {key.replace('_', ' ')} {before[key]!r}, now {value!r}; "
+                           "refusing to mix results (use a new --out directory)")
+    return dict(old)
+
+
+def default_manifest_fields(units: Sequence[Unit], plan: AgentPlan, cfg: AppConfig) -> dict[str, Any]:
+    """No manifest keys beyond the engine's."""
+    return {}
+
+
+def default_finished(unit: Unit, root: Path) -> dict[str, Any] | None:
+    """A unit's ``results.json`` when it finished under this run (None otherwise).
+
+    Raises:
+        RunError: the unit's folder holds the record of another file.
+    """
+    from .rundir import UnitRunDir
+
+    rd = UnitRunDir(root)
+    record = rd.record(unit.id)
+    if record is None:
+        return None
+    if record.get("environment_sha256") != unit.digest:
+        raise RunError(f"{rd.unit_dir(unit.id)} holds the results of another file than {unit.path}; use a new --out")
+    return record
+
+
+def default_executor(opts: Any, cfg: AppConfig, units: Sequence[Unit]) -> None:
+    """No executor of the family's own: the engine's local or Ray executor, as ``--executor`` says."""
+    return None
+
+
+def default_progress(units: Sequence[Unit]) -> None:
+    """No display of the family's own: the engine's :class:`~amemgym.engine.progress.UnitProgress`."""
+    return None
+
+
+def _default_run_metrics(name: str) -> Callable[..., dict[str, Any]]:
+    def run_metrics(units: Sequence[Unit], root: Path, found: Sequence[Found], cfg: AppConfig) -> dict[str, Any]:
+        """Every registered unit metric per unit and per group (``units`` planned in the manifest order)."""
+        from .metrics import unit_run_metrics
+        from .rundir import UnitRunDir
+
+        manifest = UnitRunDir(root).manifest() or {}
+        return unit_run_metrics(name, found, [u["id"] for u in manifest.get("units") or []])
+
+    return run_metrics
+
+
+#: The optional hooks a family may define, each with the engine's default.
+HOOKS: dict[str, Callable[[UnitFamily], Callable[..., Any]]] = {
+    "check_resume": lambda family: default_check_resume,
+    "manifest_fields": lambda family: default_manifest_fields,
+    "finished": lambda family: default_finished,
+    "run_metrics": lambda family: _default_run_metrics(family.name),
+    "executor": lambda family: default_executor,
+    "progress": lambda family: default_progress,
+}
+
+
+def hook(family: UnitFamily, name: str) -> Callable[..., Any]:
+    """The family's optional hook ``name`` (one of :data:`HOOKS`), or the engine's default when it has none."""
+    fn = getattr(family, name, None)
+    return fn if callable(fn) else HOOKS[name](family)
 
 
 def check_unit_family(family: object) -> list[str]:
@@ -142,4 +261,12 @@ def check_unit_family(family: object) -> list[str]:
             problems.append(f"missing method {method}()")
         elif method in ("pins", "play") and not inspect.iscoroutinefunction(fn):
             problems.append(f"{method}() must be async")
+    for name in HOOKS:
+        fn = getattr(family, name, None)
+        if fn is None:
+            continue
+        if not callable(fn):
+            problems.append(f"optional hook {name} must be a method")
+        elif inspect.iscoroutinefunction(fn):
+            problems.append(f"optional hook {name}() must not be async")
     return problems

@@ -10,7 +10,7 @@ retries handed back as lost, an optional watcher polled while the tasks run.
 
 A family brings a picklable job per unit and the function that plays it in the worker: for a unit family
 the engine builds both (:class:`UnitJob`, :func:`run_unit_job`, whose body is
-:func:`amemgym.engine.runner.play_one`, the same as a local run's); statetrack brings its episode job
+:func:`amemgym.engine.runner.play_failures`, the same as a local run's); statetrack brings its episode job
 (``amemgym.families.statetrack.ray_executor``). Each task builds its own client from the task config and
 mixes the run seed into every call; a unit task also checks that each role still serves the model the driver pinned.
 
@@ -177,29 +177,32 @@ class UnitJob:
     served: Mapping[str, str]
     run_fields: Mapping[str, Any]
     make_client: Callable[[AppConfig], Any]
+    #: The driver's call journal (its file and invocation) for worker processes on the driver's machine;
+    #: None for Ray tasks, which report their usage when they end.
+    journal: tuple[Path, str] | None = None
 
 
 def run_unit_job(job: UnitJob) -> dict[str, Any]:
-    """Play one unit to its end in this process; its usage and failure (None) as plain data."""
+    """Play one unit to its end in this process; its usage and failures (none when it finished) as plain data."""
     from .rundir import UnitRunDir
-    from .runner import play_one
+    from .runner import play_failures
 
     async def go() -> dict[str, Any]:
         llm = job.make_client(job.cfg)
         llm.sample_seed = job.cfg.run.seed
-        failure = None
+        failures: list[dict[str, Any]] = []
         try:
             for role, pinned in job.served.items():
                 served = await llm.model_identity(role)
                 if served != pinned:
                     raise RunError(f"the {role} endpoint serves {served!r} on this worker, the run pinned {pinned!r}")
-            failure = await play_one(job.family, job.unit, job.plan, job.pins, llm, job.cfg, UnitRunDir(job.root),
-                                     job.run_fields)
+            failures = await play_failures(job.family, job.unit, job.plan, job.pins, llm, job.cfg,
+                                           UnitRunDir(job.root), job.run_fields)
         finally:
             await llm.aclose()
             if llm.cache is not None:
                 llm.cache.close()
-        return {"usage": llm.ledger.to_dict(), "failure": failure}
+        return {"usage": llm.ledger.to_dict(), "failures": failures}
 
     return asyncio.run(go())
 
@@ -225,8 +228,7 @@ async def play_on_ray(family: UnitFamily, units: list[Unit], plan: AgentPlan, pi
 
     def finished(task: RemoteUnit, result: dict[str, Any]) -> None:
         ledger.merge(UsageLedger.from_dict(result["usage"]))
-        if result["failure"] is not None:
-            failures.append(result["failure"])
+        failures.extend(result["failures"])
 
     def lost(task: RemoteUnit, exc: Exception) -> None:
         lines = str(exc).strip().splitlines()

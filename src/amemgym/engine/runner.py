@@ -34,8 +34,8 @@ from ..llm.redact import redact
 from ..llm.usage import UsageLedger
 from ..storage import remove_stale_temps
 from .checkpoint import Checkpoint
-from .contract import AgentPlan, Unit, UnitFamily, UnitRow
-from .metrics import unit_run_metrics
+from .contract import AgentPlan, Unit, UnitFailed, UnitFamily, UnitRow, default_finished, hook
+from .executor import LocalExecutor, PlayContext, RayUnitExecutor
 from .models import pin_models
 from .pool import Found
 from .progress import UnitProgress
@@ -78,7 +78,8 @@ def _protocol(plan: AgentPlan, cfg: AppConfig) -> dict[str, Any]:
 
 
 def check_protocol(family: UnitFamily, rd: UnitRunDir, protocol: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The manifest already in the run directory (None for a new run), checked against ``protocol``.
+    """The manifest already in the run directory (None for a new run), checked by the family's ``check_resume``
+    hook against ``protocol``.
 
     Raises:
         RunError: the directory holds another family's run, or one whose protocol differs (naming the setting).
@@ -91,12 +92,7 @@ def check_protocol(family: UnitFamily, rd: UnitRunDir, protocol: Mapping[str, An
     old = rd.manifest()
     if old is None:
         return None
-    before = old.get("protocol") or {}
-    for key, value in protocol.items():
-        if key in before and before[key] != value:
-            raise RunError(f"{rd.root}: holds a run with {key.replace('_', ' ')} {before[key]!r}, now {value!r}; "
-                           "refusing to mix results (use a new --out directory)")
-    return old
+    return dict(hook(family, "check_resume")(old, protocol, rd.root))
 
 
 def _identity(family: str, unit: Unit, plan: AgentPlan) -> dict[str, str]:
@@ -105,30 +101,28 @@ def _identity(family: str, unit: Unit, plan: AgentPlan) -> dict[str, str]:
             **{k: v for k, v in plan.protocol.items() if isinstance(v, str)}}
 
 
-def finished_record(rd: UnitRunDir, unit: Unit) -> dict[str, Any] | None:
-    """A unit's record when it finished under this run (None otherwise).
+def finished_record(rd: UnitRunDir, unit: Unit, family: UnitFamily | None = None) -> dict[str, Any] | None:
+    """A unit's record when it needs no more play under this run (None otherwise): the family's ``finished``
+    hook, by default its ``results.json``.
 
     Raises:
         RunError: the unit's folder holds the record of another file.
     """
-    record = rd.record(unit.id)
-    if record is None:
-        return None
-    if record.get("environment_sha256") != unit.digest:
-        raise RunError(f"{rd.unit_dir(unit.id)} holds the results of another file than {unit.path}; use a new --out")
-    return record
+    finished = hook(family, "finished") if family is not None else default_finished
+    return finished(unit, rd.root)  # type: ignore[no-any-return]
 
 
 def _manifest(family: UnitFamily, env: Path, units: list[Unit], old: dict[str, Any] | None,
-              protocol: Mapping[str, Any], cfg: AppConfig, models: dict[str, Any], changes: list[dict[str, Any]],
-              pins: Mapping[str, Any]) -> dict[str, Any]:
+              plan: AgentPlan, protocol: Mapping[str, Any], cfg: AppConfig, models: dict[str, Any],
+              changes: list[dict[str, Any]], pins: Mapping[str, Any]) -> dict[str, Any]:
     planned = {u["id"]: u for u in (old or {}).get("units") or []}
     for u in units:
         planned[u.id] = {"id": u.id, "sha256": u.digest, "group": u.group, "label": u.label, **u.info}
     from ..families.folders import natural_key
 
     base = old or {"created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "python": platform.python_version()}
-    return {**base, "family": family.name, "amemgym_version": __version__, "environment_file": str(env),
+    return {**base, **hook(family, "manifest_fields")(units, plan, cfg), "family": family.name,
+            "amemgym_version": __version__, "environment_file": str(env),
             "units": [planned[k] for k in sorted(planned, key=natural_key)], "protocol": dict(protocol),
             "config": json.loads(cfg.model_dump_json()), "models": models,
             "model_changes": [*(old or {}).get("model_changes", []), *changes], "pins": dict(pins)}
@@ -140,7 +134,8 @@ def run_units(family: UnitFamily, cfg: AppConfig, env: Path, out_dir: Path, opts
     """Run (or resume) every unit of ``env`` into ``out_dir``; print the summary; return the exit code.
 
     ``make_client`` builds the client from the run's config (None: its endpoints and cache, each role
-    preflighted first; tests pass a scripted one, which is not preflighted).
+    preflighted first; tests pass a scripted one, which is not preflighted). ``progress`` is the live display
+    (None: the family's ``progress`` hook, else the engine's line of units done).
 
     Raises:
         ConfigError: an agent, executor or option the family cannot honour.
@@ -169,24 +164,33 @@ def run_units(family: UnitFamily, cfg: AppConfig, env: Path, out_dir: Path, opts
             raise
         with run_lock(out_dir, "amemgym run"):  # a writer still holding the directory explains it better
             raise mismatch from None
-    if opts.executor == "ray":
+    executor = hook(family, "executor")(opts, cfg, units)
+    if executor is None and opts.executor == "ray":
         from .ray import check_endpoints, import_ray
 
         import_ray()
         check_endpoints(cfg, plan.roles)
+        executor = RayUnitExecutor(opts.ray_address)
+    elif executor is None and cfg.run.workers > 1 and not serial and make_client is None \
+            and all(cfg.llm.chat_base_url(r) for r in plan.roles):  # type: ignore[arg-type]
+        from .processes import ProcessUnitExecutor  # (the embedded model's server belongs to one process)
+
+        executor = ProcessUnitExecutor(cfg.run.workers)
+    elif executor is None:
+        executor = LocalExecutor(1 if serial else max(1, cfg.run.user_concurrency))
     if make_client is None:
         from ..llm.preflight import preflight
 
         preflight(cfg.llm, plan.roles)
     prepare_out_dir(out_dir)
-    progress = progress or UnitProgress(noun=family.noun)
+    progress = progress or hook(family, "progress")(units) or UnitProgress(noun=family.noun)
     failures: list[dict[str, Any]] = []
     skipped: set[str] = set()
     t0 = time.perf_counter()
     with run_lock(out_dir, "amemgym run"):
         remove_stale_temps(out_dir)  # left by a killed invocation; this one holds the lock
         for u in units:
-            if finished_record(rd, u) is not None:
+            if finished_record(rd, u, family) is not None:
                 skipped.add(u.id)
         todo = [u for u in units if u.id not in skipped]
         book = UsageBook(out_dir)
@@ -202,29 +206,15 @@ def run_units(family: UnitFamily, cfg: AppConfig, env: Path, out_dir: Path, opts
                 models, changes = pin_models(out_dir, (old or {}).get("models") or {}, served,
                                              allow_change=opts.allow_model_change)
                 pins = await family.pins(plan, cfg, llm, (old or {}).get("pins") or {})
-                rd.write_manifest(_manifest(family, env, units, old, protocol, cfg, models, changes, pins))
+                rd.write_manifest(_manifest(family, env, units, old, plan, protocol, cfg, models, changes, pins))
                 first = served.get(plan.roles[0]) if plan.roles else None
                 run_fields = {"run_seed": cfg.run.seed, "agent_model": first,
                               "model_changes": [*(old or {}).get("model_changes", []), *changes]}
                 flusher = asyncio.create_task(book.flush_forever(invocation, live.now))
                 progress.start(len(todo), live.now)
-                if opts.executor == "ray":
-                    from .ray import play_on_ray
-
-                    failures.extend(await play_on_ray(family, todo, plan, pins, cfg, out_dir, served, run_fields,
-                                                      address=opts.ray_address, ledger=llm.ledger,
-                                                      make_client=make_client, on_done=progress.unit_done))
-                    return
-                gate = asyncio.Semaphore(1 if serial else max(1, cfg.run.user_concurrency))
-
-                async def one(unit: Unit) -> None:
-                    async with gate:
-                        failure = await play_one(family, unit, plan, pins, llm, cfg, rd, run_fields, live)
-                    if failure is not None:
-                        failures.append(failure)
-                    progress.unit_done()
-
-                await asyncio.gather(*(one(u) for u in todo))
+                ctx = PlayContext(family, plan, pins, llm, cfg, rd, served, run_fields, live, make_client,
+                                  progress.unit_done)
+                failures.extend(await executor.play(ctx, todo))
             finally:
                 progress.close()
                 if flusher is not None:
@@ -240,15 +230,14 @@ def run_units(family: UnitFamily, cfg: AppConfig, env: Path, out_dir: Path, opts
         rows, found = [], []
         failed = {f["user"]: f["error"] for f in failures}
         for u in units:
-            record = rd.record(u.id)
+            record = finished_record(rd, u, family)
             if record is None or u.id in failed:
                 rows.append(UnitRow(u, None, f"failed: {failed.get(u.id, 'no results')}"))
                 continue
             rows.append(UnitRow(u, record, "done earlier (skipped)" if u.id in skipped else "done"))
             found.append(Found(rd.unit_dir(u.id), str(out_dir), record))
         written = rd.write_failures(failures)
-        manifest = rd.manifest() or {}
-        metrics = unit_run_metrics(family.name, found, [u["id"] for u in manifest.get("units") or []])
+        metrics = hook(family, "run_metrics")(units, out_dir, found, cfg)
         usage = book.cumulative()
         usage.pop("format_version", None)
         rd.write_metrics({**metrics, "agent": plan.agent, "usage": usage, "failures": written,
@@ -256,16 +245,19 @@ def run_units(family: UnitFamily, cfg: AppConfig, env: Path, out_dir: Path, opts
                           "wall_seconds_last_invocation": round(time.perf_counter() - t0, 3)})
     print_run_summary(console, family, out_dir, rows, found, llm.ledger, time.perf_counter() - t0)
     if failures:
-        console.print(f"[red]{len(failures)} {family.noun} failed[/red] (see {rd.failures_path}); re-run the same "
+        count = len({f["user"] for f in failures})  # a family's UnitFailed may give several entries per unit
+        console.print(f"[red]{count} {family.noun} failed[/red] (see {rd.failures_path}); re-run the same "
                       "command to retry them", highlight=False)
         return 1
     return 0
 
 
-async def play_one(family: UnitFamily, unit: Unit, plan: AgentPlan, pins: Mapping[str, Any], llm: LLMClient,
-                   cfg: AppConfig, rd: UnitRunDir, run_fields: Mapping[str, Any],
-                   live: LiveUsage | None = None) -> dict[str, Any] | None:
-    """Play one unit on a view of ``llm`` and write its record; the failure to record when it failed.
+async def play_failures(family: UnitFamily, unit: Unit, plan: AgentPlan, pins: Mapping[str, Any], llm: LLMClient,
+                        cfg: AppConfig, rd: UnitRunDir, run_fields: Mapping[str, Any],
+                        live: LiveUsage | None = None) -> list[dict[str, Any]]:
+    """Play one unit on a view of ``llm`` and write its record; the failures to record (none when it finished).
+
+    A :class:`UnitFailed` from the family gives its own entries; any other error is one entry naming the unit.
 
     Raises:
         ConfigError, DataError: bad input is one line and exit 2, not one failed unit among others.
@@ -274,16 +266,19 @@ async def play_one(family: UnitFamily, unit: Unit, plan: AgentPlan, pins: Mappin
         await play_and_write(family, unit, plan, pins, llm, cfg, rd, run_fields, live)
     except (ConfigError, DataError):
         raise
+    except UnitFailed as failed:
+        return [{k: redact(v) if isinstance(v, str) else v for k, v in f.items()} for f in failed.failures]
     except AMemGymError as exc:
-        return {"user": unit.id, "stage": family.noun.rstrip("s"), "label": unit.label, "error": redact(str(exc))}
-    return None
+        return [{"user": unit.id, "stage": family.noun.rstrip("s"), "label": unit.label, "error": redact(str(exc))}]
+    return []
 
 
 async def play_and_write(family: UnitFamily, unit: Unit, plan: AgentPlan, pins: Mapping[str, Any], llm: LLMClient,
                          cfg: AppConfig, rd: UnitRunDir, run_fields: Mapping[str, Any],
-                         live: LiveUsage | None = None) -> dict[str, Any]:
+                         live: LiveUsage | None = None) -> dict[str, Any] | None:
     """Play one unit on a view of ``llm`` (its calls merged into ``llm``'s ledger at the end, and seen by ``live``
-    meanwhile) and write its record."""
+    meanwhile) and write its record; a ``play`` that returns None wrote its files already, and what its family's
+    ``finished`` hook reads back is returned."""
     view = counted_view(llm)
     try:
         with live.unit(view.ledger) if live is not None else contextlib.nullcontext(view.ledger):
@@ -291,6 +286,8 @@ async def play_and_write(family: UnitFamily, unit: Unit, plan: AgentPlan, pins: 
                                        Checkpoint(rd.unit_dir(unit.id), _identity(family.name, unit, plan)))
     finally:
         llm.ledger.merge(view.ledger)
+    if record is None:
+        return finished_record(rd, unit, family)
     full = {**record, "family": family.name, "unit": unit.id, "group": unit.group, "label": unit.label,
             "usage": view.ledger.to_dict(), **run_fields}
     rd.write_record(unit.id, full)
@@ -309,4 +306,7 @@ async def play_file(family: UnitFamily, env: Path, agent: str, out_dir: Path, ll
     set_call_limit(cfg.run.agent_call_timeout)
     plan = family.plan(agent, cfg, llm, unit)
     pins = await family.pins(plan, cfg, llm, {})
-    return await play_and_write(family, unit, plan, pins, llm, cfg, UnitRunDir(out_dir), {"run_seed": cfg.run.seed})
+    record = await play_and_write(family, unit, plan, pins, llm, cfg, UnitRunDir(out_dir), {"run_seed": cfg.run.seed})
+    if record is None:
+        raise RunError(f"{out_dir}: {unit.label} was played but its family reads no finished record back")
+    return record

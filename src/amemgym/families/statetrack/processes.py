@@ -21,15 +21,15 @@ import multiprocessing
 import os
 import queue
 import sys
-from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ...config import AppConfig
+from ...engine.processes import usage_delta
 from ...engine.progress import poll_forever
-from ...llm.usage import CallJournal, RoleUsage, UsageLedger
+from ...llm.usage import CallJournal, UsageLedger
 from .data.model import UserEnv
 from .episode import EpisodeEvents
 from .ray_executor import EpisodeJob, FileProgress, default_client, user_finished
@@ -71,20 +71,6 @@ def _follow_driver() -> None:
             ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
     if os.getppid() != _driver:
         raise SystemExit("the driver process is gone")  # it died while this worker was starting
-
-
-def usage_delta(new: UsageLedger, old: UsageLedger) -> UsageLedger:
-    """What ``new`` counted beyond ``old`` (both reports of one worker, ``new`` the later)."""
-    out = UsageLedger()
-    for name, now in new.roles.items():
-        before = old.roles.get(name, RoleUsage())
-        role = out.role(name)
-        for field in ("calls", "cache_hits", "prompt_tokens", "completion_tokens", "prompt_tokens_processed",
-                      "seconds", "retries", "failures", "schema_retries", "unusable", "cost_usd"):
-            setattr(role, field, getattr(now, field) - getattr(before, field))
-        role.faults = Counter(now.faults)
-        role.faults.subtract(before.faults)
-    return out
 
 
 def auto_workers(cfg: AppConfig, n_users: int, roles: tuple[str, ...]) -> int:

@@ -1,0 +1,236 @@
+"""Worker processes on one machine for any unit family: the units split into groups, each group on its own loop.
+
+One event loop plays every unit, and at a few hundred calls a second its CPU (the HTTP client, request and
+reply JSON, records) fills one core before a busy server's slots are full (docs/design.md §10). With
+``run.workers`` above 1, :func:`amemgym.engine.runner.run_units` plays a unit family's units on that many
+processes instead: unit ``i`` goes to group ``i % workers``, and each group plays its units concurrently with
+:func:`amemgym.engine.runner.play_failures` (the local executor's code) on its own client, built from the
+run's config with every endpoint's ``max_concurrency`` divided between the groups. A unit's files do not
+depend on which process played it, so the run directory is the same as from one process.
+
+Each worker sends its usage so far every second, so the driver's ledger (the progress line,
+``usage.pending.json``) stays current; the driver adds what changed since the last report it saw, and the
+workers' failures at the end. A unit counts as done on the progress line when the family's ``finished`` hook
+finds it on disk. A worker dies with the driver (a kill of the driver ends the whole run, as with one process);
+a worker that died is a failure of each unit of its group, which a re-run resumes from its checkpoint.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import multiprocessing
+import os
+import queue
+import sys
+from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..llm.redact import redact
+from ..llm.usage import CallJournal, RoleUsage, UsageLedger
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from ..config import AppConfig
+    from .contract import Unit
+    from .executor import PlayContext
+    from .ray import UnitJob
+
+__all__ = ["USAGE_REPORT_SECONDS", "ProcessUnitExecutor", "group_config", "run_unit_group", "usage_delta"]
+
+#: Seconds between a worker's usage reports.
+USAGE_REPORT_SECONDS = 1.0
+#: Roles every group's config divides besides the plan's (called by agents and checks on the side).
+_SIDE_ROLES = ("embedder", "judge", "generator")
+
+#: In a worker process: where it sends ``(group, sequence, usage)`` reports, and the driver's pid (both set
+#: by the pool's initializer).
+_reports: Any = None
+_driver: int | None = None
+
+
+def _set_reports(q: Any, driver: int) -> None:
+    """Pool initializer: keep the report queue, and end with the driver."""
+    global _reports, _driver
+    _reports, _driver = q, driver
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
+    if os.getppid() != _driver:
+        raise SystemExit("the driver process is gone")  # it died while this worker was starting
+
+
+def usage_delta(new: UsageLedger, old: UsageLedger) -> UsageLedger:
+    """What ``new`` counted beyond ``old`` (both reports of one worker, ``new`` the later)."""
+    out = UsageLedger()
+    for name, now in new.roles.items():
+        before = old.roles.get(name, RoleUsage())
+        role = out.role(name)
+        for field in ("calls", "cache_hits", "cache_replays", "prompt_tokens", "completion_tokens",
+                      "prompt_tokens_processed", "seconds", "retries", "failures", "schema_retries", "unusable",
+                      "cost_usd"):
+            setattr(role, field, getattr(now, field) - getattr(before, field))
+        role.faults = Counter(now.faults)
+        role.faults.subtract(before.faults)
+    return out
+
+
+def group_config(cfg: AppConfig, workers: int, roles: Sequence[str]) -> AppConfig:
+    """A group's config: the endpoint of every role in ``roles`` (and the side roles) gets its ``max_concurrency``
+    divided between the groups (at least 1), and the unit concurrency too."""
+    overrides = {role: dict(over) for role, over in cfg.llm.roles.items()}
+    for role in dict.fromkeys((*roles, *_SIDE_ROLES)):
+        ep = cfg.llm.endpoint(role)  # type: ignore[arg-type]
+        overrides.setdefault(role, {})["max_concurrency"] = max(1, ep.max_concurrency // workers)  # type: ignore[arg-type, index]
+    out = cfg.model_copy(deep=True)
+    out.llm.roles = overrides  # type: ignore[assignment]
+    out.run.user_concurrency = max(1, cfg.run.user_concurrency // workers)
+    return out
+
+
+def run_unit_group(jobs: list[UnitJob], group: int = 0) -> dict[str, Any]:
+    """Play a group's units concurrently on one event loop in this process (the worker's entry point)."""
+    from .rundir import UnitRunDir
+    from .runner import play_failures
+
+    async def go() -> dict[str, Any]:
+        cfg = jobs[0].cfg
+        llm = jobs[0].make_client(cfg)
+        llm.sample_seed = cfg.run.seed
+        if jobs[0].journal is not None:
+            llm.usage_journal = CallJournal(*jobs[0].journal)  # each finished call counted, as in the driver
+        gate = asyncio.Semaphore(1 if cfg.run.serial else cfg.run.user_concurrency)
+        failures: list[dict[str, Any]] = []
+
+        async def one(job: UnitJob) -> None:
+            async with gate:
+                failures.extend(await play_failures(job.family, job.unit, job.plan, job.pins, llm, job.cfg,
+                                                    UnitRunDir(job.root), job.run_fields))
+
+        async def played() -> None:
+            for role, pinned in jobs[0].served.items():
+                served = await llm.model_identity(role)
+                if served != pinned:
+                    from ..errors import RunError
+
+                    raise RunError(f"the {role} endpoint serves {served!r} in this worker, the run pinned {pinned!r}")
+            await asyncio.gather(*(one(j) for j in jobs))
+
+        units = asyncio.ensure_future(played())
+
+        async def report() -> None:
+            sequence = 0
+            while _reports is not None:
+                await asyncio.sleep(USAGE_REPORT_SECONDS)
+                if os.getppid() != _driver:
+                    units.cancel()  # the driver died: stop here, as if killed with it
+                    return
+                sequence += 1
+                _reports.put((group, sequence, llm.ledger.to_dict()))
+
+        reporter = asyncio.create_task(report())
+        try:
+            await units
+        finally:
+            reporter.cancel()
+            if llm.usage_journal is not None:
+                llm.usage_journal.close()
+            await llm.aclose()
+            if llm.cache is not None:
+                llm.cache.close()
+        return {"usage": llm.ledger.to_dict(), "failures": failures}
+
+    return asyncio.run(go())
+
+
+@dataclass(frozen=True)
+class ProcessUnitExecutor:
+    """Plays the units in ``workers`` local processes (an :class:`~amemgym.engine.executor.UnitExecutor`)."""
+
+    workers: int
+
+    async def play(self, ctx: PlayContext, units: list[Unit]) -> list[dict[str, Any]]:
+        """Split the units into groups, play each group in a worker, merge usage and failures."""
+        from .contract import hook
+        from .ray import UnitJob, default_client
+
+        if not units:
+            return []
+        workers = max(1, min(self.workers, len(units)))
+        cfg = group_config(ctx.cfg, workers, ctx.plan.roles)
+        root = ctx.rd.root.resolve()
+        journal = ctx.llm.usage_journal
+        shared = (journal.path, journal.invocation) if journal is not None else None
+        groups = [[UnitJob(family=ctx.family, unit=u, plan=ctx.plan, pins=ctx.pins, cfg=cfg, root=root,
+                           served=ctx.served, run_fields=ctx.run_fields,
+                           make_client=ctx.make_client or default_client, journal=shared)
+                   for u in units[i::workers]] for i in range(workers)]
+        finished = hook(ctx.family, "finished")
+        reported: set[str] = set()
+
+        def newly_finished() -> list[str]:
+            return [u.id for u in units if u.id not in reported and finished(u, ctx.rd.root) is not None]
+
+        async def watch() -> None:
+            while True:
+                await asyncio.sleep(USAGE_REPORT_SECONDS / 2)
+                for unit_id in await asyncio.to_thread(newly_finished):
+                    reported.add(unit_id)
+                    ctx.on_done()
+
+        # The driver's ledger gets each worker's usage as it grows: what a report adds beyond the last one
+        # taken from that worker (reports may arrive late or after the final count; older ones are skipped).
+        seen: dict[int, tuple[int, UsageLedger]] = {i: (0, UsageLedger()) for i in range(workers)}
+
+        def take(group: int, sequence: int, usage: dict[str, Any]) -> None:
+            last_sequence, last = seen[group]
+            if sequence <= last_sequence:
+                return
+            now = UsageLedger.from_dict(usage)
+            ctx.llm.ledger.merge(usage_delta(now, last))
+            seen[group] = (sequence, now)
+
+        mp = multiprocessing.get_context("spawn")  # a fork would inherit this loop, its threads and sockets
+        reports = mp.Queue()
+
+        async def drain() -> None:
+            while True:
+                await asyncio.sleep(USAGE_REPORT_SECONDS / 2)
+                with contextlib.suppress(queue.Empty):
+                    while True:
+                        take(*reports.get_nowait())
+
+        watcher, drainer = asyncio.create_task(watch()), asyncio.create_task(drain())
+        loop = asyncio.get_running_loop()
+        with ProcessPoolExecutor(workers, mp_context=mp, initializer=_set_reports,
+                                 initargs=(reports, os.getpid())) as pool:
+            try:
+                results = await asyncio.gather(*(loop.run_in_executor(pool, run_unit_group, g, i)
+                                                 for i, g in enumerate(groups)), return_exceptions=True)
+            finally:
+                for task in (watcher, drainer):
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await task
+        failures: list[dict[str, Any]] = []
+        for i, (group, result) in enumerate(zip(groups, results, strict=True)):
+            if isinstance(result, BrokenProcessPool):
+                failures.extend({"user": job.unit.id, "stage": "worker", "label": job.unit.label,
+                                 "error": redact(f"worker process died: {result}")} for job in group)
+            elif isinstance(result, BaseException):
+                raise result  # not the model's or the agent's fault (a broken run file, a full disk), as locally
+            else:
+                take(i, 1 << 62, result["usage"])  # the final count, after every report
+                failures.extend(result["failures"])
+        reports.close()
+        for u in units:
+            if u.id not in reported:
+                ctx.on_done()
+        return failures
