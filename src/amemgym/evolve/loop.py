@@ -28,16 +28,20 @@ from ..llm.redact import redact_obj
 from ..records import EvolutionCycle, as_dict, read_record, versioned
 from ..scoring.intervals import mean_ci
 from ..seeding import derive_seed
-from ..storage import atomic_write_json
 from .evolver import Evolver, Proposal
 from .feedback import FeedbackBuilder, revealed_facts
 from .policy import PolicyHolder, PolicyLimits, policy_problem
 from .recall import RecallJudge, memory_recall
 
 
+def evolution_record_name(period: int) -> str:
+    """The name of one cycle's record inside its user's folder."""
+    return f"evolution/period_{period:02d}.json"
+
+
 def evolution_record_path(rundir: RunDir, user_id: str, period: int) -> Path:
     """Where the record of one user's cycle (period) is kept."""
-    return rundir.user(user_id) / "evolution" / f"period_{period:02d}.json"
+    return rundir.user(user_id) / evolution_record_name(period)
 
 
 def evolution_path(rundir: RunDir) -> Path:
@@ -110,7 +114,9 @@ class EvolutionHook:
         status, reason = decide(proposal, policy, self.limits, feedback)
         version = self._version_before(user, period)
         new_policy = proposal.policy.strip() if status == "accepted" and proposal and proposal.policy else policy
-        atomic_write_json(path, versioned({
+        # Through the engine's writer of the user's folder, like every file of a run directory; at once, since
+        # the checkpoint written after this hook must not land before it.
+        self.rundir.writer(user.id).put_now(evolution_record_name(period), versioned({
             "user": user.id, "period": period, "feedback_kind": self.feedback.kind,
             "policy_version": version, "policy": policy, "feedback": feedback,
             "proposal": proposal.to_dict() if proposal else None,
@@ -234,8 +240,9 @@ async def evolve_loop(
                            after_period=hook, allow_model_change=allow_model_change).run(user_ids)
     evolution = {"agent": named.name, "feedback": feedback.kind, **collect_evolution(env, rd)}
     evolution = redact_obj(evolution)
-    atomic_write_json(evolution_path(rd), evolution)
+    root = rd.writer()
+    root.put_now(evolution_path(rd).name, evolution)
     metrics = outcome.metrics
     add_recall(metrics, evolution, env.num_periods)
-    atomic_write_json(rd.metrics, versioned(metrics))
+    root.put_now(rd.metrics.name, versioned(metrics))
     return EvolutionOutcome(metrics, evolution, outcome.failures, time.perf_counter() - start)
