@@ -200,7 +200,7 @@ def main() -> None:
         env_file = args.env or generate(tmp / "env", args.users, None)
         plan = workload(env_file)
         timeline = tmp / "timeline.json"
-        for slots in (int(s) for s in args.slots.split(",")):
+        for n, slots in enumerate(int(s) for s in args.slots.split(",")):
             for k in range(args.repeat):
                 ep = Endpoint(args.latency, [f"--latency-sigma={args.sigma}", f"--slots={slots}",
                                              f"--seed={args.seed + k}", f"--timeline={timeline}"])
@@ -208,7 +208,7 @@ def main() -> None:
                     load0 = os.getloadavg()[0]
                     before, ep_cpu0 = ep.stats(), ep.cpu_seconds()
                     profile = args.profile if args.profile and k == args.repeat - 1 else None
-                    wall, cpu, t0, t1 = run_amemgym(env_file, tmp / f"run_{slots}_{k}", ep.url, extra, profile)
+                    wall, cpu, t0, t1 = run_amemgym(env_file, tmp / f"run_{n}_{slots}_{k}", ep.url, extra, profile)
                     after, ep_cpu = ep.stats(), ep.cpu_seconds() - ep_cpu0
                     spans = json.loads(timeline.read_text())
                 finally:

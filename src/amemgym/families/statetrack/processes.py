@@ -23,7 +23,7 @@ import queue
 import sys
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ...config import AppConfig
@@ -32,7 +32,9 @@ from ...engine.progress import poll_forever
 from ...llm.usage import CallJournal, UsageLedger
 from .data.model import UserEnv
 from .episode import EpisodeEvents
+from .layout import RunDir
 from .ray_executor import EpisodeJob, FileProgress, default_client, user_finished
+from .results import write_trace
 
 if TYPE_CHECKING:
     from .runner import Runner
@@ -107,10 +109,10 @@ def run_group(jobs: list[EpisodeJob], group: int = 0) -> dict[str, Any]:
             llm.usage_journal = CallJournal(*jobs[0].journal)  # each finished call counted, as in the driver
         gate = asyncio.Semaphore(cfg.run.user_concurrency)
         failures: list[dict[str, Any]] = []
+        traced: list[str] = []
 
         async def one(job: EpisodeJob) -> None:
             from .episode import Episode
-            from .layout import RunDir
 
             events = EpisodeEvents()
             async with gate:
@@ -118,6 +120,10 @@ def run_group(jobs: list[EpisodeJob], group: int = 0) -> dict[str, Any]:
                               off_policy=RunDir(job.off_policy) if job.off_policy else None,
                               events=events, after_period=job.after_period).run()
             failures.extend(events.failures)
+            # Assembled here as soon as the user is done, as the local executor does, not by the driver at the
+            # end (serially, for every user, while every slot is idle).
+            await write_trace(job.user, RunDir(job.rundir))
+            traced.append(job.user.id)
 
         episodes = asyncio.gather(*(one(j) for j in jobs))
 
@@ -141,7 +147,7 @@ def run_group(jobs: list[EpisodeJob], group: int = 0) -> dict[str, Any]:
             await llm.aclose()
             if llm.cache is not None:
                 llm.cache.close()
-        return {"usage": llm.ledger.to_dict(), "failures": failures}
+        return {"usage": llm.ledger.to_dict(), "failures": failures, "traced": traced}
 
     return asyncio.run(go())
 
@@ -151,6 +157,8 @@ class ProcessExecutor:
     """Runs the users' episodes in ``workers`` local processes; pass it to :meth:`Runner.run` as ``executor``."""
 
     workers: int
+    #: The users whose ``trace.jsonl`` a worker wrote in this invocation (the runner writes the others).
+    traced: set[str] = field(default_factory=set)
 
     async def run_users(self, runner: Runner, users: list[UserEnv], events: EpisodeEvents) -> None:
         """Split the unfinished users into groups, run each group in a worker, merge usage and failures."""
@@ -213,4 +221,5 @@ class ProcessExecutor:
             else:
                 take(i, 1 << 62, result["usage"])  # the final count, after every report
                 events.failures.extend(result["failures"])
+                self.traced.update(result["traced"])
         reports.close()

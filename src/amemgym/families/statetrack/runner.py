@@ -289,8 +289,12 @@ class Runner:
             journal.close()
             self._save_usage(invocation)
         if executor is not None:
+            # Worker processes write their users' traces as each finishes; the rest (Ray, users a worker never
+            # finished or never ran) are assembled here.
+            traced: set[str] = getattr(executor, "traced", set())
             for user in users:
-                await write_trace(user, self.rundir)
+                if user.id not in traced:
+                    await write_trace(user, self.rundir)
         metrics = compute_metrics(self.env, self.rundir, self.cfg.run.answer_rule)
         elapsed = time.perf_counter() - start
         usage = as_dict(read_record(self.rundir.usage, UsageFile))
