@@ -143,24 +143,33 @@ def test_a_401_echoing_the_key_leaves_no_trace_of_it(env: tuple[Path, list[Any]]
     assert SECRET not in res.output
 
 
+class HangingAfter:
+    """A budget endpoint's responder that answers ``n`` calls, then holds the next one (``hanging`` is set)
+    until ``release``: the run is killed while it waits."""
+
+    def __init__(self, script: BudgetScript, n: int) -> None:
+        self.script, self.n = script, n
+        self.hanging, self.release, self.answered = threading.Event(), threading.Event(), 0
+        self.lock = threading.Lock()
+
+    def __call__(self, body: dict[str, Any]) -> str:
+        with self.lock:
+            hang = self.answered == self.n and not self.release.is_set()
+        if hang:
+            self.hanging.set()
+            self.release.wait(60)
+            raise RuntimeError("the caller was killed")
+        reply = self.script.body_reply(body)
+        with self.lock:
+            self.answered += 1
+        return reply
+
+
 # ---- usage across a kill and a resume ------------------------------------------------------------------------
 def test_usage_after_sigkill_and_resume_equals_the_calls_the_endpoint_served(env: tuple[Path, list[Any]],
                                                                               tmp_path: Path) -> None:
-    script = BudgetScript(env[1])
-    hang_after, release, answered = 8, threading.Event(), [0]
-    lock = threading.Lock()
-
-    def respond(body: dict[str, Any]) -> str:
-        with lock:
-            hang = answered[0] == hang_after and not release.is_set()
-        if hang:  # the first invocation's next call never comes back: it is killed waiting for it
-            release.wait(60)
-            raise RuntimeError("the caller was killed")
-        reply = script.body_reply(body)
-        with lock:
-            answered[0] += 1
-        return reply
-
+    respond = HangingAfter(BudgetScript(env[1]), 8)
+    hang_after, release = respond.n, respond.release
     out, cache = tmp_path / "o", tmp_path / "cache"
     args = ["run", "--env", str(env[0]), "--out", str(out), "--set", "budget.tools=text", "--serial"]
     with FakeEndpoint(responder=respond) as ep:
@@ -180,35 +189,21 @@ def test_usage_after_sigkill_and_resume_equals_the_calls_the_endpoint_served(env
             time.sleep(0.05)
         proc.kill()
         proc.communicate(timeout=30)
-        assert answered[0] == hang_after and not (out / "usage.json").exists()
+        assert respond.answered == hang_after and not (out / "usage.json").exists()
         release.set()
         again = start_run(ep, args, cache)
         output, _ = again.communicate(timeout=300)
         assert again.returncode == 0, output
     usage = json.loads((out / "usage.json").read_text())
-    assert usage["cumulative"]["total"]["calls"] == answered[0] > hang_after
+    assert usage["cumulative"]["total"]["calls"] == respond.answered > hang_after
 
 
 def test_usage_is_exact_when_the_kill_comes_right_after_a_call_before_any_flush(env: tuple[Path, list[Any]],
                                                                                 tmp_path: Path) -> None:
     # The periodic flush alone would lose every call since the last flush (all of them here: the kill comes
     # well inside the first flush interval); the call journal keeps each finished call.
-    script = BudgetScript(env[1])
-    hang_after, hanging, release, answered = 5, threading.Event(), threading.Event(), [0]
-    lock = threading.Lock()
-
-    def respond(body: dict[str, Any]) -> str:
-        with lock:
-            hang = answered[0] == hang_after and not release.is_set()
-        if hang:  # the next call after the fifth: the run is killed while it waits for it
-            hanging.set()
-            release.wait(60)
-            raise RuntimeError("the caller was killed")
-        reply = script.body_reply(body)
-        with lock:
-            answered[0] += 1
-        return reply
-
+    respond = HangingAfter(BudgetScript(env[1]), 5)
+    hang_after, hanging, release = respond.n, respond.hanging, respond.release
     out, cache = tmp_path / "o", tmp_path / "cache"
     args = ["run", "--env", str(env[0]), "--out", str(out), "--set", "budget.tools=text", "--serial"]
     with FakeEndpoint(responder=respond) as ep:
@@ -216,13 +211,13 @@ def test_usage_is_exact_when_the_kill_comes_right_after_a_call_before_any_flush(
         assert hanging.wait(120)
         proc.kill()  # a serial run sends its next call only after the last reply is counted
         proc.communicate(timeout=30)
-        assert answered[0] == hang_after and not (out / "usage.json").exists()
+        assert respond.answered == hang_after and not (out / "usage.json").exists()
         release.set()
         again = start_run(ep, args, cache)
         output, _ = again.communicate(timeout=300)
         assert again.returncode == 0, output
     usage = json.loads((out / "usage.json").read_text())
-    assert usage["cumulative"]["total"]["calls"] == answered[0] > hang_after
+    assert usage["cumulative"]["total"]["calls"] == respond.answered > hang_after
     assert not (out / "usage.journal").exists()
 
 

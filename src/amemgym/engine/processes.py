@@ -33,14 +33,17 @@ from ..llm.redact import redact
 from ..llm.usage import CallJournal, RoleUsage, UsageLedger
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Awaitable, Callable, Sequence
+    from pathlib import Path
 
     from ..config import AppConfig
+    from ..llm.client import LLMClient
     from .contract import Unit
     from .executor import PlayContext
     from .ray import UnitJob
 
-__all__ = ["USAGE_REPORT_SECONDS", "ProcessUnitExecutor", "group_config", "run_unit_group", "usage_delta"]
+__all__ = ["USAGE_REPORT_SECONDS", "ProcessUnitExecutor", "group_config", "in_worker", "run_in_workers",
+           "run_unit_group", "usage_delta", "worker_client"]
 
 #: Seconds between a worker's usage reports.
 USAGE_REPORT_SECONDS = 1.0
@@ -95,6 +98,91 @@ def group_config(cfg: AppConfig, workers: int, roles: Sequence[str]) -> AppConfi
     return out
 
 
+async def in_worker(group: int, llm: LLMClient, work: Awaitable[None]) -> None:
+    """In a worker process: await ``work`` while sending ``llm``'s usage to the driver every second, stop it
+    when the driver is gone, and close the client (journal, connections, cache) at the end."""
+    task = asyncio.ensure_future(work)
+
+    async def report() -> None:
+        sequence = 0
+        while _reports is not None:
+            await asyncio.sleep(USAGE_REPORT_SECONDS)
+            if os.getppid() != _driver:
+                task.cancel()  # the driver died: stop here, as if killed with it
+                return
+            sequence += 1
+            _reports.put((group, sequence, llm.ledger.to_dict()))
+
+    reporter = asyncio.create_task(report())
+    try:
+        await task
+    finally:
+        reporter.cancel()
+        if llm.usage_journal is not None:
+            llm.usage_journal.close()
+        await llm.aclose()
+        if llm.cache is not None:
+            llm.cache.close()
+
+
+async def run_in_workers(entry: Callable[[list[Any], int], dict[str, Any]], groups: list[list[Any]],
+                         ledger: UsageLedger) -> list[dict[str, Any] | BaseException]:
+    """On the driver: run ``entry(group, i)`` for every group in its own spawned process (each ending with the
+    driver), adding each worker's usage to ``ledger`` as its reports arrive and its final count at the end.
+
+    Returns each group's result (a dict holding its ``usage``) or the exception its process ended with (a
+    :class:`BrokenProcessPool` when the process died).
+    """
+    # What a report adds beyond the last one taken from that worker (reports may arrive late or after the
+    # final count; older ones are skipped).
+    seen: dict[int, tuple[int, UsageLedger]] = {i: (0, UsageLedger()) for i in range(len(groups))}
+
+    def take(group: int, sequence: int, usage: dict[str, Any]) -> None:
+        last_sequence, last = seen[group]
+        if sequence <= last_sequence:
+            return
+        now = UsageLedger.from_dict(usage)
+        ledger.merge(usage_delta(now, last))
+        seen[group] = (sequence, now)
+
+    mp = multiprocessing.get_context("spawn")  # a fork would inherit this loop, its threads and sockets
+    reports = mp.Queue()
+
+    async def drain() -> None:
+        while True:
+            await asyncio.sleep(USAGE_REPORT_SECONDS / 2)
+            with contextlib.suppress(queue.Empty):
+                while True:
+                    take(*reports.get_nowait())
+
+    drainer = asyncio.create_task(drain())
+    loop = asyncio.get_running_loop()
+    try:
+        with ProcessPoolExecutor(len(groups), mp_context=mp, initializer=_set_reports,
+                                 initargs=(reports, os.getpid())) as pool:
+            results: list[dict[str, Any] | BaseException] = await asyncio.gather(
+                *(loop.run_in_executor(pool, entry, g, i) for i, g in enumerate(groups)), return_exceptions=True)
+    finally:
+        drainer.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await drainer
+    for i, result in enumerate(results):
+        if isinstance(result, dict):
+            take(i, 1 << 62, result["usage"])  # the final count, after every report
+    reports.close()
+    return results
+
+
+def worker_client(make_client: Callable[[AppConfig], LLMClient], cfg: AppConfig,
+                  journal: tuple[Path, str] | None) -> LLMClient:
+    """A worker's client: built from its group's config, with the run's seed and the driver's call journal."""
+    llm = make_client(cfg)
+    llm.sample_seed = cfg.run.seed
+    if journal is not None:
+        llm.usage_journal = CallJournal(*journal)  # each finished call counted, as in the driver
+    return llm
+
+
 def run_unit_group(jobs: list[UnitJob], group: int = 0) -> dict[str, Any]:
     """Play a group's units concurrently on one event loop in this process (the worker's entry point)."""
     from .rundir import UnitRunDir
@@ -102,10 +190,7 @@ def run_unit_group(jobs: list[UnitJob], group: int = 0) -> dict[str, Any]:
 
     async def go() -> dict[str, Any]:
         cfg = jobs[0].cfg
-        llm = jobs[0].make_client(cfg)
-        llm.sample_seed = cfg.run.seed
-        if jobs[0].journal is not None:
-            llm.usage_journal = CallJournal(*jobs[0].journal)  # each finished call counted, as in the driver
+        llm = worker_client(jobs[0].make_client, cfg, jobs[0].journal)
         gate = asyncio.Semaphore(1 if cfg.run.serial else cfg.run.user_concurrency)
         failures: list[dict[str, Any]] = []
 
@@ -123,28 +208,7 @@ def run_unit_group(jobs: list[UnitJob], group: int = 0) -> dict[str, Any]:
                     raise RunError(f"the {role} endpoint serves {served!r} in this worker, the run pinned {pinned!r}")
             await asyncio.gather(*(one(j) for j in jobs))
 
-        units = asyncio.ensure_future(played())
-
-        async def report() -> None:
-            sequence = 0
-            while _reports is not None:
-                await asyncio.sleep(USAGE_REPORT_SECONDS)
-                if os.getppid() != _driver:
-                    units.cancel()  # the driver died: stop here, as if killed with it
-                    return
-                sequence += 1
-                _reports.put((group, sequence, llm.ledger.to_dict()))
-
-        reporter = asyncio.create_task(report())
-        try:
-            await units
-        finally:
-            reporter.cancel()
-            if llm.usage_journal is not None:
-                llm.usage_journal.close()
-            await llm.aclose()
-            if llm.cache is not None:
-                llm.cache.close()
+        await in_worker(group, llm, played())
         return {"usage": llm.ledger.to_dict(), "failures": failures}
 
     return asyncio.run(go())
@@ -185,51 +249,22 @@ class ProcessUnitExecutor:
                     reported.add(unit_id)
                     ctx.on_done()
 
-        # The driver's ledger gets each worker's usage as it grows: what a report adds beyond the last one
-        # taken from that worker (reports may arrive late or after the final count; older ones are skipped).
-        seen: dict[int, tuple[int, UsageLedger]] = {i: (0, UsageLedger()) for i in range(workers)}
-
-        def take(group: int, sequence: int, usage: dict[str, Any]) -> None:
-            last_sequence, last = seen[group]
-            if sequence <= last_sequence:
-                return
-            now = UsageLedger.from_dict(usage)
-            ctx.llm.ledger.merge(usage_delta(now, last))
-            seen[group] = (sequence, now)
-
-        mp = multiprocessing.get_context("spawn")  # a fork would inherit this loop, its threads and sockets
-        reports = mp.Queue()
-
-        async def drain() -> None:
-            while True:
-                await asyncio.sleep(USAGE_REPORT_SECONDS / 2)
-                with contextlib.suppress(queue.Empty):
-                    while True:
-                        take(*reports.get_nowait())
-
-        watcher, drainer = asyncio.create_task(watch()), asyncio.create_task(drain())
-        loop = asyncio.get_running_loop()
-        with ProcessPoolExecutor(workers, mp_context=mp, initializer=_set_reports,
-                                 initargs=(reports, os.getpid())) as pool:
-            try:
-                results = await asyncio.gather(*(loop.run_in_executor(pool, run_unit_group, g, i)
-                                                 for i, g in enumerate(groups)), return_exceptions=True)
-            finally:
-                for task in (watcher, drainer):
-                    task.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await task
+        watcher = asyncio.create_task(watch())
+        try:
+            results = await run_in_workers(run_unit_group, groups, ctx.llm.ledger)
+        finally:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
         failures: list[dict[str, Any]] = []
-        for i, (group, result) in enumerate(zip(groups, results, strict=True)):
+        for group, result in zip(groups, results, strict=True):
             if isinstance(result, BrokenProcessPool):
                 failures.extend({"user": job.unit.id, "stage": "worker", "label": job.unit.label,
                                  "error": redact(f"worker process died: {result}")} for job in group)
             elif isinstance(result, BaseException):
                 raise result  # not the model's or the agent's fault (a broken run file, a full disk), as locally
             else:
-                take(i, 1 << 62, result["usage"])  # the final count, after every report
                 failures.extend(result["failures"])
-        reports.close()
         for u in units:
             if u.id not in reported:
                 ctx.on_done()
