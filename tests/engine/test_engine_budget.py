@@ -346,3 +346,40 @@ def test_a_checkpoint_written_before_the_engine_resumes(env: tuple[Path, list[An
     res = asyncio.run(run_episode(one_episode(env), "native", tmp_path / "old", client(again)))
     # Resumed from the migrated checkpoint (not from the first event), to the same score.
     assert res["score"] == full["score"] and 0 < sum(again.calls.values()) < sum(reference.calls.values())
+
+
+# ---- worker processes ------------------------------------------------------------------------------------------
+def test_budget_episodes_on_two_worker_processes_score_and_count_as_on_one(env: tuple[Path, list[Any]],
+                                                                            tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    # The engine's process executor with a real family: the same records and the same usage as one process,
+    # with every call the workers made in usage.json (their reports and their journal lines).
+    import amemgym.engine.processes as processes
+
+    handed: list[int] = []
+
+    class Spy(processes.ProcessUnitExecutor):
+        async def play(self, ctx: Any, units: list[Any]) -> list[dict[str, Any]]:
+            handed.append(self.workers)
+            return await super().play(ctx, units)
+
+    monkeypatch.setattr(processes, "ProcessUnitExecutor", Spy)
+    script = BudgetScript(env[1])
+    runs: dict[int, tuple[dict[str, Any], int, int]] = {}
+    with FakeEndpoint(responder=script.body_reply) as ep:
+        monkeypatch.setenv("OPENAI_BASE_URL", ep.base_url)
+        for workers in (1, 2):
+            before = ep.served
+            out = tmp_path / f"w{workers}"
+            res = cli("--env", str(env[0]), "--out", str(out), "--set", f"run.workers={workers}",
+                      "--set", f"run.seed={workers}")  # its own seed: the second run must not replay the cache
+            assert res.exit_code == 0, res.output
+            usage = json.loads((out / "usage.json").read_text())["cumulative"]
+            chat = sum(u["calls"] for role, u in usage.items() if role not in ("total", "embedder"))
+            runs[workers] = ({p.parent.relative_to(out).as_posix(): json.loads(p.read_text())["score"]
+                              for p in sorted(out.rglob("results.json"))}, chat, ep.served - before)
+    (one, calls_one, served_one), (two, calls_two, served_two) = runs[1], runs[2]
+    assert handed == [2]  # two processes played the second run; the first stayed on the driver's loop
+    assert one == two and len(one) == 2
+    assert calls_one == served_one and calls_two == served_two > 0
+    assert not (tmp_path / "w2" / "usage.journal").exists()
