@@ -14,7 +14,7 @@ import io
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import RunError
 from ..scoring.registry import unit_metrics
@@ -22,7 +22,10 @@ from .pool import Entry, build_entries
 from .read import MAX_DEPTH, load_entries, load_found
 from .summary import headline_of
 
-__all__ = ["BoardPanel", "BoardTable", "Pairing", "board_table", "entry_flags", "pair_runs"]
+if TYPE_CHECKING:
+    from ..families import Board
+
+__all__ = ["BoardPanel", "Pairing", "board_table", "entry_flags", "pair_runs"]
 
 
 class BoardPanel(Protocol):
@@ -37,18 +40,6 @@ class BoardPanel(Protocol):
         ...
 
 
-@dataclass(frozen=True)
-class BoardTable:
-    """A ranked board: column names, display rows, notes, Markdown and CSV."""
-
-    title: str
-    columns: tuple[str, ...]
-    rows: list[list[str]]
-    notes: list[str]
-    markdown: str
-    csv: str
-
-
 def _cell(x: Any) -> str:
     if isinstance(x, float):
         return f"{x:.3f}"
@@ -56,8 +47,9 @@ def _cell(x: Any) -> str:
 
 
 def board_table(family: str, run_dirs: Sequence[Path], panel: BoardPanel | None = None, *, noun: str = "units",
-                group_noun: str = "unit group") -> BoardTable:
+                group_noun: str = "unit group") -> Board:
     """One row per folder given, agent (name, variant, served model), group and protocol (see the module)."""
+    from ..families import Board
     from ..report.leaderboard import markdown_cell
 
     head = headline_of(family)
@@ -115,9 +107,9 @@ def board_table(family: str, run_dirs: Sequence[Path], panel: BoardPanel | None 
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(columns)
     writer.writerows(["" if x is None else x for x in row] for row in full)
-    return BoardTable(f"amemgym leaderboard: {family} family (mean over {noun}, ranked within {group_noun}, protocol "
-                      f"and {noun.rstrip('s')} set)", columns, rows, notes, "\n".join(md) + "\n" + explain,
-                      buf.getvalue())
+    return Board(family, f"amemgym leaderboard: {family} family (mean over {noun}, ranked within {group_noun}, "
+                 f"protocol and {noun.rstrip('s')} set)", columns, rows, notes, "\n".join(md) + "\n" + explain,
+                 buf.getvalue())
 
 
 def entry_flags(e: Entry, head: Any, panel: BoardPanel | None, noun: str) -> tuple[list[str], bool]:

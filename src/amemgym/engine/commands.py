@@ -113,15 +113,12 @@ class EngineFamily:
 
     def leaderboard(self, run_dirs: list[Path]) -> Board:
         """The headline ranking within groups of the same group, protocol and unit set."""
-        from ..families import Board
         from .board import board_table
 
         self.require_results(run_dirs)
         panel: Any = self.units if hasattr(self.units, "board_flags") else None
-        t = board_table(self.name, run_dirs, panel, noun=self.units.noun,
-                        group_noun=getattr(self.units, "group_noun", "unit group"))
-        return Board(family=self.name, title=t.title, columns=t.columns, rows=t.rows, notes=t.notes,
-                     markdown=t.markdown, csv=t.csv)
+        return board_table(self.name, run_dirs, panel, noun=self.units.noun,
+                           group_noun=getattr(self.units, "group_noun", "unit group"))
 
     def compare(self, run_a: Path, run_b: Path, *, bootstrap: int, seed: int, console: Console) -> int:
         """The headline difference B - A over the units both sides ran, units resampled."""
