@@ -12,8 +12,9 @@ from typing import Any
 
 from ..errors import RunError
 from ..records import run_family
+from ..records.units import peek_family
 from .pool import Entry, Found, build_entries
-from .rundir import RECORD_FILE, UnitRunDir, peek_family, read_unit_record
+from .rundir import RECORD_FILE, UnitRunDir, read_unit_record
 
 __all__ = ["MAX_DEPTH", "bare_records", "checkpoint_family", "family_of_tree", "load_entries", "load_found",
            "require_results", "runs_under", "unfinished_runs"]

@@ -15,7 +15,6 @@ Only the engine writes these files; a family returns records and states.
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 from collections.abc import Mapping
@@ -38,7 +37,6 @@ from .unit_writer import UnitWriter
 
 __all__ = ["RECORD_FILE", "UnitRunDir", "move_unit"]
 
-#: Each unit's record, in the unit's folder.
 def prepare_out_dir(root: Path) -> None:
     """Create the run directory ``root`` (or accept an existing one) and make sure files can be written in it.
 
@@ -60,6 +58,7 @@ def prepare_out_dir(root: Path) -> None:
         raise RunError(f"{root}: --out is not writable ({exc.strerror or exc})") from None
 
 
+#: Each unit's record, in the unit's folder.
 RECORD_FILE = "results.json"
 
 
@@ -172,13 +171,3 @@ def read_unit_record(path: Path) -> dict[str, Any] | None:
         return as_dict(parse_unit_record(raw, str(path)))
     except RecursionError:
         raise RunError(f"{path}: nested too deeply") from None
-
-
-def peek_family(path: Path) -> str | None:
-    """The ``family`` of a JSON file's top level without validating it (None when absent or unreadable)."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    value = data.get("family") if isinstance(data, dict) else None
-    return value if isinstance(value, str) else None

@@ -139,11 +139,14 @@ def parse_unit_record(raw: Any, where: str) -> UnitRecord:
 
 
 def run_family(root: Path) -> str | None:
-    """The family ``root/manifest.json`` names; None when it names none (a statetrack run) or is missing.
+    """The family ``root/manifest.json`` names; None when it names none (a statetrack run) or is missing."""
+    return peek_family(Path(root) / "manifest.json")
 
-    Only the top-level ``family`` key is looked at; the family's reader validates the file.
-    """
-    path = Path(root) / "manifest.json"
+
+def peek_family(path: Path) -> str | None:
+    """The ``family`` key at the top level of the JSON file ``path``, without validating the rest (None when
+    absent, not a string, or the file is missing, not a regular file or unreadable); its reader validates it."""
+    path = Path(path)
     if not path.is_file():
         return None
     try:
