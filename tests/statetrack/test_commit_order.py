@@ -20,35 +20,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_reliability import run_in_process as _run
 
-from amemgym.agents import resolve_agent
-from amemgym.config import AppConfig, EndpointConfig, LLMConfig, load_config
-from amemgym.families.statetrack.data import load_environment
-from amemgym.families.statetrack.runner import Runner
-from amemgym.llm import LLMClient, ResponseCache
 from amemgym.testing.fake_endpoint import FakeEndpoint
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "original_shape.json"
 USER = Path("users/u-0001")
-
-
-def _config(ep: FakeEndpoint) -> AppConfig:
-    cfg = load_config("tiny")
-    cfg.llm = LLMConfig(default=EndpointConfig(base_url=ep.base_url, model="fake-model", timeout_s=1.0,
-                                               max_retries=8))
-    return cfg
-
-
-async def _run(ep: FakeEndpoint, out: Path, cache: Path) -> dict[str, Any]:
-    cfg = _config(ep)
-    llm = LLMClient(cfg.llm, cache=ResponseCache(cache), backoff_base=0.001)
-    try:
-        outcome = await Runner(load_environment(FIXTURE), resolve_agent("native"), out, cfg, llm).run()
-    finally:
-        await llm.aclose()
-    assert not outcome.failures
-    return outcome.metrics
 
 
 @pytest.fixture
