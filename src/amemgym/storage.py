@@ -112,9 +112,14 @@ def append_jsonl(path: Path, records: list[dict[str, Any]]) -> None:
     A kill mid-append can leave a partial last line; :func:`read_jsonl` drops it, and the next append
     starts on a fresh line, so the file stays readable.
     """
+    append_text(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+
+
+def append_text(path: Path, text: str) -> None:
+    """Append ``text`` (whole lines, with any API key in it masked) and fsync; see :func:`append_jsonl`."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    payload = redact_content("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+    payload = redact_content(text)
     with open(path, "a+b") as fh:
         fh.seek(0, os.SEEK_END)
         if fh.tell() > 0:

@@ -1,8 +1,9 @@
 """A kill between a session's record and the checkpoint past it redoes exactly that session, nothing else.
 
 The episode hands the session line and then the checkpoint to the engine's writer. A child process runs the
-fixture's episode and dies (``os._exit``, no cleanup) inside the write of the checkpoint after its second
-session: the line of that session is on disk, the checkpoint still points at it. The resumed run must play
+fixture's episode and dies (``os._exit``, no cleanup) halfway through appending the checkpoint after its
+second session to the checkpoint journal: the line of that session is on disk, the journal's last line is
+torn, so the checkpoint still points at that session. The resumed run must play
 that one session again (its line appears twice, the last one winning), keep every other line once, and end
 with the same conversation, trace and scores as a run that was never killed.
 """
@@ -22,6 +23,7 @@ from typing import Any
 import pytest
 from test_reliability import run_in_process as _run
 
+from amemgym.families.statetrack.layout import RunDir
 from amemgym.testing.fake_endpoint import FakeEndpoint
 
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -54,19 +56,26 @@ def test_a_kill_between_a_session_line_and_its_checkpoint_redoes_exactly_that_se
         import asyncio, os, sys
         sys.path.insert(0, {str(SRC)!r})
         sys.path.insert(0, {str(Path(__file__).parent)!r})
-        import amemgym.engine.unit_writer as uw
+        import amemgym.engine.journal as journal
+        import amemgym.families.statetrack.episode as episode
         from test_commit_order import _run
 
-        real, seen = uw.atomic_write_json, []
+        real_save, real_append, seen = episode.save_state, journal.append_text, []
 
-        def dying(path, obj, **kw):
-            if str(path).endswith("state.json") and kw.get("compact"):  # a checkpoint after a session
-                seen.append(path)
-                if len(seen) == 2:
-                    os._exit(9)
-            real(path, obj, **kw)
+        def counting(out, period, session, snapshot):
+            if session > 0:  # a checkpoint after a session (one after a period's end resumes at session 0)
+                seen.append((period, session))
+            real_save(out, period, session, snapshot)
 
-        uw.atomic_write_json = dying
+        def dying(path, text):
+            # The checkpoint after the second session is appended to the journal: the kill tears it midway.
+            if str(path).endswith("state.jsonl") and len(seen) == 2:
+                with open(path, "ab") as fh:
+                    fh.write(text.encode()[: len(text) // 2])
+                os._exit(9)
+            real_append(path, text)
+
+        episode.save_state, journal.append_text = counting, dying
 
         class Ep:
             base_url = {endpoint.base_url!r}
@@ -77,8 +86,9 @@ def test_a_kill_between_a_session_line_and_its_checkpoint_redoes_exactly_that_se
     assert done.returncode == 9, done.stdout + done.stderr
     killed_at = _sessions(out)
     assert killed_at == [(0, 0), (0, 1)]  # the second session's line landed
-    state = json.loads((out / USER / "state.json").read_text())
-    assert (state["period"], state["session"]) == (0, 1)  # and the checkpoint still points at it
+    assert not (out / USER / "state.jsonl").read_text().endswith("\n")  # the checkpoint's line is torn
+    state = RunDir(out).state("u-0001")
+    assert state is not None and (state.period, state.session) == (0, 1)  # and the checkpoint still points at it
 
     got = asyncio.run(_run(endpoint, out, cache))
     counts = Counter(_sessions(out))

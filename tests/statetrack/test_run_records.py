@@ -18,6 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 from amemgym.cli import app
+from amemgym.engine.journal import fold
 from amemgym.records import (
     RUN_FORMAT_VERSION,
     EvaluationRecord,
@@ -69,7 +70,7 @@ def run(finished: Path, tmp_path: Path) -> Path:
 
 MODELS: dict[str, type[RunFile]] = {
     "manifest.json": Manifest, "metrics.json": Metrics, "usage.json": UsageFile, "failures.json": FailuresFile,
-    "state.json": State, "upper_bound.json": UpperBoundRecord,
+    "upper_bound.json": UpperBoundRecord,
 }
 
 
@@ -92,6 +93,12 @@ def test_every_run_file_is_versioned_and_fits_its_model(finished: Path) -> None:
                 assert raw["format_version"] == RUN_FORMAT_VERSION
                 parse_record(raw, SessionRecord, f"{path}:{n}")
             checked.add("sessions.jsonl")
+            continue
+        if path.name == "state.jsonl":  # the checkpoint journal: its folded record
+            raw = fold(path)
+            assert raw["format_version"] == RUN_FORMAT_VERSION
+            parse_record(raw, State, str(path))
+            checked.add("State")
             continue
         model = model_of(path)
         if model is None:
@@ -154,14 +161,22 @@ def test_a_truncated_evaluation_is_one_line(run: Path, tmp_path: Path, command: 
 
 
 def test_a_truncated_checkpoint_stops_resume_in_one_line(run: Path, tmp_path: Path) -> None:
-    path = run / USER / "state.json"
+    # No complete line at all: the journal's first line is written by atomic replace, so no kill leaves this.
+    path = run / USER / "state.jsonl"
     path.write_bytes(path.read_bytes()[:20])
-    refused(commands(run, tmp_path)["run"], "state.json", "truncated")
+    refused(commands(run, tmp_path)["run"], "state.jsonl", "truncated")
 
 
 def test_a_wrong_shaped_checkpoint_names_the_field(run: Path, tmp_path: Path) -> None:
-    edit(run / USER / "state.json", lambda d: d.update(period=-1))
-    refused(commands(run, tmp_path)["run"], "state.json", "period")
+    with (run / USER / "state.jsonl").open("a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"changes": [["set", ["period"], -1]]}) + "\n")
+    refused(commands(run, tmp_path)["run"], "state.jsonl", "period")
+
+
+def test_a_broken_line_inside_the_checkpoint_journal_names_the_line(run: Path, tmp_path: Path) -> None:
+    with (run / USER / "state.jsonl").open("a", encoding="utf-8") as fh:
+        fh.write("{not json\n")
+    refused(commands(run, tmp_path)["run"], "state.jsonl line", "broken checkpoint journal")
 
 
 def test_a_wrong_shaped_upper_bound_names_the_field(run: Path, tmp_path: Path) -> None:
@@ -216,6 +231,11 @@ def unversion(run: Path) -> None:
         elif path.parent.name == "snapshots":
             raw = raw["snapshot"]
         path.write_text(json.dumps(raw), encoding="utf-8")
+    for path in run.rglob("state.jsonl"):  # earlier releases kept the whole checkpoint in state.json
+        raw = fold(path)
+        raw.pop("format_version")
+        (path.parent / "state.json").write_text(json.dumps(raw), encoding="utf-8")
+        path.unlink()
     for path in run.rglob("sessions.jsonl"):
         recs = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
         for r in recs:

@@ -23,8 +23,9 @@ from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
 from ..errors import RunError
-from ..records import RunFile, read_record
-from ..storage import append_jsonl, atomic_write_json, atomic_write_text, read_jsonl
+from ..records import RunFile, parse_record, read_record
+from ..storage import append_jsonl, atomic_write_json, atomic_write_text, fsync_dir, read_jsonl
+from .journal import JournalFile, fold
 
 __all__ = ["UnitWriter", "check_name"]
 
@@ -67,6 +68,7 @@ class UnitWriter:
         self._queue: list[_Item] = []
         self._drainer: asyncio.Task[None] | None = None
         self._error: BaseException | None = None
+        self._journals: dict[str, JournalFile] = {}
 
     def path(self, name: str) -> Path:
         """Where the unit's file ``name`` lives (for readers and messages; writes go through this writer)."""
@@ -84,6 +86,20 @@ class UnitWriter:
         """
         path = self.path(name)
         return read_record(path, model) if path.exists() else None
+
+    def read_journal(self, name: str, model: type[M], *, legacy: str | None = None) -> M | None:
+        """The record kept in the journal ``name`` (see :mod:`~amemgym.engine.journal`), parsed as ``model``.
+
+        When the journal is not there, the whole-file record ``legacy`` an earlier version wrote in its place
+        (None when neither is there).
+
+        Raises:
+            RunError: the journal or the file is unreadable, truncated or not a ``model``.
+        """
+        path = self.path(name)
+        if path.exists():
+            return parse_record(fold(path), model, str(path))
+        return self.read(legacy, model) if legacy is not None else None
 
     def lines(self, stream: str) -> Iterator[dict[str, Any]]:
         """The complete lines of the JSONL stream ``stream`` (none when it does not exist)."""
@@ -103,6 +119,27 @@ class UnitWriter:
         """
         path = self.path(name)
         self._push(lambda: atomic_write_json(path, record, compact=compact))
+
+    def put_journal(self, name: str, record: Any, *, replaces: str | None = None) -> None:
+        """Queue saving ``record`` into the journal ``name``: only what changed since this writer's last save
+        is appended (fsynced); the first save, and one that would let the file outgrow twice the record,
+        rewrite it atomically as the whole record. Read it back with :meth:`read_journal`.
+
+        ``replaces``: the whole-file record an earlier version kept instead; it is removed once the journal
+        holds the whole record (until then a reader finds the journal first anyway).
+        ``record`` must not change after this call.
+        """
+        journal = self._journals.get(name)
+        if journal is None:
+            journal = self._journals[name] = JournalFile(self.path(name))
+        old = self.path(replaces) if replaces is not None else None
+
+        def save() -> None:
+            if journal.save(record) and old is not None and old.exists():
+                old.unlink()
+                fsync_dir(old.parent)
+
+        self._push(save)
 
     def put_text(self, name: str, text: str) -> None:
         """Queue replacing the file ``name`` with ``text``, atomically."""

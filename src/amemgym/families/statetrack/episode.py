@@ -19,10 +19,10 @@ from ...engine.unit_writer import UnitWriter
 from ...errors import AMemGymError
 from ...llm.client import LLMClient
 from ...llm.redact import redact
-from ...records import EvaluationRecord, Snapshot, State, UpperBoundRecord, as_dict, versioned
+from ...records import EvaluationRecord, Snapshot, UpperBoundRecord, as_dict, versioned
 from ...records.base import load_json_file
 from .data.model import UserEnv
-from .layout import SESSIONS, STATE, UPPER_BOUND, RunDir, evaluation_name, snapshot_name
+from .layout import SESSIONS, UPPER_BOUND, RunDir, evaluation_name, read_state, save_state, snapshot_name
 from .questioning import evaluate_period, upper_bound_answers, upper_bound_key
 from .schedule import PeriodEnd, build_simulator, episode_schedule, user_seed
 from .simulate import LeakTally, replay_session, run_session
@@ -140,7 +140,7 @@ class Episode:
         await self.after_period(self.user, agent, period, as_dict(saved) if saved is not None else None)
         # The checkpoint must carry whatever the hook changed, or a resumed run would lose it. It is queued
         # behind every earlier write, so none of those lands after (and over) it.
-        self.out.put(STATE, versioned({"period": period + 1, "session": 0, "snapshot": await agent.snapshot()}))
+        save_state(self.out, period + 1, 0, await agent.snapshot())
         await self.out.flush()
 
     async def run(self) -> None:
@@ -163,7 +163,7 @@ class Episode:
         user, out = self.user, self.out
         agent = self.spec.build(self.llm, self.ctx)
         start_p, start_s = 0, 0
-        state = out.read(STATE, State)
+        state = read_state(out)
         if state is not None:
             agent.restore(state.snapshot)
             start_p, start_s = state.period, state.session
@@ -188,7 +188,7 @@ class Episode:
                     snap = await agent.snapshot()
                     # The snapshot lands before the checkpoint past the period (the evaluation is redone from it).
                     out.put(snapshot_name(p), versioned({"snapshot": snap}))
-                    out.put(STATE, versioned({"period": p + 1, "session": 0, "snapshot": snap}))
+                    save_state(out, p + 1, 0, snap)
                     if not out.exists(evaluation_name(p)):
                         evals.append(asyncio.create_task(self._evaluate(p, snap)))
                     if self.after_period is not None:
@@ -206,13 +206,14 @@ class Episode:
                                                  seed=step.seed, tally=leaks)
                 # Commit order: the session record first, then the checkpoint that points past it; both are
                 # queued on the writer, so their fsyncs stay off the conversation's critical path. Every payload
-                # is a copy the agent no longer touches.
+                # is a copy the agent no longer touches. The checkpoint journal appends only what the session
+                # changed in the snapshot (for the native agent: its new messages).
                 record = versioned({"period": p, "session": s, "time": session.session_time, "messages": messages,
                                     "models": recorded_models.get((p, s)) if self.off_policy else models,
                                     **leaks.record_fields()})
                 snap = await agent.snapshot()
                 out.append(SESSIONS, [record])
-                out.put(STATE, versioned({"period": p, "session": s + 1, "snapshot": snap}), compact=True)
+                save_state(out, p, s + 1, snap)
                 self.events.on_session(user.id, p, s)
                 self._start_upper_bound()
         except AMemGymError as exc:

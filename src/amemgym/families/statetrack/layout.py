@@ -13,7 +13,9 @@ RUNDIR/
   failures.json               users/periods that failed in the last invocation
   users/<id>/sessions.jsonl   one record per finished session (append-only); <id> is the user id itself
                               when it is a safe file name, else see user_folder
-  users/<id>/state.json       the live agent's checkpoint after the last finished session
+  users/<id>/state.jsonl      the live agent's checkpoint after the last finished session, as a journal:
+                              a whole record, then what changed at each later checkpoint (engine/journal.py);
+                              runs of earlier versions kept it whole in users/<id>/state.json
   users/<id>/snapshots/period_XX.json   the agent snapshot evaluated for period XX
   users/<id>/eval/period_XX.json        evaluation results of period XX
   users/<id>/upper_bound.json           upper-bound answers per (question, combination)
@@ -30,7 +32,7 @@ from typing import Any
 from ...engine.rundir import move_unit
 from ...engine.unit_writer import UnitWriter
 from ...errors import RunError
-from ...records import SessionRecord, as_dict, parse_record
+from ...records import SessionRecord, State, as_dict, parse_record, versioned
 from ...storage import read_jsonl
 
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]")
@@ -40,7 +42,9 @@ _MAX_PLAIN = 120
 
 #: The names of a user's files inside its folder (what the engine's :class:`UnitWriter` writes by name).
 SESSIONS = "sessions.jsonl"
-STATE = "state.json"
+#: The checkpoint journal, and the whole-file checkpoint of earlier versions that it replaces.
+STATE = "state.jsonl"
+LEGACY_STATE = "state.json"
 UPPER_BOUND = "upper_bound.json"
 TRACE = "trace.jsonl"
 
@@ -53,6 +57,21 @@ def snapshot_name(period: int) -> str:
 def evaluation_name(period: int) -> str:
     """The name of a period's evaluation inside a user's folder."""
     return f"eval/period_{period:02d}.json"
+
+
+def read_state(out: UnitWriter) -> State | None:
+    """A user's checkpoint (None before its first session): the one reader of ``state.jsonl``.
+
+    Raises:
+        RunError: the checkpoint is broken (a torn last line is not: that checkpoint did not land).
+    """
+    return out.read_journal(STATE, State, legacy=LEGACY_STATE)
+
+
+def save_state(out: UnitWriter, period: int, session: int, snapshot: Any) -> None:
+    """Queue a user's checkpoint: resume at (``period``, ``session``) with the agent's ``snapshot``."""
+    out.put_journal(STATE, versioned({"period": period, "session": session, "snapshot": snapshot}),
+                    replaces=LEGACY_STATE)
 
 
 def user_unit(user_id: str) -> str:
@@ -150,8 +169,9 @@ class RunDir:
     def sessions(self, user_id: str) -> Path:
         return self.user(user_id) / SESSIONS
 
-    def state(self, user_id: str) -> Path:
-        return self.user(user_id) / STATE
+    def state(self, user_id: str) -> State | None:
+        """The user's checkpoint (see :func:`read_state`)."""
+        return read_state(self.writer(user_id))
 
     def snapshot(self, user_id: str, period: int) -> Path:
         return self.user(user_id) / snapshot_name(period)

@@ -29,7 +29,6 @@ from ...engine.ray import default_client, import_ray, run_on_ray, start_ray
 from ...errors import RunError
 from ...llm.client import LLMClient
 from ...llm.usage import UsageLedger
-from ...records import State, read_record
 from .data.model import UserEnv
 from .episode import Episode, EpisodeEvents, PeriodHook
 from .layout import RunDir
@@ -64,13 +63,12 @@ def task_slots(cfg: AppConfig, n_users: int, limit: int | None = None, roles: Se
 
 def user_finished(rundir: RunDir, user: UserEnv) -> bool:
     """Whether a user's episode and every evaluation are on disk (a re-run has nothing to do for it)."""
-    state_path = rundir.state(user.id)
-    if not state_path.exists():
-        return False
     try:
-        state = read_record(state_path, State)
+        state = rundir.state(user.id)
     except RunError:
         return False  # the episode itself reports the broken file
+    if state is None:
+        return False
     done = state.period >= len(user.periods) and state.session == 0
     return done and all(rundir.evaluation(user.id, p).exists() for p in range(len(user.periods)))
 
