@@ -96,11 +96,13 @@ def test_random_edit_sequences_fold_to_exactly_the_value_saved(tmp_path: Path, s
 
 @pytest.mark.parametrize("values", [
     pytest.param([{"h": [1]}, {"h": [1, 2]}, {"h": [1, 2, 3], "n": 1}], id="growing list"),
-    pytest.param([{"h": [{"c": "a"}, {"c": "b"}]}, {"h": [{"c": "a"}, {"c": "B"}, {"c": "c"}]}], id="item changed in place"),
+    pytest.param([{"h": [{"c": "a"}, {"c": "b"}]}, {"h": [{"c": "a"}, {"c": "B"}, {"c": "c"}]}],
+                 id="item changed in place"),
     pytest.param([{"a": 1, "b": 2}, {"a": 1}, {"a": 1, "b": 2}, {"b": 2, "a": 1}], id="key removed, back, reordered"),
     pytest.param([{"h": [1, 2, 3]}, {"h": [1, 2]}, {"h": []}], id="shrinking list"),
     pytest.param([[1, 2], [1, 2, 3], "now a string", "now a string, grown", 7, None, [1]], id="non-dict tops"),
-    pytest.param([{"x": 1}, {"x": 1.0}, {"x": True}, {"x": 0.0}, {"x": -0.0}, {"x": 0}], id="equal numbers, other texts"),
+    pytest.param([{"x": 1}, {"x": 1.0}, {"x": True}, {"x": 0.0}, {"x": -0.0}, {"x": 0}],
+                 id="equal numbers, other texts"),
     pytest.param([{"k": {1: "a"}}, {"k": {1: "a", "1x": "b"}}, {"k": {"1": "a"}}], id="non-string keys"),
     pytest.param([{"t": (1, 2)}, {"t": [1, 2, 3]}, {"t": (1, 2, 3, 4)}], id="tuples"),
     pytest.param([{"v": "QUJD"}, {"v": "QUJDREVG"}, {"v": "WFla"}], id="string grows, then changes"),

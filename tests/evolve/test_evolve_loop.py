@@ -15,6 +15,7 @@ from amemgym.config import load_config
 from amemgym.evolve import LLMEvolver, LLMRecallJudge, PolicyLimits, evolve_loop, feedback_builder
 from amemgym.families.statetrack.data import load_environment
 from amemgym.families.statetrack.generate.procedural import tiny_environment_path
+from amemgym.families.statetrack.layout import RunDir
 from amemgym.testing.scripted_model import scripted_client
 from evolve_script import EVOLVED_PREFIX, EvolveScript
 
@@ -131,9 +132,9 @@ async def test_resume_mid_evolution_keeps_the_evolved_policy(stop_on: str, tmp_p
                    for p in out.glob("users/*/evolution/period_00.json")}
         assert records
         for uid, rec in records.items():
-            state = json.loads((out / "users" / uid / "state.json").read_text())
-            assert rec["status"] == "accepted"
-            assert state["period"] == 1 and state["snapshot"]["memory"]["policy"] == rec["next_policy"]
+            state = RunDir(out).state(uid)
+            assert rec["status"] == "accepted" and state is not None
+            assert state.period == 1 and state.snapshot["memory"]["policy"] == rec["next_policy"]
     resumed, _ = await evolve_once(out, script, tmp_path / "b")
     for cs in cycles(out).values():
         assert cs[1]["policy"] == cs[0]["next_policy"] and cs[1]["policy"].startswith(EVOLVED_PREFIX)

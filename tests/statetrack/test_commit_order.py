@@ -23,7 +23,9 @@ from typing import Any
 import pytest
 from test_reliability import run_in_process as _run
 
+from amemgym.engine.journal import fold
 from amemgym.families.statetrack.layout import RunDir
+from amemgym.storage import atomic_write_json
 from amemgym.testing.fake_endpoint import FakeEndpoint
 
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -47,11 +49,8 @@ def _messages(rundir: Path) -> list[dict[str, Any]]:
     return [x for x in lines if x["kind"] == "message"]
 
 
-def test_a_kill_between_a_session_line_and_its_checkpoint_redoes_exactly_that_session(
-        endpoint: FakeEndpoint, tmp_path: Path) -> None:
-    reference = tmp_path / "reference"
-    want = asyncio.run(_run(endpoint, reference, tmp_path / "cache-ref"))
-    out, cache = tmp_path / "run", tmp_path / "cache"
+def _killed_run(endpoint: FakeEndpoint, out: Path, cache: Path) -> None:
+    """Run the fixture in a child that dies halfway through appending the checkpoint after session 2."""
     script = textwrap.dedent(f"""
         import asyncio, os, sys
         sys.path.insert(0, {str(SRC)!r})
@@ -90,10 +89,40 @@ def test_a_kill_between_a_session_line_and_its_checkpoint_redoes_exactly_that_se
     state = RunDir(out).state("u-0001")
     assert state is not None and (state.period, state.session) == (0, 1)  # and the checkpoint still points at it
 
+
+def _resumed_as_if_never_killed(endpoint: FakeEndpoint, out: Path, cache: Path, tmp_path: Path) -> None:
+    reference = tmp_path / "reference"
+    want = asyncio.run(_run(endpoint, reference, tmp_path / "cache-ref"))
     got = asyncio.run(_run(endpoint, out, cache))
+    journal = [json.loads(x) for x in (reference / USER / "state.jsonl").read_text().splitlines()]
+    assert "value" in journal[0] and any("changes" in x for x in journal[1:])  # checkpoints are appended
     counts = Counter(_sessions(out))
     assert [k for k, n in counts.items() if n > 1] == [(0, 1)] and counts[(0, 1)] == 2
     assert sorted(counts) == sorted(set(_sessions(reference)))
     assert _messages(out) == _messages(reference)
     keys = ("overall", "per_period", "per_user", "complete", "missing", "answers")
     assert {k: got[k] for k in keys} == {k: want[k] for k in keys}
+
+
+def test_a_kill_between_a_session_line_and_its_checkpoint_redoes_exactly_that_session(
+        endpoint: FakeEndpoint, tmp_path: Path) -> None:
+    out, cache = tmp_path / "run", tmp_path / "cache"
+    _killed_run(endpoint, out, cache)
+    _resumed_as_if_never_killed(endpoint, out, cache, tmp_path)
+
+
+def test_a_run_killed_under_the_whole_file_checkpoint_of_earlier_versions_resumes(
+        endpoint: FakeEndpoint, tmp_path: Path) -> None:
+    # Earlier versions rewrote users/<id>/state.json (one compact JSON record) after every session. Such a
+    # run, killed at the same point, has state.json and no journal: the resume must start from it (redoing
+    # only session 2, which a start from scratch would not) and leave the journal in its place.
+    out, cache = tmp_path / "run", tmp_path / "cache"
+    _killed_run(endpoint, out, cache)
+    record = fold(out / USER / "state.jsonl")
+    (out / USER / "state.jsonl").unlink()
+    atomic_write_json(out / USER / "state.json", record, compact=True)
+    _resumed_as_if_never_killed(endpoint, out, cache, tmp_path)
+    assert not (out / USER / "state.json").exists()
+    final = RunDir(out).state("u-0001")
+    periods = len(json.loads(FIXTURE.read_text())[0]["periods"])
+    assert final is not None and (final.period, final.session) == (periods, 0)
