@@ -1,4 +1,5 @@
-"""``users/<id>/state.json`` (the resume checkpoint) and ``users/<id>/snapshots/period_XX.json``."""
+"""``users/<id>/state.jsonl`` (the resume checkpoint, a journal folded into :class:`State`; earlier versions
+wrote it whole as ``state.json``) and ``users/<id>/snapshots/period_XX.json``."""
 
 from __future__ import annotations
 
