@@ -1,6 +1,6 @@
-"""The per-session checkpoint of a long conversation: rewritten whole (``state.json``) or journaled.
+"""The per-session checkpoint of a long conversation, rewritten whole or journaled: CPU and bytes written.
 
-Journaled means ``state.jsonl``. Run: ``PYTHONPATH=src python bench/bench_checkpoint.py [--users 4]``.
+Run: ``PYTHONPATH=src python bench/bench_checkpoint.py [--users 4]``.
 
 It generates a procedural ``v1.base`` environment, runs it with default settings (the native agent, whose
 snapshot is its whole conversation) against the zero-latency benchmark endpoint, and then replays each
