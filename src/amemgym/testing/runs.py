@@ -11,6 +11,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..engine.journal import fold
+from ..errors import RunError
 from .fake_endpoint import FakeEndpoint
 
 
@@ -56,11 +58,13 @@ def damaged_files(rundir: Path) -> list[str]:
                 records = [json.loads(line) for line in text.splitlines()]
                 if text and not text.endswith("\n"):
                     raise ValueError("torn last line")
+                if path.name == "state.jsonl":
+                    fold(path)  # a checkpoint journal: every line must fit the value before it
                 if path.name == "trace.jsonl":
                     keys = [(r["period"], r["session"], r["round"], r["role"]) for r in records
                             if r.get("kind") == "message"]
                     if len(keys) != len(set(keys)):
                         raise ValueError("duplicate conversation turns")
-        except (ValueError, KeyError) as exc:
+        except (ValueError, KeyError, RunError) as exc:
             bad.append(f"{path.relative_to(rundir)}: {exc}")
     return bad
