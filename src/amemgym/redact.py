@@ -134,3 +134,26 @@ def redact_obj(obj: Any) -> Any:
     if isinstance(obj, list | tuple):
         return [redact_obj(v) for v in obj]
     return obj
+
+
+#: Characters no credential shape of :data:`_CONTENT_PATTERNS` contains, except the whitespace after "bearer".
+_BREAKS = frozenset(" \t\n\r\f\v\"'\\")
+_BEARER_END = re.compile(r"(?i)bearer\s*\Z")
+
+
+def joins_safely(left: str, right: str) -> bool:
+    """Whether ``left + right`` may be written in two pieces, each redacted on its own, and mask what
+    :func:`redact_content` of the whole would: no registered key and no credential shape can span the joint.
+
+    Conservative: False whenever the joint is not at a character no credential contains (so a string that
+    grows inside a word or a base64 run is always written whole).
+    """
+    if not left or not right:
+        return True
+    if left[-1] not in _BREAKS and right[0] not in _BREAKS:
+        return False
+    if _BEARER_END.search(left[-64:]) or right[0] in _BREAKS and _BEARER_END.search(left[-64:] + right[:1]):
+        return False  # "bearer" + whitespace + token: a match that crosses whitespace
+    with _LOCK:
+        known = list(_KNOWN_SORTED)
+    return not any(secret in left[1 - len(secret):] + right[: len(secret) - 1] for secret in known)

@@ -25,6 +25,7 @@ from amemgym.engine.journal import JournalFile, changes, fold
 from amemgym.engine.unit_writer import UnitWriter
 from amemgym.errors import RunError
 from amemgym.records import State, versioned
+from amemgym.redact import redact_content, register_secret
 
 
 def text(value: Any) -> str:
@@ -216,3 +217,35 @@ def test_a_wrong_shaped_record_in_the_journal_names_the_field(tmp_path: Path) ->
     JournalFile(tmp_path / "state.jsonl").save(versioned({"period": -1, "session": 0, "snapshot": {}}))
     with pytest.raises(RunError, match="period"):
         UnitWriter(tmp_path).read_journal("state.jsonl", State)
+
+
+@pytest.mark.parametrize(("old", "suffix"), [
+    pytest.param("notes: my key is jrnl-secret-", "value-42 and more", id="registered key split at the joint"),
+    pytest.param("notes: my key is ", "jrnl-secret-value-42", id="registered key after a space"),
+    pytest.param("header Bearer ", "abcdefghijklmnop1234", id="bearer token after a space"),
+    pytest.param("header Bearer", " abcdefghijklmnop1234", id="bearer, then a space and the token"),
+    pytest.param("key sk-proj1234", "5678abcdefghijkl", id="sk- key split inside"),
+    pytest.param("url https://user", ":hunter2pass@host", id="password in a url"),
+])
+def test_a_string_that_grows_never_splits_a_key_between_two_lines(tmp_path: Path, old: str, suffix: str) -> None:
+    # Each line is redacted on its own, so a key or credential spanning the joint of an appended string
+    # would reach the file unmasked; the whole string must be written again instead.
+    register_secret("jrnl-secret-value-42")
+    path, pad = tmp_path / "j.jsonl", "p" * 500  # room to append rather than compact
+    journal = JournalFile(path)
+    journal.save({"pad": pad, "memory": old})
+    journal.save({"pad": pad, "memory": old + suffix})
+    written = path.read_text(encoding="utf-8")
+    assert written.count("\n") == 2  # the second save was a change line, not a whole rewrite
+    assert fold(path)["memory"] == redact_content(old + suffix)  # masked exactly as a whole write would be
+    assert "jrnl-secret-value-42" not in written and "hunter2pass" not in written
+    assert "abcdefghijklmnop1234" not in written and "5678abcdefghijkl" not in written
+
+
+def test_a_string_that_grows_at_a_line_break_is_appended(tmp_path: Path) -> None:
+    path, pad = tmp_path / "j.jsonl", "p" * 500
+    journal = JournalFile(path)
+    journal.save({"pad": pad, "memory": "- likes tea\n"})
+    journal.save({"pad": pad, "memory": "- likes tea\n- moved to Lyon\n"})
+    last = json.loads(path.read_text(encoding="utf-8").splitlines()[-1])
+    assert last == {"changes": [["append", ["memory"], "- moved to Lyon\n"]]}

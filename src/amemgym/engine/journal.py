@@ -9,10 +9,11 @@ JSON lines:
 
 An op is ``["set", path, v]`` (a dict key, new or not, or a list item), ``["del", path]`` (a dict key),
 ``["extend", path, items]`` (a list grew at its end) or ``["append", path, text]`` (a string grew at its
-end); ``path`` is the list of keys and indexes from the top. :func:`changes` finds them by comparing the
-new value with the last one saved, strictly as JSON: ``1`` and ``1.0``, ``0.0`` and ``-0.0``, ``True`` and
-``1`` differ, and so does the order of a dict's keys, so the folded value always serializes to the same
-JSON as the value saved. Anything the ops cannot say (the top value changed type) is a whole-value line.
+end, where no API key or credential can span the joint, since each line is redacted on its own); ``path``
+is the list of keys and indexes from the top. :func:`changes` finds them by comparing the new value with
+the last one saved, strictly as JSON: ``1`` and ``1.0``, ``0.0`` and ``-0.0``, ``True`` and ``1`` differ,
+and so does the order of a dict's keys, so the folded value always serializes to the same JSON as the
+value saved. Anything the ops cannot say (the top value changed type) is a whole-value line.
 
 Compaction: when the file would grow past twice its whole-value line, the next save rewrites it as one
 whole-value line instead, so the file stays within about twice the value's size and the bytes written over
@@ -30,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RunError
+from ..redact import joins_safely
 from ..storage import append_text, atomic_write_text
 
 __all__ = ["JournalFile", "apply", "changes", "fold"]
@@ -116,7 +118,9 @@ def _diff(old: Any, new: Any, path: list[Any], ops: list[list[Any]]) -> None:
         if len(new) > len(old):
             ops.append(["extend", path, list(new[len(old):])])
         return
-    elif told is str and tnew is str and len(new) > len(old) and new.startswith(old):
+    elif (told is str and tnew is str and len(new) > len(old) and new.startswith(old)
+          and joins_safely(old, new[len(old):])):
+        # Each line is redacted on its own: a key split between two lines would escape the mask.
         ops.append(["append", path, new[len(old):]])
         return
     ops.append(["set", path, new])
