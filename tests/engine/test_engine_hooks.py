@@ -79,7 +79,6 @@ def client(seen: list[str]) -> Any:
 
 def test_every_family_passes_the_check_and_missing_hooks_get_the_defaults() -> None:
     from amemgym.families.budget.units import UNITS
-
     from amemgym.families.statetrack.units import STATETRACK_UNITS
 
     for family in (ToyUnits(), UNITS, HookedToy(), STATETRACK_UNITS):

@@ -254,9 +254,9 @@ async def test_new_run_writes_its_manifest_before_any_other_file(
 
     from amemgym.agents import resolve_agent
     from amemgym.config import load_config
+    from amemgym.engine.rundir import UnitRunDir
     from amemgym.families.statetrack.data import load_environment
     from amemgym.families.statetrack.runner import Runner
-    from amemgym.engine.rundir import UnitRunDir
     from amemgym.testing.run_script import RunScript
     from amemgym.testing.scripted_model import scripted_client
 

@@ -339,11 +339,10 @@ async def play_failures(family: UnitFamily, unit: Unit, plan: AgentPlan, pins: M
 
     Raises:
         ConfigError, DataError: bad input is one line and exit 2, not one failed unit among others.
-        RunError: so is a run directory that cannot be resumed (a broken or foreign file in it).
     """
     try:
         await play_and_write(family, unit, plan, pins, llm, cfg, rd, run_fields, live)
-    except (ConfigError, DataError, RunError):
+    except (ConfigError, DataError):
         raise
     except UnitFailed as failed:
         return [{k: redact(v) if isinstance(v, str) else v for k, v in f.items()} for f in failed.failures]

@@ -19,7 +19,6 @@ from ...engine.runner import RunOutcome, play_units
 from ...errors import RunError
 from ...llm.client import LLMClient
 from ...llm.preflight import run_roles
-from ...records import Manifest, as_dict, read_record
 from .data.io import environment_sha256
 from .data.model import Environment
 from .episode import PeriodHook
@@ -27,7 +26,7 @@ from .layout import RunDir, folder_clashes, user_folder
 from .progress import RunProgress
 from .units import STATETRACK_UNITS, statetrack_plan, units_of
 
-__all__ = ["RunOutcome", "Runner", "check_manifest", "environment_hash", "existing_manifest", "protocol_of"]
+__all__ = ["Runner", "check_manifest", "environment_hash", "protocol_of"]
 
 
 def environment_hash(env: Environment) -> str:
@@ -46,18 +45,6 @@ def protocol_of(env: Environment | str, spec: AgentSpec, cfg: AppConfig, off_pol
         # What was replayed, by content: runs replaying different conversations are never grouped together.
         **({"off_policy_sessions_sha256": source_sessions_sha256(off_policy)} if off_policy else {}),
     }
-
-
-def existing_manifest(rundir: Path, protocol: dict[str, Any]) -> dict[str, Any] | None:
-    """The manifest already in ``rundir`` (None if there is none), checked against ``protocol``.
-
-    Raises:
-        RunError: the directory holds a run of another environment, agent or protocol (or an unreadable one).
-    """
-    path = RunDir(rundir).manifest
-    if not path.exists():
-        return None
-    return check_manifest(as_dict(read_record(path, Manifest)), protocol, rundir)
 
 
 def check_manifest(old: dict[str, Any] | Any, protocol: dict[str, Any] | Any, rundir: Path) -> dict[str, Any]:

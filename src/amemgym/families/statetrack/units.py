@@ -164,17 +164,24 @@ class StatetrackUnits:
         Raises:
             UnitFailed: a session, evaluation or the upper bound failed (the entries name which); what finished
                 is on disk and a re-run resumes from it.
+            DataError: a record in the user's folder does not read.
         """
+        from ...errors import DataError, RunError
         from .episode import Episode, EpisodeEvents
         from .results import write_trace
 
         options: EpisodeOptions = plan.options
         rundir = RunDir(checkpoint.run_dir)
         events = EpisodeEvents()
-        await Episode(unit.data, options.spec, llm, cfg, rundir,
-                      off_policy=RunDir(options.off_policy) if options.off_policy else None,
-                      events=events, after_period=options.after_period).run()
-        await write_trace(unit.data, rundir)
+        try:
+            await Episode(unit.data, options.spec, llm, cfg, rundir,
+                          off_policy=RunDir(options.off_policy) if options.off_policy else None,
+                          events=events, after_period=options.after_period).run()
+            await write_trace(unit.data, rundir)
+        except RunError as exc:
+            # What escapes an episode is a record of the run directory that does not read (the model's and
+            # the agent's errors are its failure entries): bad input, which stops the whole run in one line.
+            raise DataError(str(exc)) from None
         if events.failures:
             raise UnitFailed(events.failures)
 
