@@ -112,17 +112,17 @@ def user_finished(rundir: RunDir, user: UserEnv) -> bool:
     from ...errors import RunError
     from ...records import State, UpperBoundRecord, read_record
 
-    state_path = rundir.state(user.id)
-    if not state_path.exists():
+    # The files' existence first: the engine asks this of every user while a run goes on, and the checkpoint
+    # holds the agent's whole snapshot.
+    needed = [rundir.state(user.id), rundir.upper_bound(user.id),
+              *(rundir.evaluation(user.id, p) for p in range(len(user.periods)))]
+    if not all(path.exists() for path in needed):
         return False
     try:
-        state = read_record(state_path, State)
+        state = read_record(rundir.state(user.id), State)
     except RunError:
         return False  # the episode itself reports the broken file
-    done = state.period >= len(user.periods) and state.session == 0
-    if not done or not all(rundir.evaluation(user.id, p).exists() for p in range(len(user.periods))):
-        return False
-    if not rundir.upper_bound(user.id).exists():
+    if state.period < len(user.periods) or state.session != 0:
         return False
     read_record(rundir.upper_bound(user.id), UpperBoundRecord)
     return True
