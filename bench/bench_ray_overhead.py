@@ -22,9 +22,10 @@ from pathlib import Path
 
 from amemgym.agents import resolve_agent
 from amemgym.config import AppConfig, EndpointConfig, LLMConfig, env_preset, load_config
+from amemgym.engine.executor import RayUnitExecutor
+from amemgym.engine.ray import import_ray
 from amemgym.families.statetrack.data import load_environment
 from amemgym.families.statetrack.data.model import Environment
-from amemgym.families.statetrack.ray_executor import RayExecutor, import_ray
 from amemgym.families.statetrack.runner import Runner
 from amemgym.llm import LLMClient
 
@@ -48,7 +49,8 @@ def start_endpoint(latency: float) -> tuple[subprocess.Popen[str], str]:
     return proc, proc.stdout.readline().strip()
 
 
-async def timed_run(env: Environment, cfg: AppConfig, rundir: Path, executor: RayExecutor | None) -> tuple[float, int]:
+async def timed_run(env: Environment, cfg: AppConfig, rundir: Path,
+                    executor: RayUnitExecutor | None) -> tuple[float, int]:
     """Wall seconds and model calls of one fresh run."""
     llm = LLMClient(cfg.llm, cache=None)
     start = time.perf_counter()
@@ -88,7 +90,7 @@ def main() -> None:
             ray.init(num_cpus=args.cpus, include_dashboard=False, log_to_driver=False)
             init = time.perf_counter() - t0
             try:
-                executor = RayExecutor(num_cpus=args.task_cpus)
+                executor = RayUnitExecutor(num_cpus=args.task_cpus)
                 cold, ray_calls = asyncio.run(timed_run(env, cfg, Path(tmp) / "cold", executor))
                 warm, _ = asyncio.run(timed_run(env, cfg, Path(tmp) / "warm", executor))
             finally:

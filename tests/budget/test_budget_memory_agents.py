@@ -319,14 +319,17 @@ def test_the_memory_role_model_is_pinned_like_the_agent_model(tmp_path: Path) ->
     # A memory agent's memory comes from the memory role: resuming on another memory model must not mix them.
     from amemgym.engine.models import pin_models
 
-    models, changes = pin_models(tmp_path, {}, {"agent": "agent-a", "memory": "mem-1"}, allow_change=False)
+    def served(agent: str, memory: str) -> dict[str, dict[str, str]]:
+        return {"agent": {"served": agent}, "memory": {"served": memory}}
+
+    models, changes = pin_models(tmp_path, {}, served("agent-a", "mem-1"), allow_change=False)
     assert changes == [] and models == {"agent": {"served": "agent-a"}, "memory": {"served": "mem-1"}}
-    assert pin_models(tmp_path, models, {"agent": "agent-a", "memory": "mem-1"}, allow_change=False)[1] == []
+    assert pin_models(tmp_path, models, served("agent-a", "mem-1"), allow_change=False)[1] == []
     with pytest.raises(RunError, match="memory model 'mem-1', now 'mem-2'"):
-        pin_models(tmp_path, models, {"agent": "agent-a", "memory": "mem-2"}, allow_change=False)
-    moved, changes = pin_models(tmp_path, models, {"agent": "agent-a", "memory": "mem-2"}, allow_change=True)
+        pin_models(tmp_path, models, served("agent-a", "mem-2"), allow_change=False)
+    moved, changes = pin_models(tmp_path, models, served("agent-a", "mem-2"), allow_change=True)
     assert [{k: c[k] for k in ("role", "from", "to")} for c in changes] == [
         {"role": "memory", "from": "mem-1", "to": "mem-2"}]
     assert moved["memory"] == {"served": "mem-2"}
     with pytest.raises(RunError, match="agent model 'agent-a', now 'agent-b'"):
-        pin_models(tmp_path, moved, {"agent": "agent-b", "memory": "mem-2"}, allow_change=False)
+        pin_models(tmp_path, moved, served("agent-b", "mem-2"), allow_change=False)

@@ -45,8 +45,9 @@ class HookedToy(ToyUnits):
             raise RunError(f"{root}: holds quizzes of another format")
         return dict(old)
 
-    def manifest_fields(self, units: Sequence[Unit], plan: Any, cfg: Any) -> dict[str, Any]:
-        return {"quiz_format": "answers/v1", "quizzes": [u.id for u in units]}
+    def manifest(self, base: Mapping[str, Any], old: Mapping[str, Any] | None, units: Sequence[Unit], plan: Any,
+                 cfg: Any) -> dict[str, Any]:
+        return {**base, "quiz_format": "answers/v1", "quizzes": [u.id for u in units]}
 
     def finished(self, unit: Unit, root: Path) -> dict[str, Any] | None:
         path = root / unit.id / "answers.json"
@@ -78,11 +79,14 @@ def client(seen: list[str]) -> Any:
 
 def test_every_family_passes_the_check_and_missing_hooks_get_the_defaults() -> None:
     from amemgym.families.budget.units import UNITS
+    from amemgym.families.statetrack.units import STATETRACK_UNITS
 
-    for family in (ToyUnits(), UNITS, HookedToy()):
+    for family in (ToyUnits(), UNITS, HookedToy(), STATETRACK_UNITS):
         assert check_unit_family(family) == []
-    assert {name: hook(ToyUnits(), name) is HOOKS[name](ToyUnits()) for name in HOOKS if name != "run_metrics"} \
-        == dict.fromkeys(HOOKS.keys() - {"run_metrics"}, True)
+    made_per_family = {"run_metrics", "run_summary"}  # defaults that close over the family
+    assert {name: hook(ToyUnits(), name) is HOOKS[name](ToyUnits()) for name in HOOKS if name not in made_per_family} \
+        == dict.fromkeys(HOOKS.keys() - made_per_family, True)
+    assert all(callable(getattr(STATETRACK_UNITS, name)) for name in HOOKS)  # statetrack defines every hook
     assert hook(HookedToy(), "finished").__func__ is HookedToy.finished  # type: ignore[attr-defined]
 
     class AsyncHook(ToyUnits):
@@ -170,7 +174,7 @@ class Display:
 class OwnDisplayToy(ToyUnits):
     display = Display()
 
-    def progress(self, units: Sequence[Unit]) -> Display:
+    def progress(self, units: Sequence[Unit], root: Path) -> Display:
         return self.display
 
 

@@ -12,9 +12,9 @@ from rich.console import Console
 
 from amemgym.config import AppConfig, EndpointConfig, LLMConfig, load_config
 from amemgym.engine.models_file import apply_models_file, load_models_file
+from amemgym.engine.ray import check_endpoints, task_config, task_slots
 from amemgym.errors import ConfigError
 from amemgym.families.statetrack.driver import run_command
-from amemgym.families.statetrack.ray_executor import check_endpoints, task_config, task_slots
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -76,23 +76,27 @@ def served(max_concurrency: int = 8, user_concurrency: int = 8) -> AppConfig:
     return cfg
 
 
+#: The chat roles a statetrack user's episode calls.
+ROLES = ("agent", "memory", "simulator")
+
+
 def test_tasks_share_each_endpoints_limit() -> None:
     cfg = served(max_concurrency=8, user_concurrency=3)
-    slots = task_slots(cfg, n_users=10)
-    per_task = task_config(cfg, slots).llm
+    slots = task_slots(cfg, 10, None, ROLES)
+    per_task = task_config(cfg, slots, ROLES).llm
     assert slots == 3
     assert per_task.endpoint("agent").max_concurrency * slots <= 8
     assert per_task.endpoint("simulator").max_concurrency * slots <= 5
-    assert task_slots(served(max_concurrency=2), n_users=10) == 2  # every task keeps at least one permit
-    assert task_slots(cfg, n_users=1) == 1
+    assert task_slots(served(max_concurrency=2), 10, None, ROLES) == 2  # every task keeps at least one permit
+    assert task_slots(cfg, 1, None, ROLES) == 1
 
 
 def test_task_config_pins_the_drivers_base_url(monkeypatch: pytest.MonkeyPatch) -> None:
     cfg = load_config("tiny")
     with pytest.raises(ConfigError, match="needs an HTTP endpoint for role 'agent'"):
-        check_endpoints(cfg)
+        check_endpoints(cfg, ROLES)
     monkeypatch.setenv("OPENAI_BASE_URL", "http://10.0.0.5:8000/v1")
-    pinned = task_config(cfg, 1)
+    pinned = task_config(cfg, 1, ROLES)
     monkeypatch.delenv("OPENAI_BASE_URL")
     assert pinned.llm.endpoint("simulator").base_url == "http://10.0.0.5:8000/v1"
     assert cfg.llm.roles == {}  # the run's own config is untouched
@@ -108,7 +112,7 @@ def test_driver_rejects_unknown_executor_and_stray_address(tmp_path: Path) -> No
 
 
 def test_importing_amemgym_never_imports_ray() -> None:
-    code = ("import sys, amemgym, amemgym.families.statetrack.driver, amemgym.families.statetrack.ray_executor, "
+    code = ("import sys, amemgym, amemgym.families.statetrack.driver, amemgym.engine.ray, "
             "amemgym.cli; "
             "assert 'ray' not in sys.modules, 'ray imported'")
     proc = subprocess.run([sys.executable, "-c", code], env={"PYTHONPATH": str(SRC)}, capture_output=True, text=True)

@@ -207,7 +207,7 @@ def test_progress_shows_the_current_limit() -> None:
     ledger = UsageLedger()
     ledger.limiters["http://x"] = AdaptiveLimiter(64, start=12)
     progress = RunProgress(live=False)
-    progress._ledger = ledger
+    progress._ledger = lambda: ledger
     assert "limit 12" in progress._info()
 
 

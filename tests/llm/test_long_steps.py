@@ -35,16 +35,16 @@ class Clock:
 
 
 def _quiet_progress(monkeypatch: pytest.MonkeyPatch, sessions: int) -> tuple[RunProgress, Clock, io.StringIO,
-                                                                               UsageLedger, SimpleNamespace]:
+                                                                               UsageLedger, RunProgress]:
     clock = Clock()
     monkeypatch.setattr(progress_mod.time, "monotonic", clock)
     buf = io.StringIO()
     progress = RunProgress(Console(file=buf, width=300), live=False)
     user = SimpleNamespace(periods=[SimpleNamespace(sessions=[None] * sessions)])
-    events = SimpleNamespace(on_session=None, on_eval=None)
     ledger = UsageLedger()
-    progress.attach(events, [user], ledger)  # outside an event loop: no ticker, updates come from the hooks
-    return progress, clock, buf, ledger, events
+    progress.watch([user], Path("."))
+    progress.start(1, ledger)  # outside an event loop: no ticker, updates come from the counts it is told
+    return progress, clock, buf, ledger, progress
 
 
 def test_a_slow_run_without_a_tty_prints_a_line_per_tenth_not_per_event(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -105,14 +105,14 @@ def test_a_budget_run_without_a_tty_reports_a_stall_at_once_then_once_a_minute(
 
 def test_the_embedded_roles_are_named_before_a_run(monkeypatch: pytest.MonkeyPatch) -> None:
     from amemgym.config import load_config
-    from amemgym.families.statetrack.driver import embedded_note
+    from amemgym.engine.runner import embedded_note
 
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     cfg = load_config("tiny")
-    note = embedded_note(cfg.llm, ["agent", "simulator"])
+    note = embedded_note(cfg, ["agent", "simulator"])
     assert note and "agent and simulator roles" in note and "minutes" in note
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
-    assert embedded_note(cfg.llm, ["agent", "simulator"]) is None
+    assert embedded_note(cfg, ["agent", "simulator"]) is None
 
 
 def test_assembling_the_model_says_what_it_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

@@ -20,11 +20,12 @@ ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'amem
 
 from amemgym.agents import resolve_agent  # noqa: E402
 from amemgym.config import AppConfig, EndpointConfig, LLMConfig, load_config  # noqa: E402
+from amemgym.engine.executor import RayUnitExecutor as RayExecutor  # noqa: E402
+from amemgym.engine.runner import RunOutcome  # noqa: E402
 from amemgym.families.statetrack.data import load_environment  # noqa: E402
 from amemgym.families.statetrack.driver import run_command  # noqa: E402
 from amemgym.families.statetrack.generate.procedural import tiny_environment_path  # noqa: E402
 from amemgym.families.statetrack.layout import RunDir  # noqa: E402
-from amemgym.families.statetrack.ray_executor import RayExecutor  # noqa: E402
 from amemgym.families.statetrack.runner import Runner  # noqa: E402
 from amemgym.llm import LLMClient  # noqa: E402
 from amemgym.testing.fake_endpoint import FakeEndpoint  # noqa: E402
@@ -76,13 +77,22 @@ def config(ep: FakeEndpoint, cache: Path, max_concurrency: int = 8) -> AppConfig
 
 
 async def run(cfg: AppConfig, out: Path, executor: RayExecutor | None = None) -> dict[str, Any]:
+    return (await played(cfg, out, executor)).metrics
+
+
+async def played(cfg: AppConfig, out: Path, executor: RayExecutor | None = None) -> RunOutcome:
     llm = LLMClient.from_config(cfg.llm)
     try:
         outcome = await Runner(load_environment(ENV), resolve_agent("native"), out, cfg, llm).run(executor=executor)
     finally:
         await llm.aclose()
     assert not outcome.failures, outcome.failures
-    return outcome.metrics
+    return outcome
+
+
+def skipped(outcome: RunOutcome) -> list[str]:
+    """The users the run found finished and did not start."""
+    return sorted(r.unit.label for r in outcome.rows if "skipped" in r.status)
 
 
 @dataclass(frozen=True)
@@ -147,11 +157,10 @@ async def test_a_ray_rerun_skips_finished_users_and_calls_nothing(endpoint: Fake
     cfg = config(endpoint, tmp_path / "ray.sqlite")
     first = await run(cfg, tmp_path / "ray", RayExecutor())
     endpoint.reset_counters()
-    executor = RayExecutor()
-    again = await run(cfg, tmp_path / "ray", executor)
+    again = await played(cfg, tmp_path / "ray", RayExecutor())
     users = sorted(u.id for u in load_environment(ENV).users)
-    assert endpoint.served == 0 and sorted(executor.skipped) == users
-    assert scores(again) == scores(first)
+    assert endpoint.served == 0 and skipped(again) == users
+    assert scores(again.metrics) == scores(first)
 
 
 async def test_a_ray_rerun_of_a_lost_user_is_served_from_the_shared_cache(
@@ -162,10 +171,9 @@ async def test_a_ray_rerun_of_a_lost_user_is_served_from_the_shared_cache(
     lost, kept = sorted(u.id for u in load_environment(ENV).users)
     shutil.rmtree(RunDir(tmp_path / "ray").user(lost))
     endpoint.reset_counters()
-    executor = RayExecutor()
-    again = await run(cfg, tmp_path / "ray", executor)
-    assert executor.skipped == [kept] and endpoint.served == 0  # the lost user was replayed from the cache
-    assert scores(again) == scores(first)
+    again = await played(cfg, tmp_path / "ray", RayExecutor())
+    assert skipped(again) == [kept] and endpoint.served == 0  # the lost user was replayed from the cache
+    assert scores(again.metrics) == scores(first)
 
 
 def test_the_run_command_drives_ray_with_a_models_file(endpoint: FakeEndpoint, tmp_path: Path) -> None:
@@ -196,7 +204,7 @@ def test_progress_under_ray_counts_what_the_tasks_finish(endpoint: FakeEndpoint,
 
 def test_file_progress_reports_only_new_complete_records(tmp_path: Path) -> None:
     from amemgym.families.statetrack.episode import EpisodeEvents
-    from amemgym.families.statetrack.ray_executor import FileProgress
+    from amemgym.families.statetrack.progress import FileProgress
 
     user = load_environment(ENV).users[0]
     rd = RunDir(tmp_path)

@@ -274,19 +274,19 @@ async def test_new_run_writes_its_manifest_before_any_other_file(
 
     from amemgym.agents import resolve_agent
     from amemgym.config import load_config
+    from amemgym.engine.rundir import UnitRunDir
     from amemgym.families.statetrack.data import load_environment
     from amemgym.families.statetrack.runner import Runner
-    from amemgym.families.statetrack.runner import Runner as EngineRunner
     from amemgym.testing.run_script import RunScript
     from amemgym.testing.scripted_model import scripted_client
 
-    slow = EngineRunner._write_manifest
+    slow = UnitRunDir.write_manifest
 
-    def write_manifest(self: Any, old: Any, models: Any) -> Any:
+    def write_manifest(self: Any, manifest: Any, record: Any) -> Any:
         time.sleep(0.3)
-        return slow(self, old, models)
+        return slow(self, manifest, record)
 
-    monkeypatch.setattr(EngineRunner, "_write_manifest", write_manifest)
+    monkeypatch.setattr(UnitRunDir, "write_manifest", write_manifest)
     env = load_environment(original_env_path)
     llm = scripted_client(RunScript(env.users[0]), cache=tmp_path / "cache.sqlite")
     rundir = tmp_path / "run"

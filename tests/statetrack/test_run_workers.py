@@ -10,11 +10,12 @@ import pytest
 from rich.console import Console
 
 from amemgym.config import AppConfig, EndpointConfig, LLMConfig, env_preset, load_config
+from amemgym.engine.processes import group_config
 from amemgym.families.statetrack.data.io import dump_environment
 from amemgym.families.statetrack.driver import run_command
 from amemgym.families.statetrack.episode import RUN_ROLES
 from amemgym.families.statetrack.generate.procedural import generate_procedural
-from amemgym.families.statetrack.processes import USERS_PER_WORKER, auto_workers, group_config
+from amemgym.families.statetrack.units import USERS_PER_WORKER, auto_workers
 from amemgym.testing.fake_endpoint import FakeEndpoint
 
 
@@ -79,14 +80,14 @@ def test_a_group_gets_its_share_of_each_endpoints_concurrency() -> None:
     cfg = load_config("tiny")
     cfg.llm = LLMConfig(default=EndpointConfig(base_url="http://127.0.0.1:9/v1", model="m", max_concurrency=128))
     cfg.run.user_concurrency = 64
-    group = group_config(cfg, 3)
+    group = group_config(cfg, 3, RUN_ROLES)
     assert group.llm.endpoint("agent").max_concurrency == 42
     assert group.run.user_concurrency == 21
     assert cfg.llm.endpoint("agent").max_concurrency == 128  # the run's own config is unchanged
 
 
 def test_a_workers_usage_reports_add_up_to_its_last_one() -> None:
-    from amemgym.families.statetrack.processes import usage_delta
+    from amemgym.engine.processes import usage_delta
     from amemgym.llm.usage import UsageLedger
 
     early, late = UsageLedger(), UsageLedger()

@@ -38,11 +38,14 @@ class Checkpoint:
         identity: who writes it (the unit's digest, the policy, the agent); a resume must match it.
         step_key: the trace field holding the step a line belongs to, and the state field holding the next
             step to play (the trace keeps lines of earlier steps on resume).
+        run_dir: the run directory holding ``unit_dir`` (default ``unit_dir`` itself).
     """
 
     def __init__(self, unit_dir: Path, identity: Mapping[str, str], *, step_key: str = "event",
-                 next_key: str = "next_event") -> None:
+                 next_key: str = "next_event", run_dir: Path | None = None) -> None:
         self.dir = Path(unit_dir)
+        #: The run directory the unit's folder is in (a family whose unit reads its neighbours' files needs it).
+        self.run_dir = Path(run_dir) if run_dir is not None else self.dir
         self.out = UnitWriter(self.dir)
         self.identity = {k: str(v) for k, v in identity.items()}
         self.step_key, self.next_key = step_key, next_key

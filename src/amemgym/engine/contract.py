@@ -11,29 +11,40 @@ executors, reports); the family owns the protocol. A family module never writes 
 :func:`check_unit_family` lists what an object lacks to be one.
 
 Besides the five required members a family may define *optional hooks* (:data:`HOOKS`); one it leaves out
-gets the engine's default, which is what the budget and toy families use:
+gets the engine's default, which is what the budget and toy families use. Statetrack defines them all
+(``families/statetrack/units.py``):
 
+- ``protocol(plan, cfg)``: what a resume must match, recorded in the manifest; by default the agent, the run
+  seed and the plan's ``protocol``.
 - ``check_resume(old, protocol, root)``: accept (and return) the manifest of an earlier invocation, or refuse
-  it with RunError; by default every key of this run's protocol must match the recorded one.
-- ``manifest_fields(units, plan, cfg)``: extra top-level manifest keys the family records (none by default).
+  it with RunError; by default every key of this run's protocol must match the recorded one. It may be called
+  before the run lock is taken, so it changes nothing.
+- ``adopt(old, units, root)``: under the run lock, bring an earlier invocation's directory up to this version
+  (statetrack renames user folders named before names were one-to-one) and return its manifest; by default
+  nothing changes.
+- ``manifest(base, old, units, plan, cfg)``: the manifest to write, given the engine's ``base`` (family,
+  planned units, protocol, config, pinned models and their changes, pins); by default ``base`` itself. A
+  family whose manifest has its own shape says so with a ``manifest_record`` class attribute (the record type
+  it is validated as; :class:`~amemgym.records.UnitManifest` by default), and likewise ``metrics_record``.
 - ``finished(unit, root)``: the record of a unit that needs no more play (None otherwise); by default its
   ``results.json``, refused when it holds another file's results. A family whose units leave several files
   instead of one record (statetrack's sessions and evaluations) says from them when one is done.
 - ``run_metrics(units, root, found, cfg)``: the family's numbers of ``metrics.json`` over the run; by default
-  every registered unit metric per unit and per group (:func:`amemgym.engine.metrics.unit_run_metrics`).
+  every registered unit metric per unit and per group (:func:`amemgym.engine.metrics.unit_run_metrics`). The
+  engine adds the agent, cumulative usage, endpoint problems, wall time and failures.
 - ``executor(opts, cfg, units)``: an :class:`~amemgym.engine.executor.UnitExecutor` of the family's own to play
-  the run's units (worker processes, say), or None (the default) for the engine's ``--executor`` choice.
-- ``progress(units)``: the live display of the family's own (an object with the ``start``, ``unit_done`` and
-  ``close`` of :class:`~amemgym.engine.progress.UnitProgress`, which may also count what happens inside a unit,
-  such as statetrack's sessions and evaluations), or None (the default) for the engine's line of units done.
+  the run's units, or None (the default) for the engine's choice: ``--executor``, then ``run.workers``.
+- ``progress(units, root)``: the live display of the family's own (an object with the ``start``, ``unit_done``
+  and ``close`` of :class:`~amemgym.engine.progress.UnitProgress`, which may also count what happens inside a
+  unit, such as statetrack's sessions and evaluations read from ``root``), or None (the default) for the
+  engine's line of units done.
+- ``run_summary(console, root, outcome)``: the console summary after a run, from its
+  :class:`~amemgym.engine.runner.RunOutcome`; by default the unit table, the family's ``summary`` lines, the
+  means per group and the usage (:func:`amemgym.engine.summary.print_run_summary`).
 
 ``play`` may also return None (the unit wrote its files through the engine's UnitWriter, and ``finished``
 reads them back), and may raise :class:`UnitFailed` to report its own failure entries (statetrack's name the
 period and stage) instead of the one entry the engine makes from any other error.
-
-A family that keeps its own runner (statetrack: users and periods, the simulator) still runs its units on the
-engine's Ray executor: it hands :func:`amemgym.engine.ray.run_on_ray` one :class:`RemoteUnit` per unit and
-the module-level function a worker plays it with.
 """
 
 from __future__ import annotations
@@ -53,6 +64,7 @@ if TYPE_CHECKING:
     from ..llm.client import LLMClient
     from .checkpoint import Checkpoint
     from .pool import Found
+    from .runner import RunOutcome
 
 __all__ = ["HOOKS", "AgentPlan", "RemoteUnit", "Unit", "UnitFailed", "UnitFamily", "UnitRow", "check_unit_family",
            "hook"]
@@ -90,13 +102,15 @@ class AgentPlan:
         agent: the ``--agent`` name.
         roles: the model roles its units call (each is preflighted and its served model pinned).
         protocol: the family's settings a resume must match (recorded in the manifest).
-        options: anything the family needs back in ``play`` (not recorded).
+        options: anything the family needs back in ``play`` (not recorded; pickled to every worker, so small).
+        pinned: the roles whose served model the run pins (empty: ``roles``).
     """
 
     agent: str
     roles: tuple[str, ...]
     protocol: Mapping[str, Any] = field(default_factory=dict)
     options: Any = None
+    pinned: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -186,9 +200,20 @@ def default_check_resume(old: Mapping[str, Any], protocol: Mapping[str, Any], ro
     return dict(old)
 
 
-def default_manifest_fields(units: Sequence[Unit], plan: AgentPlan, cfg: AppConfig) -> dict[str, Any]:
-    """No manifest keys beyond the engine's."""
-    return {}
+def default_protocol(plan: AgentPlan, cfg: AppConfig) -> dict[str, Any]:
+    """The agent, the run seed and the plan's settings."""
+    return {"agent": plan.agent, "run_seed": cfg.run.seed, **plan.protocol}
+
+
+def default_adopt(old: Mapping[str, Any], units: Sequence[Unit], root: Path) -> dict[str, Any]:
+    """Nothing to bring up to date."""
+    return dict(old)
+
+
+def default_manifest(base: Mapping[str, Any], old: Mapping[str, Any] | None, units: Sequence[Unit], plan: AgentPlan,
+                     cfg: AppConfig) -> dict[str, Any]:
+    """The engine's manifest as it is."""
+    return dict(base)
 
 
 def default_finished(unit: Unit, root: Path) -> dict[str, Any] | None:
@@ -213,7 +238,7 @@ def default_executor(opts: Any, cfg: AppConfig, units: Sequence[Unit]) -> None:
     return None
 
 
-def default_progress(units: Sequence[Unit]) -> None:
+def default_progress(units: Sequence[Unit], root: Path) -> None:
     """No display of the family's own: the engine's :class:`~amemgym.engine.progress.UnitProgress`."""
     return None
 
@@ -230,14 +255,27 @@ def _default_run_metrics(name: str) -> Callable[..., dict[str, Any]]:
     return run_metrics
 
 
+def _default_run_summary(family: UnitFamily) -> Callable[..., None]:
+    def run_summary(console: Console, root: Path, outcome: RunOutcome) -> None:
+        """The unit table, the family's lines, the means per group and the usage."""
+        from .summary import print_run_summary
+
+        print_run_summary(console, family, root, outcome.rows, outcome.found, outcome.usage, outcome.seconds)
+
+    return run_summary
+
+
 #: The optional hooks a family may define, each with the engine's default.
 HOOKS: dict[str, Callable[[UnitFamily], Callable[..., Any]]] = {
+    "protocol": lambda family: default_protocol,
     "check_resume": lambda family: default_check_resume,
-    "manifest_fields": lambda family: default_manifest_fields,
+    "adopt": lambda family: default_adopt,
+    "manifest": lambda family: default_manifest,
     "finished": lambda family: default_finished,
     "run_metrics": lambda family: _default_run_metrics(family.name),
     "executor": lambda family: default_executor,
     "progress": lambda family: default_progress,
+    "run_summary": _default_run_summary,
 }
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -98,9 +98,25 @@ class LocalExecutor:
 
 @dataclass(frozen=True)
 class RayUnitExecutor:
-    """One Ray task per unit on the cluster at ``address`` (None: this process's, or a local one)."""
+    """One Ray task per unit.
+
+    Attributes:
+        address: the Ray cluster to join (None: this process's, or a local one started and stopped here).
+        max_retries: how often Ray re-runs a task whose worker died; the retry resumes from the unit's
+            checkpoint, and finished calls come back from the response cache.
+        slots: units in flight at once (None: ``run.user_concurrency``); never more than any endpoint's
+            ``max_concurrency``.
+        make_client: builds each task's client from the task's config (None: the run's, or its endpoints').
+        num_cpus: CPUs Ray reserves per task; units mostly wait on the network, so fractions are fine.
+        init_kwargs: extra ``ray.init`` arguments when Ray is started here.
+    """
 
     address: str | None = None
+    max_retries: int = 3
+    slots: int | None = None
+    make_client: Callable[[AppConfig], LLMClient] | None = None
+    num_cpus: float = 1.0
+    init_kwargs: Mapping[str, Any] = field(default_factory=dict)
 
     async def play(self, ctx: PlayContext, units: list[Unit]) -> list[dict[str, Any]]:
         """Play the units as Ray tasks; their usage merged into the run's ledger."""
@@ -108,4 +124,6 @@ class RayUnitExecutor:
 
         return await play_on_ray(ctx.family, units, ctx.plan, ctx.pins, ctx.cfg, ctx.rd.root, ctx.served,
                                  ctx.run_fields, address=self.address, ledger=ctx.llm.ledger,
-                                 make_client=ctx.make_client, on_done=ctx.on_done)
+                                 make_client=self.make_client or ctx.make_client, on_done=ctx.on_done,
+                                 max_retries=self.max_retries, slots=self.slots, num_cpus=self.num_cpus,
+                                 init_kwargs=self.init_kwargs)

@@ -9,27 +9,51 @@ from typing import Any
 
 from ..errors import RunError
 
-__all__ = ["pin_models"]
+__all__ = ["model_changes", "pin_models"]
 
 
-def pin_models(root: Path, before: Mapping[str, Mapping[str, Any]], now: Mapping[str, str], *,
+def _name(desc: Mapping[str, Any]) -> str:
+    return str(desc.get("served") or desc.get("model") or desc.get("backend") or "?")
+
+
+def model_changes(before: Mapping[str, Any], now: Mapping[str, Mapping[str, Any]]) -> list[dict[str, str]]:
+    """The roles of ``now`` that carry a ``served`` model and whose model differs from the one in ``before`` (an
+    earlier manifest's ``models``).
+
+    Compared on the served model; a manifest from before served models were recorded is compared on what it
+    holds (backend and configured name).
+    """
+    changes = []
+    for role, new in now.items():
+        old = before.get(role)
+        if "served" not in new or not isinstance(old, Mapping):
+            continue
+        if "served" in old:
+            same = old["served"] == new["served"]
+        else:
+            same = (old.get("backend"), old.get("model")) == (new.get("backend"), new.get("model"))
+        if not same:
+            changes.append({"role": role, "from": _name(old), "to": _name(new)})
+    return changes
+
+
+def pin_models(root: Path, before: Mapping[str, Any], now: Mapping[str, Mapping[str, Any]], *,
                allow_change: bool) -> tuple[dict[str, dict[str, Any]], list[dict[str, str]]]:
-    """The ``models`` entry of the manifest for ``now`` (role -> served model), and the changes from ``before``.
+    """The ``models`` entry of the manifest for ``now`` (per role its backend and configured model, with the
+    ``served`` model for the roles the run pins), and the changes from ``before``.
 
-    A role new to the run is added; a role whose served model differs is a change, refused unless allowed.
+    A role new to the run is added; a pinned role whose model differs is a change, refused unless allowed.
 
     Raises:
         RunError: a role's model changed and ``allow_change`` is off.
     """
-    changes = []
-    for role, served in now.items():
-        old = before.get(role)
-        if old is not None and old.get("served") != served:
-            changes.append({"role": role, "from": str(old.get("served")), "to": served})
+    changes = model_changes(before, now)
     if changes and not allow_change:
         c = changes[0]
         raise RunError(f"{root}: was run with {c['role']} model {c['from']!r}, now {c['to']!r}; refusing to mix "
-                       "models in one run (use a new --out directory, or pass --allow-model-change)")
+                       "models in one run (use a new --out directory, or pass --allow-model-change to continue: "
+                       "each unit then records the model that played it)")
     when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    models = {**{r: dict(m) for r, m in before.items()}, **{r: {"served": s} for r, s in now.items()}}
+    models = {**{r: dict(m) for r, m in before.items() if isinstance(m, Mapping)},
+              **{r: dict(m) for r, m in now.items()}}
     return models, [{**c, "at": when} for c in changes]

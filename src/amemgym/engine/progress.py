@@ -14,7 +14,7 @@ import asyncio
 import sys
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ..llm.usage import UsageLedger
 
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.progress import Progress
 
-__all__ = ["CPU_HINT", "LOG_EVERY_SECONDS", "STALL_SECONDS", "TICK_SECONDS", "PlainLog", "UnitProgress",
+__all__ = ["CPU_HINT", "LOG_EVERY_SECONDS", "Display", "STALL_SECONDS", "TICK_SECONDS", "PlainLog", "UnitProgress",
            "ledger_info", "poll_forever", "stall_text"]
 
 #: A call on the wire longer than this is reported as waiting (the display shows how many and the longest).
@@ -63,6 +63,22 @@ def ledger_info(ledger: UsageLedger, stall_seconds: float = STALL_SECONDS) -> st
     stall = stall_text(ledger, stall_seconds)
     return (f"calls {t.calls} (in flight {ledger.in_flight}{cap}) cached {t.cache_hits} "
             f"tokens {t.prompt_tokens}+{t.completion_tokens} errors {t.failures}" + (f"; {stall}" if stall else ""))
+
+
+class Display(Protocol):
+    """What a run's live display must do (the engine's :class:`UnitProgress`, or a family's own)."""
+
+    def start(self, total: int, ledger: UsageLedger | Callable[[], UsageLedger]) -> None:
+        """Show ``total`` units to go, counting the calls of ``ledger`` (or of the ledger it returns)."""
+        ...
+
+    def unit_done(self) -> None:
+        """One more unit finished (or failed)."""
+        ...
+
+    def close(self) -> None:
+        """Stop the display and its timers."""
+        ...
 
 
 class PlainLog:

@@ -8,11 +8,10 @@ cluster never exceeds it) and the slot count, and the loop itself (:func:`run_on
 tasks in flight, a task whose worker died retried by Ray (it resumes from its checkpoint), a task out of
 retries handed back as lost, an optional watcher polled while the tasks run.
 
-A family brings a picklable job per unit and the function that plays it in the worker: for a unit family
-the engine builds both (:class:`UnitJob`, :func:`run_unit_job`, whose body is
-:func:`amemgym.engine.runner.play_failures`, the same as a local run's); statetrack brings its episode job
-(``amemgym.families.statetrack.ray_executor``). Each task builds its own client from the task config and
-mixes the run seed into every call; a unit task also checks that each role still serves the model the driver pinned.
+Each unit is one picklable :class:`UnitJob`, played in the worker by :func:`run_unit_job`, whose body is
+:func:`amemgym.engine.runner.play_failures`, the same as a local run's, for every family. Each task builds
+its own client from the task config and mixes the run seed into every call, and first checks that each
+pinned role still serves the model the driver pinned.
 
 Ray is imported only when a run actually uses this executor.
 """
@@ -210,15 +209,17 @@ def run_unit_job(job: UnitJob) -> dict[str, Any]:
 async def play_on_ray(family: UnitFamily, units: list[Unit], plan: AgentPlan, pins: Mapping[str, Any],
                       cfg: AppConfig, root: Path, served: Mapping[str, str], run_fields: Mapping[str, Any], *,
                       address: str | None, ledger: UsageLedger, make_client: Callable[[AppConfig], Any] | None = None,
-                      on_done: Callable[[], None] = lambda: None, max_retries: int = 3) -> list[dict[str, Any]]:
-    """Play a unit family's ``units`` through :func:`run_on_ray`; merge their usage into ``ledger``.
+                      on_done: Callable[[], None] = lambda: None, max_retries: int = 3, slots: int | None = None,
+                      num_cpus: float = 1.0, init_kwargs: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Play a unit family's ``units`` through :func:`run_on_ray` (at most ``slots`` at once, capped as
+    :func:`task_slots` says); merge their usage into ``ledger``.
 
     Returns the failures (one per unit whose task failed for good, or whose play failed).
     """
     if not units:
         return []
     roles = plan.roles or ("agent",)
-    slots = task_slots(cfg, len(units), None, roles)
+    slots = task_slots(cfg, len(units), slots, roles)
     tcfg = task_config(cfg, slots, roles)
     labels = {u.id: u.label for u in units}
     failures: list[dict[str, Any]] = []
@@ -236,5 +237,5 @@ async def play_on_ray(family: UnitFamily, units: list[Unit], plan: AgentPlan, pi
                          "error": redact(lines[-1] if lines else type(exc).__name__)})
 
     await run_on_ray(run_unit_job, tasks, slots=slots, address=address, on_result=finished, on_lost=lost,
-                     on_done=on_done, max_retries=max_retries)
+                     on_done=on_done, max_retries=max_retries, num_cpus=num_cpus, init_kwargs=init_kwargs)
     return failures

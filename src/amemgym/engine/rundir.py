@@ -32,7 +32,7 @@ from ..records import (
     read_record,
     versioned,
 )
-from ..records.base import load_json_file
+from ..records.base import RunFile, load_json_file
 from .unit_writer import UnitWriter
 
 __all__ = ["RECORD_FILE", "UnitRunDir", "move_unit"]
@@ -103,16 +103,17 @@ class UnitRunDir:
         """The folder of the unit ``unit_id`` (``.`` is the run directory itself)."""
         return self.root / unit_id
 
-    def manifest(self) -> dict[str, Any] | None:
-        """The manifest, validated (None when there is none yet)."""
+    def manifest(self, record: type[RunFile] = UnitManifest) -> dict[str, Any] | None:
+        """The manifest, validated as ``record`` (None when there is none yet)."""
         if not self.manifest_path.exists():
             return None
-        return as_dict(read_record(self.manifest_path, UnitManifest))
+        return as_dict(read_record(self.manifest_path, record))
 
-    def write_manifest(self, manifest: Mapping[str, Any]) -> None:
-        """Validate and write the manifest atomically."""
+    def write_manifest(self, manifest: Mapping[str, Any], record: type[RunFile] = UnitManifest) -> None:
+        """Validate (as ``record``: a family may have a manifest of its own shape) and write the manifest
+        atomically."""
         data = versioned(dict(manifest))
-        UnitManifest.model_validate(data)
+        record.model_validate(data)
         UnitWriter(self.root).put_now("manifest.json", data)
 
     def record(self, unit_id: str) -> dict[str, Any] | None:
@@ -147,10 +148,10 @@ class UnitRunDir:
             return []
         return [f.model_dump(mode="json") for f in read_record(self.failures_path, FailuresFile).failures]
 
-    def write_metrics(self, metrics: Mapping[str, Any]) -> None:
-        """Validate and write ``metrics.json``."""
+    def write_metrics(self, metrics: Mapping[str, Any], record: type[RunFile] = UnitMetrics) -> None:
+        """Validate (as ``record``) and write ``metrics.json``."""
         data = versioned(dict(metrics))
-        UnitMetrics.model_validate(data)
+        record.model_validate(data)
         UnitWriter(self.root).put_now("metrics.json", data)
 
     def metrics(self) -> dict[str, Any]:

@@ -19,7 +19,7 @@ import json
 import platform
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,21 +32,21 @@ from ..llm.client import LLMClient
 from ..llm.health import endpoint_problems
 from ..llm.redact import redact
 from ..llm.usage import UsageLedger
+from ..records import UnitManifest, UnitMetrics
 from ..storage import remove_stale_temps
 from .checkpoint import Checkpoint
 from .contract import AgentPlan, Unit, UnitFailed, UnitFamily, UnitRow, default_finished, hook
-from .executor import LocalExecutor, PlayContext, RayUnitExecutor
+from .executor import LocalExecutor, PlayContext, RayUnitExecutor, UnitExecutor
 from .models import pin_models
 from .pool import Found
-from .progress import UnitProgress
+from .progress import Display, UnitProgress
 from .rundir import UnitRunDir
-from .summary import print_run_summary
 from .usage import LiveUsage, UsageBook
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-__all__ = ["ClientFactory", "RunOptions", "run_units"]
+__all__ = ["ClientFactory", "RunOptions", "RunOutcome", "embedded_note", "play_units", "run_units"]
 
 #: Builds the run's client from its config (tests pass a scripted one; Ray tasks build their own).
 ClientFactory = Callable[[AppConfig], LLMClient]
@@ -73,10 +73,6 @@ def counted_view(llm: LLMClient) -> LLMClient:
     return view
 
 
-def _protocol(plan: AgentPlan, cfg: AppConfig) -> dict[str, Any]:
-    return {"agent": plan.agent, "run_seed": cfg.run.seed, **plan.protocol}
-
-
 def check_protocol(family: UnitFamily, rd: UnitRunDir, protocol: Mapping[str, Any]) -> dict[str, Any] | None:
     """The manifest already in the run directory (None for a new run), checked by the family's ``check_resume``
     hook against ``protocol``.
@@ -86,10 +82,12 @@ def check_protocol(family: UnitFamily, rd: UnitRunDir, protocol: Mapping[str, An
     """
     from ..records import run_family
 
-    if rd.manifest_path.exists() and run_family(rd.root) != family.name:
-        raise RunError(f"{rd.root}: holds a run of family {run_family(rd.root) or 'statetrack'!r}, not "
-                       f"{family.name!r}; use a new --out directory")
-    old = rd.manifest()
+    if rd.manifest_path.exists():
+        found = run_family(rd.root) or "statetrack"  # statetrack's manifest names no family
+        if found != family.name:
+            raise RunError(f"{rd.root}: holds a run of family {found!r}, not {family.name!r}; use a new --out "
+                           "directory")
+    old = rd.manifest(getattr(family, "manifest_record", UnitManifest))
     if old is None:
         return None
     return dict(hook(family, "check_resume")(old, protocol, rd.root))
@@ -112,30 +110,54 @@ def finished_record(rd: UnitRunDir, unit: Unit, family: UnitFamily | None = None
     return finished(unit, rd.root)  # type: ignore[no-any-return]
 
 
-def _manifest(family: UnitFamily, env: Path, units: list[Unit], old: dict[str, Any] | None,
-              plan: AgentPlan, protocol: Mapping[str, Any], cfg: AppConfig, models: dict[str, Any],
+def _manifest(family: UnitFamily, env: Path | None, units: list[Unit], old: dict[str, Any] | None,
+              protocol: Mapping[str, Any], cfg: AppConfig, models: dict[str, Any],
               changes: list[dict[str, Any]], pins: Mapping[str, Any]) -> dict[str, Any]:
+    """The engine's manifest (a family's ``manifest`` hook may reshape it)."""
     planned = {u["id"]: u for u in (old or {}).get("units") or []}
     for u in units:
         planned[u.id] = {"id": u.id, "sha256": u.digest, "group": u.group, "label": u.label, **u.info}
     from ..families.folders import natural_key
 
     base = old or {"created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "python": platform.python_version()}
-    return {**base, **hook(family, "manifest_fields")(units, plan, cfg), "family": family.name,
-            "amemgym_version": __version__, "environment_file": str(env),
+    return {**base, "family": family.name, "amemgym_version": __version__,
+            "environment_file": str(env) if env is not None else None,
             "units": [planned[k] for k in sorted(planned, key=natural_key)], "protocol": dict(protocol),
             "config": json.loads(cfg.model_dump_json()), "models": models,
             "model_changes": [*(old or {}).get("model_changes", []), *changes], "pins": dict(pins)}
 
 
+def _executor(family: UnitFamily, opts: RunOptions, cfg: AppConfig, units: list[Unit], plan: AgentPlan,
+              serial: bool, scripted: bool) -> UnitExecutor:
+    """Where the units are played: the family's own executor, else Ray, worker processes or this event loop."""
+    executor = hook(family, "executor")(opts, cfg, units)
+    if executor is not None:
+        return executor  # type: ignore[no-any-return]
+    if opts.executor == "ray":
+        from .ray import check_endpoints, import_ray
+
+        import_ray()
+        check_endpoints(cfg, plan.roles)
+        return RayUnitExecutor(opts.ray_address)
+    if cfg.run.workers > 1 and not serial and not scripted \
+            and all(cfg.llm.chat_base_url(r) for r in plan.roles):  # type: ignore[arg-type]
+        from .processes import ProcessUnitExecutor  # (the embedded model's server belongs to one process)
+
+        return ProcessUnitExecutor(cfg.run.workers)
+    return LocalExecutor(1 if serial else max(1, cfg.run.user_concurrency))
+
+
 def run_units(family: UnitFamily, cfg: AppConfig, env: Path, out_dir: Path, opts: RunOptions, *, console: Console,
               units: list[Unit] | None = None, make_client: ClientFactory | None = None,
-              progress: UnitProgress | None = None) -> int:
+              progress: Display | None = None, plan: AgentPlan | None = None,
+              notes: Sequence[str | None] = (), client: LLMClient | None = None) -> int:
     """Run (or resume) every unit of ``env`` into ``out_dir``; print the summary; return the exit code.
 
     ``make_client`` builds the client from the run's config (None: its endpoints and cache, each role
     preflighted first; tests pass a scripted one, which is not preflighted). ``progress`` is the live display
-    (None: the family's ``progress`` hook, else the engine's line of units done).
+    (None: the family's ``progress`` hook, else the engine's line of units done). ``plan`` is the agent's plan
+    when the caller made it already (None: the family's ``plan``), and ``client`` the run's client (None: one
+    built from the config). ``notes`` are printed once the directory is locked, so a refusal stays one line.
 
     Raises:
         ConfigError: an agent, executor or option the family cannot honour.
@@ -152,104 +174,160 @@ def run_units(family: UnitFamily, cfg: AppConfig, env: Path, out_dir: Path, opts
         raise ConfigError("--ray-address needs --executor ray")
     units = units if units is not None else family.units(env, opts.limit)
     serial = opts.serial or cfg.run.serial
-    llm = make_client(cfg) if make_client is not None else LLMClient.from_config(cfg.llm, serial=serial)
-    llm.sample_seed = cfg.run.seed
-    plan = family.plan(opts.agent, cfg, llm, units[0])
-    protocol = _protocol(plan, cfg)
+    if client is not None:
+        llm = client
+    else:
+        llm = make_client(cfg) if make_client is not None else LLMClient.from_config(cfg.llm, serial=serial)
+    plan = plan if plan is not None else family.plan(opts.agent, cfg, llm, units[0])
     rd = UnitRunDir(out_dir)
     try:
-        old = check_protocol(family, rd, protocol)
+        # Before any endpoint is probed: another run's directory is refused even offline.
+        check_protocol(family, rd, hook(family, "protocol")(plan, cfg))
     except RunError as mismatch:
         if not rd.root.is_dir():
             raise
         with run_lock(out_dir, "amemgym run"):  # a writer still holding the directory explains it better
             raise mismatch from None
-    executor = hook(family, "executor")(opts, cfg, units)
-    if executor is None and opts.executor == "ray":
-        from .ray import check_endpoints, import_ray
-
-        import_ray()
-        check_endpoints(cfg, plan.roles)
-        executor = RayUnitExecutor(opts.ray_address)
-    elif executor is None and cfg.run.workers > 1 and not serial and make_client is None \
-            and all(cfg.llm.chat_base_url(r) for r in plan.roles):  # type: ignore[arg-type]
-        from .processes import ProcessUnitExecutor  # (the embedded model's server belongs to one process)
-
-        executor = ProcessUnitExecutor(cfg.run.workers)
-    elif executor is None:
-        executor = LocalExecutor(1 if serial else max(1, cfg.run.user_concurrency))
+    executor = _executor(family, opts, cfg, units, plan, serial, make_client is not None)
     if make_client is None:
         from ..llm.preflight import preflight
 
         preflight(cfg.llm, plan.roles)
     prepare_out_dir(out_dir)
-    progress = progress or hook(family, "progress")(units) or UnitProgress(noun=family.noun)
-    failures: list[dict[str, Any]] = []
-    skipped: set[str] = set()
-    t0 = time.perf_counter()
     with run_lock(out_dir, "amemgym run"):
-        remove_stale_temps(out_dir)  # left by a killed invocation; this one holds the lock
-        for u in units:
-            if finished_record(rd, u, family) is not None:
-                skipped.add(u.id)
-        todo = [u for u in units if u.id not in skipped]
-        book = UsageBook(out_dir)
-        book.fold_pending()
-        live = LiveUsage(llm.ledger)
+        for note in (*notes, embedded_note(cfg, plan.roles) if make_client is None else None):
+            if note:
+                console.print(note, highlight=False, markup=False)
 
-        async def go() -> None:
-            invocation = uuid.uuid4().hex
-            flusher: asyncio.Task[None] | None = None
-            journal = llm.usage_journal = book.journal(invocation)
+        async def go() -> RunOutcome:
             try:
-                served = {role: await llm.model_identity(role) for role in plan.roles}
-                models, changes = pin_models(out_dir, (old or {}).get("models") or {}, served,
-                                             allow_change=opts.allow_model_change)
-                pins = await family.pins(plan, cfg, llm, (old or {}).get("pins") or {})
-                rd.write_manifest(_manifest(family, env, units, old, plan, protocol, cfg, models, changes, pins))
-                first = served.get(plan.roles[0]) if plan.roles else None
-                run_fields = {"run_seed": cfg.run.seed, "agent_model": first,
-                              "model_changes": [*(old or {}).get("model_changes", []), *changes]}
-                flusher = asyncio.create_task(book.flush_forever(invocation, live.now))
-                progress.start(len(todo), live.now)
-                ctx = PlayContext(family, plan, pins, llm, cfg, rd, served, run_fields, live, make_client,
-                                  progress.unit_done)
-                failures.extend(await executor.play(ctx, todo))
+                return await play_units(family, units, plan, llm, cfg, out_dir, env=env, executor=executor,
+                                        progress=progress, allow_model_change=opts.allow_model_change,
+                                        make_client=make_client)
             finally:
-                progress.close()
-                if flusher is not None:
-                    flusher.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await flusher
-                journal.close()
-                book.save(invocation, llm.ledger)
                 await llm.aclose()
 
         set_call_limit(cfg.run.agent_call_timeout)  # plug-in calls are guarded with the run's limit
-        asyncio.run(go())
-        rows, found = [], []
-        failed = {f["user"]: f["error"] for f in failures}
-        for u in units:
-            record = finished_record(rd, u, family)
-            if record is None or u.id in failed:
-                rows.append(UnitRow(u, None, f"failed: {failed.get(u.id, 'no results')}"))
-                continue
-            rows.append(UnitRow(u, record, "done earlier (skipped)" if u.id in skipped else "done"))
-            found.append(Found(rd.unit_dir(u.id), str(out_dir), record))
-        written = rd.write_failures(failures)
-        metrics = hook(family, "run_metrics")(units, out_dir, found, cfg)
-        usage = book.cumulative()
-        usage.pop("format_version", None)
-        rd.write_metrics({**metrics, "agent": plan.agent, "usage": usage, "failures": written,
-                          "endpoint_problems": endpoint_problems(usage.get("last_invocation") or {}),
-                          "wall_seconds_last_invocation": round(time.perf_counter() - t0, 3)})
-    print_run_summary(console, family, out_dir, rows, found, llm.ledger, time.perf_counter() - t0)
-    if failures:
-        count = len({f["user"] for f in failures})  # a family's UnitFailed may give several entries per unit
+        outcome = asyncio.run(go())
+    hook(family, "run_summary")(console, out_dir, outcome)
+    if outcome.failures:
+        count = len({f["user"] for f in outcome.failures})  # a family's UnitFailed may give several per unit
         console.print(f"[red]{count} {family.noun} failed[/red] (see {rd.failures_path}); re-run the same "
                       "command to retry them", highlight=False)
-        return 1
-    return 0
+    return 1 if outcome.failures or outcome.metrics.get("complete") is False else 0
+
+
+def embedded_note(cfg: AppConfig, roles: Sequence[str]) -> str | None:
+    """The line that tells a user which of ``roles`` run on the embedded model, whose calls can take minutes."""
+    local = [r for r in roles if r != "embedder" and cfg.llm.chat_base_url(r) is None]  # type: ignore[arg-type]
+    if not local:
+        return None
+    names = " and ".join([", ".join(local[:-1]), local[-1]] if len(local) > 1 else local)
+    return (f"note: the {names} role{'s' if len(local) > 1 else ''} run{'' if len(local) > 1 else 's'} on the "
+            "embedded model on this machine's CPU: one call can take minutes, so progress may pause for a while")
+
+
+@dataclass
+class RunOutcome:
+    """What one invocation of a run produced.
+
+    Attributes:
+        metrics: ``metrics.json`` as written.
+        failures: what failed this time (redacted, as in ``failures.json``).
+        rows: every unit with its record (None when it has not finished) and what happened to it.
+        found: the finished units' records.
+        usage: what this invocation spent.
+        seconds: its wall time, from the lock to ``metrics.json``.
+    """
+
+    metrics: dict[str, Any]
+    failures: list[dict[str, Any]]
+    rows: list[UnitRow]
+    found: list[Found]
+    usage: UsageLedger
+    seconds: float
+
+
+async def play_units(family: UnitFamily, units: list[Unit], plan: AgentPlan, llm: LLMClient, cfg: AppConfig,
+                     out_dir: Path, *, env: Path | None, executor: UnitExecutor | None = None,
+                     progress: Display | None = None, allow_model_change: bool = False,
+                     make_client: ClientFactory | None = None, only: Collection[str] | None = None) -> RunOutcome:
+    """Play (or resume) ``units`` into ``out_dir`` and write its root files; the caller holds the run lock.
+
+    The earlier manifest is checked (and adopted by the family's ``adopt`` hook), the served models are pinned,
+    the family's pins made or kept and the manifest written, all before the first unit call; then the units
+    without a finished record are played on ``executor`` (None: this event loop, ``run.user_concurrency`` at
+    a time), with usage flushed as they go; then ``failures.json`` and ``metrics.json``. ``only`` restricts the
+    play to those unit ids (the manifest and metrics still cover every unit). The caller closes ``llm``.
+
+    Raises:
+        RunError: ``out_dir`` holds a run of another family, protocol or model.
+    """
+    from .rundir import prepare_out_dir
+
+    t0 = time.perf_counter()
+    rd = UnitRunDir(out_dir)
+    prepare_out_dir(out_dir)
+    remove_stale_temps(out_dir)  # left by a killed invocation; this one holds the lock
+    llm.sample_seed = cfg.run.seed  # every call of this run (each trial has its own seed) is its own sample
+    protocol = hook(family, "protocol")(plan, cfg)
+    old = check_protocol(family, rd, protocol)
+    if old is not None:
+        old = dict(hook(family, "adopt")(old, units, rd.root))
+    if executor is None:
+        executor = LocalExecutor(1 if cfg.run.serial else max(1, cfg.run.user_concurrency))
+    progress = progress or hook(family, "progress")(units, rd.root) or UnitProgress(noun=family.noun)
+    skipped = {u.id for u in units if finished_record(rd, u, family) is not None}
+    todo = [u for u in units if u.id not in skipped and (only is None or u.id in only)]
+    book = UsageBook(out_dir)
+    book.fold_pending()
+    live = LiveUsage(llm.ledger)
+    invocation = uuid.uuid4().hex
+    flusher: asyncio.Task[None] | None = None
+    journal = llm.usage_journal = book.journal(invocation)
+    failures: list[dict[str, Any]] = []
+    try:
+        described = await llm.resolve_models(plan.pinned or plan.roles)
+        served = {role: d["served"] for role, d in described.items() if "served" in d}
+        models, changes = pin_models(out_dir, (old or {}).get("models") or {}, described,
+                                     allow_change=allow_model_change)
+        pins = await family.pins(plan, cfg, llm, (old or {}).get("pins") or {})
+        base = _manifest(family, env, units, old, protocol, cfg, models, changes, pins)
+        manifest = hook(family, "manifest")(base, old, units, plan, cfg)
+        rd.write_manifest(manifest, getattr(family, "manifest_record", UnitManifest))
+        first = served.get(plan.roles[0]) if plan.roles else None
+        run_fields = {"run_seed": cfg.run.seed, "agent_model": first, "model_changes": base["model_changes"]}
+        flusher = asyncio.create_task(book.flush_forever(invocation, live.now))
+        progress.start(len(todo), live.now)
+        ctx = PlayContext(family, plan, pins, llm, cfg, rd, served, run_fields, live, make_client, progress.unit_done)
+        failures.extend(await executor.play(ctx, todo))
+    finally:
+        progress.close()
+        if flusher is not None:
+            flusher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await flusher
+        journal.close()
+        llm.usage_journal = None
+        book.save(invocation, llm.ledger)
+    rows, found = [], []
+    failed = {f["user"]: f["error"] for f in failures}
+    for u in units:
+        record = finished_record(rd, u, family)
+        if record is None or u.id in failed:
+            rows.append(UnitRow(u, None, f"failed: {failed.get(u.id, 'no results')}"))
+            continue
+        rows.append(UnitRow(u, record, "done earlier (skipped)" if u.id in skipped else "done"))
+        found.append(Found(rd.unit_dir(u.id), str(out_dir), record))
+    written = rd.write_failures(failures)
+    metrics = dict(hook(family, "run_metrics")(units, out_dir, found, cfg))
+    usage = book.cumulative()
+    usage.pop("format_version", None)
+    metrics.update({"agent": plan.agent, "usage": usage,
+                    "endpoint_problems": endpoint_problems(usage.get("last_invocation") or {}),
+                    "wall_seconds_last_invocation": round(time.perf_counter() - t0, 3), "failures": written})
+    rd.write_metrics(metrics, getattr(family, "metrics_record", UnitMetrics))
+    return RunOutcome(metrics, written, rows, found, llm.ledger, time.perf_counter() - t0)
 
 
 async def play_failures(family: UnitFamily, unit: Unit, plan: AgentPlan, pins: Mapping[str, Any], llm: LLMClient,
@@ -283,7 +361,8 @@ async def play_and_write(family: UnitFamily, unit: Unit, plan: AgentPlan, pins: 
     try:
         with live.unit(view.ledger) if live is not None else contextlib.nullcontext(view.ledger):
             record = await family.play(unit, plan, pins, view, cfg,
-                                       Checkpoint(rd.unit_dir(unit.id), _identity(family.name, unit, plan)))
+                                       Checkpoint(rd.unit_dir(unit.id), _identity(family.name, unit, plan),
+                                                  run_dir=rd.root))
     finally:
         llm.ledger.merge(view.ledger)
     if record is None:

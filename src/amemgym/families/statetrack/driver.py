@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -10,16 +9,14 @@ from rich.console import Console
 from rich.table import Table
 
 from ...agents.base import AgentContext
-from ...agents.guard import set_call_limit
 from ...agents.registry import resolve_agent
-from ...config import AppConfig, LLMConfig
+from ...config import AppConfig
 from ...engine.flags import ModelFlags
-from ...engine.lock import run_lock
 from ...engine.models_file import apply_models_file
 from ...errors import AMemGymError, ConfigError, RunError
 from ...llm.client import LLMClient
 from ...llm.health import describe as describe_problem
-from ...llm.preflight import preflight, run_roles
+from ...llm.preflight import run_roles
 from ...scoring.registry import in_display_order, registered
 from .cut import environment_cut, first_users
 from .data.io import load_environment
@@ -27,25 +24,12 @@ from .data.model import Environment
 from .generate.procedural import tiny_environment_path
 from .layout import RunDir
 from .metrics import RESULT_FLAGS
-from .progress import RunProgress
-from .ray_executor import RayExecutor, check_endpoints, import_ray
-from .runner import Runner, UserExecutor, existing_manifest, protocol_of
 from .validity.sim_audit import degenerate_warning
 
 
 def default_environment() -> Path:
     """The bundled procedural tiny environment."""
     return tiny_environment_path()
-
-
-def embedded_note(llm: LLMConfig, roles: list[str]) -> str | None:
-    """The line that tells a user which roles run on the embedded model, whose calls can take minutes."""
-    local = [r for r in roles if r != "embedder" and llm.chat_base_url(r) is None]  # type: ignore[arg-type]
-    if not local:
-        return None
-    names = " and ".join([", ".join(local[:-1]), local[-1]] if len(local) > 1 else local)
-    return (f"note: the {names} role{'s' if len(local) > 1 else ''} run{'' if len(local) > 1 else 's'} on the "
-            "embedded model on this machine's CPU: one call can take minutes, so progress may pause for a while")
 
 
 def check_off_policy_source(source: Path, env: Environment) -> None:
@@ -187,25 +171,35 @@ def run_command(
     allow_model_change: bool = False, flags: ModelFlags | None = None, limit: int | None = None,
     environment: Environment | None = None, settings_note: str | None = None,
 ) -> int:
-    """Run (or resume) and print where the results are. Returns the exit code.
+    """Run (or resume) on the engine (:func:`amemgym.engine.runner.run_units`) and print where the results are.
+    Returns the exit code.
 
-    ``executor`` is ``local`` (this process) or ``ray`` (one Ray task per user, see ``docs/scale-out.md``);
-    ``models`` is a YAML file of per-role endpoints laid over ``llm.roles``; ``allow_model_change`` lets a
-    resumed run continue on another model than it started with (each session records its model); ``flags``
-    are the model flags (applied last); ``limit`` runs the first N users; ``environment`` is the file at
-    ``env_path`` when the caller has already loaded it (trials then parse it once); ``settings_note`` says
-    where the settings came from, printed once the run is known to start (a refusal stays one line). Every
-    role the run will call is checked before the first model call.
+    ``executor`` is ``local`` (this process, or worker processes: ``run.workers``) or ``ray`` (one Ray task per
+    user, see ``docs/scale-out.md``); ``models`` is a YAML file of per-role endpoints laid over ``llm.roles``;
+    ``allow_model_change`` lets a resumed run continue on another model than it started with (each session
+    records its model); ``flags`` are the model flags (applied last); ``limit`` runs the first N users;
+    ``environment`` is the file at ``env_path`` when the caller has already loaded it (trials then parse it
+    once); ``settings_note`` says where the settings came from, printed once the run is known to start (a
+    refusal stays one line). Bad input (another run's directory, an off-policy source that cannot be
+    replayed, an agent whose factory fails) is refused before any endpoint is probed; every role the run will
+    call is checked before the first model call.
     """
+    from ...engine.runner import RunOptions, run_units
+    from .layout import folder_clashes, user_folder
+    from .runner import protocol_of
+    from .units import STATETRACK_UNITS, statetrack_plan, units_of
+
     if executor not in ("local", "ray"):
         raise ConfigError(f"unknown executor {executor!r}; use 'local' or 'ray'")
-    if ray_address and executor != "ray":
-        raise ConfigError("--ray-address needs --executor ray")
     spec = resolve_agent(agent)
     env_path = env_path or default_environment()
     # With --limit only the first N users are read (data.io streams the file); the cut records the file's hash.
     env = first_users(environment if environment is not None else load_environment(env_path, limit=limit), limit)
-    cut = environment_cut(env_path, limit)
+    clashes = folder_clashes([u.id for u in env.users])
+    if clashes:
+        a, b = clashes[0]
+        raise RunError(f"user ids {a!r} and {b!r} would share the folder users/{user_folder(a)} (names that "
+                       "differ only in letter case are one folder on macOS and Windows); rename one of them")
     if models is not None:
         cfg.llm.roles = apply_models_file(cfg.llm.roles, models)  # type: ignore[arg-type, assignment]
     if spec.llm_overrides:
@@ -214,60 +208,22 @@ def run_command(
         cfg.llm.roles = roles
     if flags is not None:
         flags.apply(cfg)
-    # Bad input is named before any endpoint is probed: a run directory of another run needs no network to refuse.
-    protocol = protocol_of(env, spec, cfg, off_policy)
-    try:
-        existing_manifest(out_dir, protocol)
-    except RunError as mismatch:
-        # A writer still holding the directory explains the mismatch better, so it is named first.
-        with run_lock(out_dir, "amemgym run"):
-            raise mismatch from None
     if off_policy is not None:
         check_off_policy_source(off_policy, env)
-    called = run_roles(spec.roles, off_policy=off_policy is not None)
-    preflight(cfg.llm, called)
-    distributed: UserExecutor | None = None
-    if executor == "ray":
-        import_ray()  # fail before any work if the extra is missing or an endpoint is not served
-        check_endpoints(cfg)
-        distributed = RayExecutor(address=ray_address)
-    else:
-        from .episode import RUN_ROLES
-        from .processes import ProcessExecutor, auto_workers
-
-        workers = cfg.run.workers or auto_workers(cfg, len(env.users), RUN_ROLES)
-        if workers > 1:
-            distributed = ProcessExecutor(workers)
+    protocol = protocol_of(env, spec, cfg, off_policy)
+    plan = statetrack_plan(spec, protocol, run_roles(spec.roles, off_policy=off_policy is not None),
+                           off_policy=off_policy, environment_cut=environment_cut(env_path, limit))
     llm = LLMClient.from_config(cfg.llm, serial=cfg.run.serial)
     # Build one agent before any work, so a plug-in whose factory fails is refused up front, not mid-run.
     spec.build(llm, AgentContext(user_id="agent-check", state_schema=dict(env.users[0].state_schema)))
-    # Taken only once the inputs are known to be good, so bad input never leaves a directory behind.
-    with run_lock(out_dir, "amemgym run"):
-        for note in (settings_note, embedded_note(cfg.llm, called)):
-            if note:
-                console.print(note, highlight=False, markup=False)
-        progress = RunProgress()
-
-        runner = Runner(env, spec, out_dir, cfg, llm, env_path=env_path, off_policy=off_policy, progress=progress,
-                        allow_model_change=allow_model_change, protocol=protocol, environment_cut=cut)
-
-        async def go() -> Any:
-            try:
-                return await runner.run(executor=distributed)
-            finally:
-                progress.close()
-                await llm.aclose()
-
-        set_call_limit(cfg.run.agent_call_timeout)
-        outcome = asyncio.run(go())
-        print_summary(console, outcome.metrics, out_dir)
-        if outcome.failures:
-            console.print(f"[red]{len(outcome.failures)} failure(s)[/red] (see {out_dir / 'failures.json'}); "
-                          "re-run the same command to retry what failed")
-        console.print(f"results: {out_dir / 'metrics.json'} (traces under {out_dir / 'users'})")
-        sha = runner.environment_sha256
-        write_run_report(out_dir, console, environment=(env, sha) if sha else None)
-        return 1 if outcome.failures or not outcome.metrics["complete"] else 0
+    opts = RunOptions(agent=spec.name, serial=cfg.run.serial, allow_model_change=allow_model_change,
+                      executor=executor, ray_address=ray_address)
+    code = run_units(STATETRACK_UNITS, cfg, env_path, out_dir, opts, console=console,
+                     units=units_of(env, protocol["environment_sha256"]), plan=plan, notes=[settings_note],
+                     client=llm)
+    console.print(f"results: {out_dir / 'metrics.json'} (traces under {out_dir / 'users'})")
+    write_run_report(out_dir, console, environment=(env, protocol["environment_sha256"]))
+    return code
 
 
 def write_run_report(rundir: Path, console: Console, *, environment: tuple[Any, str] | None = None) -> None:
