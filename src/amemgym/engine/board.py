@@ -25,7 +25,48 @@ from .summary import headline_of
 if TYPE_CHECKING:
     from ..families import Board
 
-__all__ = ["BoardPanel", "Pairing", "board_table", "entry_flags", "pair_runs"]
+__all__ = ["BoardPanel", "Pairing", "board_table", "cell", "competition_ranks", "csv_table", "entry_flags",
+           "markdown_cell", "markdown_table", "pair_runs"]
+
+#: Characters that would end a table cell, open raw HTML, code spans, links or emphasis. Underscores stay as
+#: they are: inside a word (run_b) they are plain text, and names are full of them.
+_MD_ESCAPES = {"\\": "\\\\", "|": "\\|", "`": "\\`", "*": "\\*", "[": "\\[", "]": "\\]",
+               "<": "&lt;", ">": "&gt;", "&": "&amp;"}
+
+
+def markdown_cell(text: str) -> str:
+    """``text`` as literal content of one Markdown table cell: no HTML, no formatting, no line break."""
+    flat = " ".join(str(text).split())  # newlines (and other breaks) would end the table row
+    return "".join(_MD_ESCAPES.get(ch, ch) for ch in flat)
+
+
+def markdown_table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A Markdown table of display ``rows``; every cell is escaped, so a name from a config file stays text."""
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(markdown_cell(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def csv_table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """CSV of ``rows`` with full-precision numbers (None as an empty field)."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(columns)
+    writer.writerows(["" if x is None else x for x in row] for row in rows)
+    return buf.getvalue()
+
+
+def cell(x: Any) -> str:
+    """A board value as displayed: 3 decimals, ``-`` for none."""
+    if isinstance(x, float):
+        return f"{x:.3f}"
+    return "-" if x is None else str(x)
+
+
+def competition_ranks(shown: Sequence[float]) -> list[str]:
+    """Ranks of values already sorted best first and rounded to the displayed precision: equal values share a
+    rank (competition ranking, 1, 1, 3), shown as ``=1``."""
+    return [f"={shown.index(v) + 1}" if shown.count(v) > 1 else str(shown.index(v) + 1) for v in shown]
 
 
 class BoardPanel(Protocol):
@@ -40,17 +81,10 @@ class BoardPanel(Protocol):
         ...
 
 
-def _cell(x: Any) -> str:
-    if isinstance(x, float):
-        return f"{x:.3f}"
-    return "-" if x is None else str(x)
-
-
 def board_table(family: str, run_dirs: Sequence[Path], panel: BoardPanel | None = None, *, noun: str = "units",
                 group_noun: str = "unit group") -> Board:
     """One row per folder given, agent (name, variant, served model), group and protocol (see the module)."""
     from ..families import Board
-    from ..report.leaderboard import markdown_cell
 
     head = headline_of(family)
     others = [m for m in unit_metrics(family) if m.column and m is not head]
@@ -67,8 +101,7 @@ def board_table(family: str, run_dirs: Sequence[Path], panel: BoardPanel | None 
         scored = sorted((e for e in members if flagged[id(e)][1]),
                         key=lambda e: (-round(e.stat(head)["mean"] or 0.0, 3), e.agent, e.model))
         shown = [round(e.stat(head)["mean"] or 0.0, 3) for e in scored]
-        ordered = [(e, f"={shown.index(v) + 1}" if shown.count(v) > 1 else str(shown.index(v) + 1))
-                   for e, v in zip(scored, shown, strict=True)]
+        ordered = list(zip(scored, competition_ranks(shown), strict=True))
         ordered += [(e, "-") for e in members if not flagged[id(e)][1]]
         for e, rank in ordered:
             stat = e.stat(head)
@@ -95,21 +128,15 @@ def board_table(family: str, run_dirs: Sequence[Path], panel: BoardPanel | None 
                          f"{noun}; each is ranked on its own and their ranks are not comparable")
     if len(by_kind) > 1:
         notes.append(f"note: runs differ in {group_noun} or protocol; each group is ranked separately")
-    rows = [[_cell(x) for x in row] for row in full]
-    md = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    md += ["| " + " | ".join(markdown_cell(c) for c in row) + " |" for row in rows]
+    rows = [[cell(x) for x in row] for row in full]
     explain = (f"\nOne row per run folder given, agent, {group_noun} and protocol; each number is the mean over the "
                f"row's {noun} (a unit's trials are averaged first), with a 95 % t-interval over {noun} for "
                f"{head.label} ({head.description}). Rows are ranked only within a group of the same {group_noun} and "
                f"protocol that ran the same set of {noun}; rows with a unit lacking {head.label} or with unfinished "
                f"{noun} are listed but not ranked. Equal means at 3 decimals share a rank (=N).\n")
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(columns)
-    writer.writerows(["" if x is None else x for x in row] for row in full)
     return Board(family, f"amemgym leaderboard: {family} family (mean over {noun}, ranked within {group_noun}, "
-                 f"protocol and {noun.rstrip('s')} set)", columns, rows, notes, "\n".join(md) + "\n" + explain,
-                 buf.getvalue())
+                 f"protocol and {noun.rstrip('s')} set)", columns, rows, notes,
+                 markdown_table(columns, rows) + "\n" + explain, csv_table(columns, full))
 
 
 def entry_flags(e: Entry, head: Any, panel: BoardPanel | None, noun: str) -> tuple[list[str], bool]:

@@ -13,14 +13,13 @@ Ranking rules (a careful benchmark user would expect these):
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..engine.board import cell, competition_ranks, csv_table, markdown_table
 from ..engine.ranking_flags import shown as shown_flag
 from ..families.statetrack.metrics import HEADLINE
 from ..scoring.registry import Metric, headline, table_metrics
@@ -98,10 +97,9 @@ def leaderboard(runs: Sequence[RunRecord]) -> list[Entry]:
             else:
                 unranked.append(Entry(g, None, s, env, flags))
         ranked.sort(key=lambda x: (_shown(x[0]), x[0].label))
-        shown = [_shown(s) for s, _, _ in ranked]
-        for i, (s, env, flags) in enumerate(ranked):
-            rank = shown.index(shown[i]) + 1
-            entries.append(Entry(g, rank, s, env, flags, tied=shown.count(shown[i]) > 1))
+        ranks = competition_ranks([_shown(s) for s, _, _ in ranked])
+        for (s, env, flags), rank in zip(ranked, ranks, strict=True):
+            entries.append(Entry(g, int(rank.lstrip("=")), s, env, flags, tied=rank.startswith("=")))
         entries += unranked
     return entries
 
@@ -139,15 +137,9 @@ def _row(e: Entry) -> list[Any]:
             *(s.value(m) for m in table_metrics()), s.users, e.environment, "; ".join(e.flags)]
 
 
-def _cell(x: Any) -> str:
-    if isinstance(x, float):
-        return f"{x:.3f}"
-    return "-" if x is None else str(x)
-
-
 def table_rows(entries: Sequence[Entry]) -> list[list[str]]:
     """The board as display strings, in :func:`columns` order."""
-    return [[_cell(x) for x in _row(e)] for e in entries]
+    return [[cell(x) for x in _row(e)] for e in entries]
 
 
 def _compact() -> list[tuple[str, tuple[Metric, ...]]]:
@@ -179,41 +171,20 @@ def display_rows(entries: Sequence[Entry]) -> list[list[str]]:
     for e in entries:
         s = e.summary
         rows.append([str(e.group), e.rank_text, s.label, s.agent, s.memory_text(),
-                     *("/".join(_cell(s.value(m)) for m in members) for _, members in compact),
+                     *("/".join(cell(s.value(m)) for m in members) for _, members in compact),
                      e.environment[:8], ", ".join(e.flags)])
     return rows
 
 
-#: Characters that would end a table cell, open raw HTML, code spans, links or emphasis. Underscores stay as
-#: they are: inside a word (run_b) they are plain text, and names are full of them.
-_MD_ESCAPES = {"\\": "\\\\", "|": "\\|", "`": "\\`", "*": "\\*", "[": "\\[", "]": "\\]",
-               "<": "&lt;", ">": "&gt;", "&": "&amp;"}
-
-
-def markdown_cell(text: str) -> str:
-    """``text`` as literal content of one Markdown table cell: no HTML, no formatting, no line break."""
-    flat = " ".join(str(text).split())  # newlines (and other breaks) would end the table row
-    return "".join(_MD_ESCAPES.get(ch, ch) for ch in flat)
-
-
 def to_markdown(entries: Sequence[Entry]) -> str:
     """A Markdown table; every cell is escaped, so a name from a config file stays plain text."""
-    esc = markdown_cell
-    cols = columns()
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    lines += ["| " + " | ".join(esc(c) for c in row) + " |" for row in table_rows(entries)]
     note = ("\nRuns are ranked only within a group (same environment and protocol); incomplete and degenerate "
             "runs (flagged DEGENERATE: upper bound near random, memory score undefined in most cells, or a "
             "degenerate simulator) are listed but not ranked. Equal scores at 3 decimals share a rank (=N). "
             "Excluded cells: (user, period) cells without a memory score (UB <= R). Intervals: 95 % over users.\n")
-    return "\n".join(lines) + "\n" + note
+    return markdown_table(columns(), table_rows(entries)) + "\n" + note
 
 
 def to_csv(entries: Sequence[Entry]) -> str:
     """CSV with full-precision numbers."""
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(columns())
-    for e in entries:
-        writer.writerow(["" if x is None else x for x in _row(e)])
-    return buf.getvalue()
+    return csv_table(columns(), [_row(e) for e in entries])

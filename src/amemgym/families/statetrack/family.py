@@ -162,14 +162,8 @@ class StateTrack:
         """Memory-score ranking within groups of the same environment and protocol."""
         from rich.markup import escape
 
-        from ...report.leaderboard import (
-            display_columns,
-            display_rows,
-            leaderboard,
-            markdown_cell,
-            to_csv,
-            to_markdown,
-        )
+        from ...engine.board import markdown_cell
+        from ...report.leaderboard import display_columns, display_rows, leaderboard, to_csv, to_markdown
         from ...report.load import load_run, unique_labels
 
         # One unreadable folder (of a glob like runs/*) is listed with its reason; the others are still boarded.
