@@ -138,6 +138,9 @@ def redact_obj(obj: Any) -> Any:
 
 #: Characters no credential shape of :data:`_CONTENT_PATTERNS` contains, except the whitespace after "bearer".
 _BREAKS = frozenset(" \t\n\r\f\v\"'\\")
+#: Every credential shape of :data:`_CONTENT_PATTERNS` holds one of these (the whitespace after "bearer", the
+#: hyphen of "sk-", the colon of "://"); keep it in step with them.
+_SHAPE_NEEDS = (" ", "\t", "\n", "\r", "\f", "\v", "-", ":")
 _BEARER_END = re.compile(r"(?i)bearer\s*\Z")
 
 
@@ -145,15 +148,17 @@ def joins_safely(left: str, right: str) -> bool:
     """Whether ``left + right`` may be written in two pieces, each redacted on its own, and mask what
     :func:`redact_content` of the whole would: no registered key and no credential shape can span the joint.
 
-    Conservative: False whenever the joint is not at a character no credential contains (so a string that
-    grows inside a word or a base64 run is always written whole).
+    That holds when no registered key spans it and either the joint is at a character no credential holds
+    (a quote, a backslash, whitespace not after "bearer") or the whole text has none of the characters every
+    credential shape needs (a base64 run). Anything else is False (the text is then written whole).
     """
     if not left or not right:
         return True
-    if left[-1] not in _BREAKS and right[0] not in _BREAKS:
-        return False
-    if _BEARER_END.search(left[-64:]) or right[0] in _BREAKS and _BEARER_END.search(left[-64:] + right[:1]):
-        return False  # "bearer" + whitespace + token: a match that crosses whitespace
+    if left[-1] in _BREAKS or right[0] in _BREAKS:
+        if _BEARER_END.search(left[-64:]) or _BEARER_END.search(left[-64:] + right[:1]):
+            return False  # "bearer" + whitespace + token: a match that crosses whitespace
+    elif any(c in left or c in right for c in _SHAPE_NEEDS):
+        return False  # str's "in" is a fast scan; a regex over a long text would cost more than it saves
     with _LOCK:
         known = list(_KNOWN_SORTED)
     return not any(secret in left[1 - len(secret):] + right[: len(secret) - 1] for secret in known)

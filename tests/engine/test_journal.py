@@ -107,6 +107,9 @@ def test_random_edit_sequences_fold_to_exactly_the_value_saved(tmp_path: Path, s
     pytest.param([{"k": {1: "a"}}, {"k": {1: "a", "1x": "b"}}, {"k": {"1": "a"}}], id="non-string keys"),
     pytest.param([{"t": (1, 2)}, {"t": [1, 2, 3]}, {"t": (1, 2, 3, 4)}], id="tuples"),
     pytest.param([{"v": "QUJD"}, {"v": "QUJDREVG"}, {"v": "WFla"}], id="string grows, then changes"),
+    pytest.param([{"v": "QUJDRA=="}, {"v": "QUJDREVGRw=="}, {"v": "QUJDREVGR0g="}, {"v": "QUJDREVGR0hJSktM"},
+                  {"v": "QUJDREVGRw"}],
+                 id="string's end rewritten as it grows (base64 padding), then shortened"),
     pytest.param([{"n": float("nan")}, {"n": float("nan")}, {"n": 1}], id="nan"),
 ])
 def test_each_kind_of_change_round_trips(tmp_path: Path, values: list[Any]) -> None:
@@ -189,6 +192,8 @@ def test_changes_say_only_what_changed() -> None:
     new = {"period": 0, "session": 4, "snapshot": {"history": ["a", "b", "c", "d"], "dropped": 0}}
     assert changes(old, new) == [["set", ["session"], 4], ["extend", ["snapshot", "history"], ["c", "d"]]]
     assert changes({"a": 1}, [1]) is None  # another type at the top: a whole value
+    # base64 of a growing byte string: the last padded quantum is rewritten, the rest is kept
+    assert changes({"v": "QUJDRA=="}, {"v": "QUJDREVGRw=="}) == [["append", ["v"], "EVGRw==", 3]]
 
 
 def test_the_unit_writer_reads_an_earlier_whole_file_and_replaces_it(tmp_path: Path) -> None:
@@ -226,11 +231,14 @@ def test_a_wrong_shaped_record_in_the_journal_names_the_field(tmp_path: Path) ->
     pytest.param("header Bearer", " abcdefghijklmnop1234", id="bearer, then a space and the token"),
     pytest.param("key sk-proj1234", "5678abcdefghijkl", id="sk- key split inside"),
     pytest.param("url https://user", ":hunter2pass@host", id="password in a url"),
+    pytest.param("QUJDjrnl-secret-", "value-42QUJD", id="registered key inside a run"),
+    pytest.param("QUJDREVGjrnl", "secretvalue42", id="registered key without a shape character"),
 ])
 def test_a_string_that_grows_never_splits_a_key_between_two_lines(tmp_path: Path, old: str, suffix: str) -> None:
     # Each line is redacted on its own, so a key or credential spanning the joint of an appended string
     # would reach the file unmasked; the whole string must be written again instead.
     register_secret("jrnl-secret-value-42")
+    register_secret("jrnlsecretvalue42")
     path, pad = tmp_path / "j.jsonl", "p" * 500  # room to append rather than compact
     journal = JournalFile(path)
     journal.save({"pad": pad, "memory": old})
@@ -240,12 +248,61 @@ def test_a_string_that_grows_never_splits_a_key_between_two_lines(tmp_path: Path
     assert fold(path)["memory"] == redact_content(old + suffix)  # masked exactly as a whole write would be
     assert "jrnl-secret-value-42" not in written and "hunter2pass" not in written
     assert "abcdefghijklmnop1234" not in written and "5678abcdefghijkl" not in written
+    assert "secretvalue42" not in written
 
 
-def test_a_string_that_grows_at_a_line_break_is_appended(tmp_path: Path) -> None:
-    path, pad = tmp_path / "j.jsonl", "p" * 500
+@pytest.mark.parametrize(("old", "suffix", "appended"), [
+    pytest.param("- likes tea\n", "- moved to Lyon\n", True, id="at a line break"),
+    pytest.param("QUJDREVGR0hJSktM" * 20, "TU5PUFFSU1RVVldY" * 4, True, id="base64 (a vector store's matrix)"),
+    pytest.param("QUJD-REVGR0hJSktM" * 20, "TU5PUFFS" * 4, False, id="a run with a hyphen"),
+    pytest.param("ab:cd" * 20, "efgh", False, id="a run with a colon"),
+])
+def test_which_growing_strings_are_appended(tmp_path: Path, old: str, suffix: str, appended: bool) -> None:
+    path, pad = tmp_path / "j.jsonl", "p" * 2000
     journal = JournalFile(path)
-    journal.save({"pad": pad, "memory": "- likes tea\n"})
-    journal.save({"pad": pad, "memory": "- likes tea\n- moved to Lyon\n"})
+    journal.save({"pad": pad, "memory": old})
+    journal.save({"pad": pad, "memory": old + suffix})
     last = json.loads(path.read_text(encoding="utf-8").splitlines()[-1])
-    assert last == {"changes": [["append", ["memory"], "- moved to Lyon\n"]]}
+    want = ["append", ["memory"], suffix] if appended else ["set", ["memory"], old + suffix]
+    assert last == {"changes": [want]}
+    assert fold(path)["memory"] == old + suffix
+
+
+def _memory_script() -> Any:
+    """Replies for every built-in agent's memory calls: AWE adds, then updates and deletes (items changed in
+    place and lists that shrink), AWI sets keys and later removes one."""
+    from amemgym.testing.scripted_model import last_user
+
+    step = iter(range(10**6))
+
+    def respond(req: Any) -> str:
+        n = next(step)
+        if req.tag == "memory.extract":
+            return json.dumps({"facts": [f"fact {n}: {last_user(req)[-20:]}"]})
+        if req.tag == "memory.reconcile":
+            actions = [[{"op": "add", "id": None, "text": f"new {n}"}],
+                       [{"op": "update", "id": 0, "text": f"changed {n}"}],
+                       [{"op": "delete", "id": 1}]][n % 3]
+            return json.dumps({"actions": actions})
+        if req.tag == "memory.awi_write":
+            return json.dumps({"updates": {"kitchen": f"v{n}", "shift": None if n % 4 == 0 else "days"}})
+        return f"reply {n}"
+
+    return respond
+
+
+@pytest.mark.parametrize("name", ["native", "rag-2-2-3", "awe-2-2-3", "awi-2-2", "awi-oracle-2-2"])
+async def test_every_built_in_agents_snapshots_fold_back_exactly(tmp_path: Path, name: str) -> None:
+    from amemgym.agents import AgentContext, resolve_agent
+    from amemgym.testing.scripted_model import scripted_client
+
+    ctx = AgentContext(user_id="u1", seed=3, state_schema={"kitchen": ["tiny", "full"], "shift": ["days", "nights"]})
+    agent = resolve_agent(name).build(scripted_client(_memory_script()), ctx)
+    path = tmp_path / "state.jsonl"
+    journal = JournalFile(path)
+    for i in range(12):
+        await agent.reply(f"message {i} " * (i + 1), time=f"2021-01-{i + 1:02d} 19:00")
+        record = versioned({"period": i // 4, "session": i % 4 + 1, "snapshot": await agent.snapshot()})
+        journal.save(record)
+        assert text(fold(path)) == text(record)
+    assert len(path.read_text().splitlines()) > 1  # some checkpoints were appended, not rewritten

@@ -8,8 +8,9 @@ JSON lines:
 * ``{"changes": [op, ...]}``: edits of the value of the lines before it, applied in order.
 
 An op is ``["set", path, v]`` (a dict key, new or not, or a list item), ``["del", path]`` (a dict key),
-``["extend", path, items]`` (a list grew at its end) or ``["append", path, text]`` (a string grew at its
-end, where no API key or credential can span the joint, since each line is redacted on its own); ``path``
+``["extend", path, items]`` (a list grew at its end) or ``["append", path, text, cut]`` (a string grew at
+its end, after its last ``cut`` characters were dropped, 0 when left out; only where no API key or
+credential can span the joint, since each line is redacted on its own); ``path``
 is the list of keys and indexes from the top. :func:`changes` finds them by comparing the new value with
 the last one saved, strictly as JSON: ``1`` and ``1.0``, ``0.0`` and ``-0.0``, ``True`` and ``1`` differ,
 and so does the order of a dict's keys, so the folded value always serializes to the same JSON as the
@@ -118,12 +119,31 @@ def _diff(old: Any, new: Any, path: list[Any], ops: list[list[Any]]) -> None:
         if len(new) > len(old):
             ops.append(["extend", path, list(new[len(old):])])
         return
-    elif (told is str and tnew is str and len(new) > len(old) and new.startswith(old)
-          and joins_safely(old, new[len(old):])):
+    elif told is str and tnew is str and len(new) > len(old):
+        cut = _tail_edit(old, new)
         # Each line is redacted on its own: a key split between two lines would escape the mask.
-        ops.append(["append", path, new[len(old):]])
-        return
+        if cut is not None and joins_safely(old[:len(old) - cut], new[len(old) - cut:]):
+            ops.append(["append", path, new[len(old) - cut:], *([cut] if cut else [])])
+            return
     ops.append(["set", path, new])
+
+
+#: How many characters at the end of a string that grew may change too and still be an append: a base64
+#: text whose byte length is not a multiple of 3 rewrites its last padded quantum (4 characters) as it grows.
+_MAX_CUT = 8
+
+
+def _tail_edit(old: str, new: str) -> int | None:
+    """The fewest characters to cut from the end of ``old`` so that ``new`` starts with the rest (at most
+    :data:`_MAX_CUT`); None when ``new`` differs earlier."""
+    if new.startswith(old):
+        return 0
+    keep = len(old) - min(_MAX_CUT, len(old))
+    if not new.startswith(old[:keep]):
+        return None
+    while old[keep] == new[keep]:  # ``new`` is the longer: the loop ends inside ``old``
+        keep += 1
+    return len(old) - keep
 
 
 def changes(old: Any, new: Any) -> list[list[Any]] | None:
@@ -146,11 +166,11 @@ def apply(value: Any, ops: list[list[Any]], *, copy: bool = False) -> Any:
     """
     holder = [value]
     for op in ops:
-        if not isinstance(op, list) or len(op) not in (2, 3) or not isinstance(op[1], list):
+        if not isinstance(op, list) or len(op) not in (2, 3, 4) or not isinstance(op[1], list):
             raise ValueError(f"not an op: {op!r}")
         kind = op[0]
         path: list[Any] = [0, *op[1]]  # the holder first
-        arg = (_copy(op[2]) if copy else op[2]) if len(op) == 3 else None
+        arg = (_copy(op[2]) if copy else op[2]) if len(op) >= 3 else None
         try:
             parent: Any = holder
             for step in path[:-1]:
@@ -159,6 +179,8 @@ def apply(value: Any, ops: list[list[Any]], *, copy: bool = False) -> Any:
             # JSON keys are strings and indexes are ints; a list's set replaces an item that is there.
             if type(key) is not (str if isinstance(parent, dict) else int):
                 raise TypeError(f"key {key!r}")
+            if len(op) == 4 and kind != "append":
+                raise ValueError(f"op {kind!r} takes no fourth part")
             if kind == "set" and len(op) == 3:
                 if isinstance(parent, list) and not 0 <= int(key) < len(parent):
                     raise IndexError(key)
@@ -168,7 +190,10 @@ def apply(value: Any, ops: list[list[Any]], *, copy: bool = False) -> Any:
             elif kind == "extend" and isinstance(parent[key], list) and isinstance(arg, list):
                 parent[key].extend(arg)
             elif kind == "append" and isinstance(parent[key], str) and isinstance(arg, str):
-                parent[key] = parent[key] + arg
+                cut = op[3] if len(op) == 4 else 0  # characters dropped from the end first
+                if type(cut) is not int or not 0 <= cut <= len(parent[key]):
+                    raise ValueError(f"cut {cut!r}")
+                parent[key] = parent[key][:len(parent[key]) - cut] + arg
             else:
                 raise ValueError(f"op {kind!r} does not fit")
         except (KeyError, IndexError, TypeError) as exc:
