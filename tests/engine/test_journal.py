@@ -72,6 +72,8 @@ def mutate(value: Any, rng: random.Random) -> Any:
         parent[key] = dict(reversed(list(node.items())))  # same keys, another order
     elif isinstance(node, str) and edit < 4:
         parent[key] = node + rng.choice(["", "more", "é\n\""])
+    elif isinstance(node, str) and edit < 6:
+        parent[key] = node[: max(0, len(node) - rng.randrange(4))] + rng.choice(["ab", "c=", "defgh"])  # end rewritten
     elif isinstance(node, (int, float)) and edit < 4:
         # Equal in Python, another JSON text.
         parent[key] = rng.choice([float(node), int(node) if node == node else 0, bool(node), -0.0, 0.0])
