@@ -65,10 +65,12 @@ async def test_a_failed_write_stops_everything_queued_after_it(tmp_path: Path) -
     w.put("first.json", {"n": 1})
     w.append("sessions.jsonl", [{"session": 0}])
     w.put("state.json", {"session": 1})
+    w.put_journal("state.jsonl", {"session": 1})
     with pytest.raises(OSError):
         await w.flush()
     assert json.loads((tmp_path / "u" / "first.json").read_text()) == {"n": 1}
     assert not (tmp_path / "u" / "state.json").exists()  # never a checkpoint past a record that did not land
+    assert not (tmp_path / "u" / "state.jsonl").exists()  # the journal's save waits in the same queue
     w.put("later.json", {"n": 2})
     with pytest.raises(OSError):
         await w.flush()  # the error stays: a later flush cannot pretend the queue is whole
