@@ -77,3 +77,65 @@ def test_a_trials_run_refused_before_its_first_trial_leaves_no_folder(env_file: 
                                    "--out", str(out), "--trials", "2", "--set", "llm.default.max_retries=0"])
     assert res.exit_code == 2, res.output
     assert not out.exists()
+
+
+#: The one module outside engine/ that may use each name, and why.
+_ADOPTERS = {".write_manifest(": ["families/budget/legacy.py"]}  # a pre-engine budget folder, through UnitRunDir
+
+
+@pytest.mark.parametrize("name", [
+    "UsageBook(", "pin_models(", ".write_manifest(", ".write_metrics(", ".write_failures(", "run_in_workers(",
+    "run_on_ray(", "flush_forever(", "run_lock(out_dir, \"amemgym run\")",
+])
+def test_only_the_engine_runs_a_run(name: str) -> None:
+    # Usage, model pins, root files, executors and the run lock of a run exist once, in engine/, for every
+    # family; a family brings its units and hooks (statetrack: families/statetrack/units.py).
+    assert [m for m in _modules_with(name) if not m.startswith("engine/")] == _ADOPTERS.get(name, [])
+
+
+def test_a_statetrack_run_and_a_runner_are_played_by_the_engine(env_file: Path, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    import asyncio
+
+    from amemgym.agents import resolve_agent
+    from amemgym.config import EndpointConfig, LLMConfig, load_config
+    from amemgym.engine import runner as engine_runner
+    from amemgym.families.statetrack.data import load_environment
+    from amemgym.families.statetrack.runner import Runner
+    from amemgym.families.statetrack.units import STATETRACK_UNITS
+    from amemgym.llm.client import LLMClient
+
+    families: list[str] = []
+    real = engine_runner.play_units
+
+    async def spy(family: Any, *args: Any, **kw: Any) -> Any:
+        families.append(family.name)
+        return await real(family, *args, **kw)
+
+    monkeypatch.setattr(engine_runner, "play_units", spy)
+    monkeypatch.setattr("amemgym.families.statetrack.runner.play_units", spy)
+    monkeypatch.setenv("AMEMGYM_CACHE_DIR", str(tmp_path / "cache"))
+    with FakeEndpoint() as ep:
+        monkeypatch.setenv("OPENAI_BASE_URL", ep.base_url)
+        res = CliRunner().invoke(app, ["run", "--env", str(env_file), "--config", "tiny", "--agent", "native",
+                                       "--out", str(tmp_path / "cli")])
+        assert res.exit_code == 0, res.output
+        cfg = load_config("tiny")
+        cfg.llm = LLMConfig(default=EndpointConfig(base_url=ep.base_url, model="fake-model"), cache=False)
+
+        async def from_code() -> Any:
+            llm = LLMClient.from_config(cfg.llm)
+            try:
+                return await Runner(load_environment(env_file), resolve_agent("native"), tmp_path / "code", cfg,
+                                    llm).run()
+            finally:
+                await llm.aclose()
+
+        outcome = asyncio.run(from_code())
+    assert families == [STATETRACK_UNITS.name] * 2
+    assert not outcome.failures and outcome.metrics["complete"]
+    cli = json.loads((tmp_path / "cli" / "metrics.json").read_text())
+    for run in (cli, outcome.metrics):  # statetrack's own shape, written by the engine
+        assert {"overall", "per_period", "per_user", "protocol_settings", "usage", "failures", "agent"} <= run.keys()
+    manifest = json.loads((tmp_path / "cli" / "manifest.json").read_text())
+    assert "family" not in manifest and manifest["users"] and manifest["models"]["simulator"]["served"]

@@ -1,13 +1,16 @@
-"""``amemgym run`` for a unit family: every unit of ``--env`` into one run directory, resumable.
+"""``amemgym run`` for every family: each unit of ``--env`` into one run directory, resumable.
 
-The order of a run: the units and the agent's plan are resolved (bad input exits 2 before anything is
-written); an existing run directory's manifest is checked against this run's protocol; every role the plan
-calls is preflighted (endpoint reachable, key accepted, model served) before the first call; the directory
-is locked; the served models are pinned (a resume with another model is refused unless allowed); the
-family's pins are made or kept; then the units that have no record yet are played, concurrently up to
-``run.user_concurrency`` (one with ``--serial``) on one client, or one Ray task each. Usage accumulates in
-``usage.json`` across invocations (a kill loses at most one flush), failures land redacted in
-``failures.json``, and ``metrics.json`` holds every unit metric per unit and per group.
+The order of a run (:func:`run_units`): the units and the agent's plan are resolved (bad input exits 2 before
+anything is written); an existing run directory's manifest is checked against this run's protocol, before
+any endpoint is probed; every role the plan calls is preflighted (endpoint reachable, key accepted, model
+served); the directory is locked; then :func:`play_units`, the part a caller with its own event loop awaits
+(statetrack's ``Runner``): the manifest is checked again and adopted, the served models are pinned (a resume
+with another model is refused unless allowed), the family's pins made or kept, the manifest written, and the
+units that are not finished are played, concurrently up to ``run.user_concurrency`` on one client, on worker
+processes, or one Ray task each. Usage accumulates in ``usage.json`` across invocations (each finished call
+is journaled, so a kill loses at most the replies still arriving), failures land redacted in
+``failures.json``, and ``metrics.json`` holds the family's numbers. What differs between families goes
+through the contract's optional hooks (``contract.py``).
 """
 
 from __future__ import annotations
