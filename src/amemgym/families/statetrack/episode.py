@@ -187,7 +187,8 @@ class Episode:
                 if isinstance(step, PeriodEnd):
                     snap = await agent.snapshot()
                     # The snapshot lands before the checkpoint past the period (the evaluation is redone from it).
-                    out.put(snapshot_name(p), versioned({"snapshot": snap}))
+                    # One line: it holds the agent's whole memory, too big for the pure-Python pretty printer.
+                    out.put(snapshot_name(p), versioned({"snapshot": snap}), compact=True)
                     save_state(out, p + 1, 0, snap)
                     if not out.exists(evaluation_name(p)):
                         evals.append(asyncio.create_task(self._evaluate(p, snap)))
