@@ -219,9 +219,10 @@ def main() -> None:
                 critical = max(sum(periods) + 1 for periods, _, _, _ in plan) * mean
                 sim_calls, sim_service, sim_wall = simulate(plan, slots, args.latency, args.sigma, args.seed + k)
                 prio_wall = simulate(plan, slots, args.latency, args.sigma, args.seed + k, priority=True)[2]
+                best = sim_service / slots / sim_wall if sim_wall else float("nan")  # nan: --latency 0
                 print(f"{slots:>6}{calls:>7}{mean * 1000:>9.1f}{bound:>9.2f}{wall:>8.2f}"
                       f"{bound / wall:>7.2f}{cpu / calls * 1000:>17.2f}{ep_cpu / calls * 1000:>18.2f}"
-                      f"{critical:>14.2f}{sim_service / slots / sim_wall:>6.2f}"
+                      f"{critical:>14.2f}{best:>6.2f}"
                       f"{load0:>10.1f}/{os.getloadavg()[0]:<8.1f}", flush=True)
                 b = breakdown(spans, slots, t0, t1)
                 rows.append(f"{slots:>6}{bound:>8.2f}{b['span'] - bound:>10.2f}{b['start-up']:>10.2f}"
