@@ -76,11 +76,6 @@ class _IndexFile(BaseModel):
     family: str | None = None
 
 
-#: libyaml's safe loader when PyYAML was built with it (the same documents, about ten times faster: the
-#: built-in packs are read at the end of every run to check the simulator's exposure), else PyYAML's own.
-_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
 def read_yaml(path: Path) -> tuple[object, bytes]:
     """The parsed YAML of ``path`` and its raw bytes; one-line PackError if unreadable or not YAML."""
     try:
@@ -88,7 +83,7 @@ def read_yaml(path: Path) -> tuple[object, bytes]:
     except OSError as exc:
         raise PackError(f"{path}: cannot read ({exc.strerror or exc})") from None
     try:
-        return yaml.load(raw.decode("utf-8-sig"), Loader=_SAFE_LOADER), raw
+        return yaml.safe_load(raw.decode("utf-8-sig")), raw
     except (UnicodeDecodeError, yaml.YAMLError) as exc:
         where = getattr(exc, "problem_mark", None)
         line = f" (line {where.line + 1})" if where is not None else ""
