@@ -166,10 +166,24 @@ class HangingAfter:
 
 
 # ---- usage across a kill and a resume ------------------------------------------------------------------------
+def resume_after_kill(proc: Any, ep: FakeEndpoint, args: list[str], cache: Path, respond: HangingAfter,
+                      out: Path) -> None:
+    """After the SIGKILL of ``proc`` (held at its hanging call): no ``usage.json`` yet; release the endpoint,
+    resume the same command to its end, and check that the cumulative usage counts every call served."""
+    proc.communicate(timeout=30)
+    assert respond.answered == respond.n and not (out / "usage.json").exists()
+    respond.release.set()
+    again = start_run(ep, args, cache)
+    output, _ = again.communicate(timeout=300)
+    assert again.returncode == 0, output
+    usage = json.loads((out / "usage.json").read_text())
+    assert usage["cumulative"]["total"]["calls"] == respond.answered > respond.n
+
+
 def test_usage_after_sigkill_and_resume_equals_the_calls_the_endpoint_served(env: tuple[Path, list[Any]],
                                                                               tmp_path: Path) -> None:
     respond = HangingAfter(BudgetScript(env[1]), 8)
-    hang_after, release = respond.n, respond.release
+    hang_after = respond.n
     out, cache = tmp_path / "o", tmp_path / "cache"
     args = ["run", "--env", str(env[0]), "--out", str(out), "--set", "budget.tools=text", "--serial"]
     with FakeEndpoint(responder=respond) as ep:
@@ -188,14 +202,7 @@ def test_usage_after_sigkill_and_resume_equals_the_calls_the_endpoint_served(env
                     break
             time.sleep(0.05)
         proc.kill()
-        proc.communicate(timeout=30)
-        assert respond.answered == hang_after and not (out / "usage.json").exists()
-        release.set()
-        again = start_run(ep, args, cache)
-        output, _ = again.communicate(timeout=300)
-        assert again.returncode == 0, output
-    usage = json.loads((out / "usage.json").read_text())
-    assert usage["cumulative"]["total"]["calls"] == respond.answered > hang_after
+        resume_after_kill(proc, ep, args, cache, respond, out)
 
 
 def test_usage_is_exact_when_the_kill_comes_right_after_a_call_before_any_flush(env: tuple[Path, list[Any]],
@@ -203,21 +210,13 @@ def test_usage_is_exact_when_the_kill_comes_right_after_a_call_before_any_flush(
     # The periodic flush alone would lose every call since the last flush (all of them here: the kill comes
     # well inside the first flush interval); the call journal keeps each finished call.
     respond = HangingAfter(BudgetScript(env[1]), 5)
-    hang_after, hanging, release = respond.n, respond.hanging, respond.release
     out, cache = tmp_path / "o", tmp_path / "cache"
     args = ["run", "--env", str(env[0]), "--out", str(out), "--set", "budget.tools=text", "--serial"]
     with FakeEndpoint(responder=respond) as ep:
         proc = start_run(ep, args, cache)
-        assert hanging.wait(120)
+        assert respond.hanging.wait(120)
         proc.kill()  # a serial run sends its next call only after the last reply is counted
-        proc.communicate(timeout=30)
-        assert respond.answered == hang_after and not (out / "usage.json").exists()
-        release.set()
-        again = start_run(ep, args, cache)
-        output, _ = again.communicate(timeout=300)
-        assert again.returncode == 0, output
-    usage = json.loads((out / "usage.json").read_text())
-    assert usage["cumulative"]["total"]["calls"] == respond.answered > hang_after
+        resume_after_kill(proc, ep, args, cache, respond, out)
     assert not (out / "usage.journal").exists()
 
 
