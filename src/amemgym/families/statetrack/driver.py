@@ -13,13 +13,13 @@ from ...agents.registry import resolve_agent
 from ...config import AppConfig
 from ...engine.flags import ModelFlags
 from ...engine.models_file import apply_models_file
-from ...errors import AMemGymError, ConfigError, RunError
+from ...errors import AMemGymError, RunError
 from ...llm.client import LLMClient
 from ...llm.health import describe as describe_problem
 from ...llm.preflight import run_roles
 from ...scoring.registry import in_display_order, registered
 from .cut import environment_cut, first_users
-from .data.io import load_environment
+from .data.io import environment_sha256, load_environment
 from .data.model import Environment
 from .generate.procedural import tiny_environment_path
 from .layout import RunDir
@@ -185,21 +185,14 @@ def run_command(
     call is checked before the first model call.
     """
     from ...engine.runner import RunOptions, run_units
-    from .layout import folder_clashes, user_folder
     from .runner import protocol_of
     from .units import STATETRACK_UNITS, statetrack_plan, units_of
 
-    if executor not in ("local", "ray"):
-        raise ConfigError(f"unknown executor {executor!r}; use 'local' or 'ray'")
     spec = resolve_agent(agent)
     env_path = env_path or default_environment()
     # With --limit only the first N users are read (data.io streams the file); the cut records the file's hash.
     env = first_users(environment if environment is not None else load_environment(env_path, limit=limit), limit)
-    clashes = folder_clashes([u.id for u in env.users])
-    if clashes:
-        a, b = clashes[0]
-        raise RunError(f"user ids {a!r} and {b!r} would share the folder users/{user_folder(a)} (names that "
-                       "differ only in letter case are one folder on macOS and Windows); rename one of them")
+    units = units_of(env, environment_sha256(env))  # refuses users that would share a folder
     if models is not None:
         cfg.llm.roles = apply_models_file(cfg.llm.roles, models)  # type: ignore[arg-type, assignment]
     if spec.llm_overrides:
@@ -210,7 +203,7 @@ def run_command(
         flags.apply(cfg)
     if off_policy is not None:
         check_off_policy_source(off_policy, env)
-    protocol = protocol_of(env, spec, cfg, off_policy)
+    protocol = protocol_of(units[0].digest, spec, cfg, off_policy)
     plan = statetrack_plan(spec, protocol, run_roles(spec.roles, off_policy=off_policy is not None),
                            off_policy=off_policy, environment_cut=environment_cut(env_path, limit))
     llm = LLMClient.from_config(cfg.llm, serial=cfg.run.serial)
@@ -219,7 +212,7 @@ def run_command(
     opts = RunOptions(agent=spec.name, serial=cfg.run.serial, allow_model_change=allow_model_change,
                       executor=executor, ray_address=ray_address)
     code = run_units(STATETRACK_UNITS, cfg, env_path, out_dir, opts, console=console,
-                     units=units_of(env, protocol["environment_sha256"]), plan=plan, notes=[settings_note],
+                     units=units, plan=plan, notes=[settings_note],
                      client=llm)
     console.print(f"results: {out_dir / 'metrics.json'} (traces under {out_dir / 'users'})")
     write_run_report(out_dir, console, environment=(env, protocol["environment_sha256"]))

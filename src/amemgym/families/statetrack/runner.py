@@ -22,7 +22,7 @@ from ...llm.preflight import run_roles
 from .data.io import environment_sha256
 from .data.model import Environment
 from .episode import PeriodHook
-from .layout import RunDir, folder_clashes, user_folder
+from .layout import RunDir
 from .progress import RunProgress
 from .units import STATETRACK_UNITS, statetrack_plan, units_of
 
@@ -119,18 +119,14 @@ class Runner:
             RunError: two users would share a folder, the off-policy source is no run directory, or the run
                 directory holds another run.
         """
-        clashes = folder_clashes([u.id for u in self.env.users])
-        if clashes:
-            a, b = clashes[0]
-            raise RunError(f"user ids {a!r} and {b!r} would share the folder users/{user_folder(a)} (names that "
-                           "differ only in letter case are one folder on macOS and Windows); rename one of them")
         if self.off_policy is not None and not RunDir(self.off_policy).manifest.exists():
             raise RunError(f"{self.off_policy}: not a run directory (no manifest.json) for --off-policy")
-        protocol = self.protocol or protocol_of(self.env, self.spec, self.cfg, self.off_policy)
+        sha256 = self.protocol["environment_sha256"] if self.protocol else environment_hash(self.env)
+        units = units_of(self.env, sha256)  # refuses users that would share a folder
+        protocol = self.protocol or protocol_of(sha256, self.spec, self.cfg, self.off_policy)
         plan = statetrack_plan(self.spec, protocol, run_roles(self.spec.roles, off_policy=self.off_policy is not None),
                                off_policy=self.off_policy, after_period=self.after_period,
                                environment_cut=self.environment_cut)
-        units = units_of(self.env, protocol["environment_sha256"])
         if self.progress is not None:
             self.progress.watch(self.env.users, self.rundir)
         only = None if user_ids is None else {u.id for u in units if u.data.id in user_ids}

@@ -83,7 +83,19 @@ def auto_workers(cfg: AppConfig, n_users: int, roles: tuple[str, ...]) -> int:
 
 
 def units_of(env: Environment, sha256: str) -> list[Unit]:
-    """One unit per user of ``env`` (whose hash is ``sha256``), in the environment's order."""
+    """One unit per user of ``env`` (whose hash is ``sha256``), in the environment's order.
+
+    Raises:
+        RunError: two users would share a folder.
+    """
+    from ...errors import RunError
+    from .layout import folder_clashes
+
+    clashes = folder_clashes([u.id for u in env.users])
+    if clashes:
+        a, b = clashes[0]
+        raise RunError(f"user ids {a!r} and {b!r} would share the folder users/{user_folder(a)} (names that "
+                       "differ only in letter case are one folder on macOS and Windows); rename one of them")
     return [Unit(id=f"users/{user_folder(u.id)}", path=Path(), digest=sha256, group="all", label=u.id, data=u)
             for u in env.users]
 
