@@ -280,7 +280,8 @@ async def play_units(family: UnitFamily, units: list[Unit], plan: AgentPlan, llm
     if executor is None:
         executor = LocalExecutor(1 if cfg.run.serial else max(1, cfg.run.user_concurrency))
     progress = progress or hook(family, "progress")(units, rd.root) or UnitProgress(noun=family.noun)
-    skipped = {u.id for u in units if finished_record(rd, u, family) is not None}
+    earlier = {u.id: finished_record(rd, u, family) for u in units}  # records this invocation does not touch
+    skipped = {k for k, record in earlier.items() if record is not None}
     todo = [u for u in units if u.id not in skipped and (only is None or u.id in only)]
     book = UsageBook(out_dir)
     book.fold_pending()
@@ -316,7 +317,7 @@ async def play_units(family: UnitFamily, units: list[Unit], plan: AgentPlan, llm
     rows, found = [], []
     failed = {f["user"]: f["error"] for f in failures}
     for u in units:
-        record = finished_record(rd, u, family)
+        record = earlier[u.id] if u.id in skipped else finished_record(rd, u, family)
         if record is None or u.id in failed:
             rows.append(UnitRow(u, None, f"failed: {failed.get(u.id, 'no results')}"))
             continue
