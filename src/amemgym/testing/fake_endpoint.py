@@ -408,6 +408,7 @@ class _Handler(BaseHTTPRequestHandler):
     _started = 0.0
     _due: float | None = None
     _holds_slot = False
+    _counted = False  # this request is counted in ``in_flight``
 
     def parse_request(self) -> bool:
         # The request has arrived once its first line is read: without slots its latency runs from here.
@@ -461,8 +462,17 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(payload)))
         for name, value in (headers or {}).items():
             self.send_header(name, value)
+        self._stop_counting()
         self.end_headers()
         self.wfile.write(payload)
+
+    def _stop_counting(self) -> None:
+        """Take the request out of ``in_flight`` before its reply goes out: the client may send its next
+        request as soon as this reply arrives, before this thread runs another line, and ``max_in_flight``
+        must never count the two at once."""
+        if self._counted:
+            self._counted = False
+            self.server.endpoint._leave()
 
     def _json(self, status: int, obj: Any, headers: dict[str, str] | None = None) -> None:
         self._send(status, json.dumps(obj).encode("utf-8"), headers)
@@ -483,6 +493,7 @@ class _Handler(BaseHTTPRequestHandler):
         ep = self.server.endpoint
         path = self.path.split("?")[0].rstrip("/")
         ep._enter(self.headers.get("Authorization"))  # in flight from here, queued for a slot or served
+        self._counted = True
         try:
             if path.endswith(("/chat/completions", "/embeddings")):
                 self._take_slot()
@@ -503,7 +514,7 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True  # the client gave up (e.g. its timeout fired first)
         finally:
-            ep._leave()
+            self._stop_counting()
 
     def _chat(self, ep: FakeEndpoint, body: dict[str, Any]) -> None:
         _, fault = ep._decide(body)
