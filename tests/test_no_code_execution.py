@@ -21,6 +21,8 @@ CODE_CALLS = {("pickle", "loads"), ("pickle", "load"), ("marshal", "loads"), ("m
               ("dill", "loads"), ("cloudpickle", "loads"), ("yaml", "load"), ("yaml", "unsafe_load"),
               ("yaml", "full_load"), ("os", "system"), ("os", "popen")}
 CODE_MODULES = {"pickle", "marshal", "dill", "cloudpickle", "shelve"}
+#: PyYAML loaders that can build arbitrary objects (only SafeLoader and CSafeLoader may be named).
+UNSAFE_YAML_LOADERS = {"Loader", "UnsafeLoader", "FullLoader", "CLoader", "CUnsafeLoader", "CFullLoader"}
 
 
 def violations(source: str, name: str) -> list[str]:
@@ -38,6 +40,9 @@ def violations(source: str, name: str) -> list[str]:
             if any(k.arg == "shell" and not (isinstance(k.value, ast.Constant) and k.value.value is False)
                    for k in node.keywords):
                 found.append(f"{where}: shell=")
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "yaml" \
+                and node.attr in UNSAFE_YAML_LOADERS:
+            found.append(f"{where}: yaml.{node.attr}")
         elif isinstance(node, ast.Import):
             found += [f"{where}: import {a.name}" for a in node.names if a.name.split(".")[0] in CODE_MODULES]
         elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in CODE_MODULES:
@@ -54,6 +59,8 @@ def test_no_module_can_execute_or_unpickle_text() -> None:
 
 def test_the_guard_catches_each_pattern() -> None:
     planted = ("import pickle\nfrom marshal import loads\neval(reply)\nexec(reply)\npickle.loads(b)\n"
-               "yaml.load(t)\nsubprocess.run(cmd, shell=True)\nos.system(reply)\n")
-    assert len(violations(planted, "planted.py")) == 8
-    assert violations("yaml.safe_load(t)\njson.loads(t)\nsubprocess.run(cmd, shell=False)\n", "ok.py") == []
+               "yaml.load(t)\nsubprocess.run(cmd, shell=True)\nos.system(reply)\nyaml.CLoader(t).get_single_data()\n"
+               "loader = getattr(yaml, 'x', yaml.UnsafeLoader)\n")
+    assert len(violations(planted, "planted.py")) == 10
+    assert violations("yaml.safe_load(t)\njson.loads(t)\nsubprocess.run(cmd, shell=False)\n"
+                      "getattr(yaml, 'CSafeLoader', yaml.SafeLoader)(t).get_single_data()\n", "ok.py") == []

@@ -96,3 +96,20 @@ def test_unknown_and_duplicate_domains_are_refused(tmp_path: Path) -> None:
     (copy / "cooking.yaml").write_bytes((BUILTIN / "cooking.yaml").read_bytes())
     with pytest.raises(PackError, match="cooking is defined twice"):
         select_domains(None, [copy])
+
+
+def test_every_shipped_pack_file_reads_as_the_pure_python_safe_loader_reads_it(tmp_path: Path) -> None:
+    from amemgym.packs.loader import read_yaml
+
+    files = sorted(Path(str(resources.files("amemgym.packs"))).rglob("*.yaml"))
+    assert len(files) > 10
+    for path in files:
+        assert read_yaml(path)[0] == yaml.safe_load(path.read_text(encoding="utf-8-sig")), path
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("a: 1\nb: [2, 3\nc: 4\n", encoding="utf-8")
+    with pytest.raises(PackError, match=r"not valid YAML \(line \d+\)"):
+        read_yaml(bad)
+    tagged = tmp_path / "tagged.yaml"
+    tagged.write_text("a: !!python/object/apply:os.system ['true']\n", encoding="utf-8")
+    with pytest.raises(PackError, match="not valid YAML"):
+        read_yaml(tagged)
