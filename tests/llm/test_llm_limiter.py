@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import heapq
 import math
 import random
@@ -15,7 +16,7 @@ from amemgym.config import EndpointConfig, LLMConfig
 from amemgym.families.statetrack.progress import RunProgress
 from amemgym.llm import LLMClient
 from amemgym.llm.backends import PermanentError, TransientError
-from amemgym.llm.limiter import AdaptiveLimiter, Slot, is_overload
+from amemgym.llm.limiter import AdaptiveLimiter, Slot, background_calls, is_background_call, is_overload
 from amemgym.llm.usage import UsageLedger
 from amemgym.testing.fake_endpoint import FakeEndpoint
 
@@ -173,6 +174,54 @@ async def test_cancelled_waiter_does_not_leak_a_slot() -> None:
     assert lim.in_flight == 0
     await asyncio.wait_for(lim.acquire(), 1)  # the slot is free again
     assert lim.in_flight == 1
+
+
+async def test_waiting_background_calls_go_after_every_waiting_foreground_call() -> None:
+    lim = AdaptiveLimiter(1)
+    await lim.acquire()
+    order: list[str] = []
+
+    async def call(name: str) -> None:
+        with background_calls() if name.startswith("eval") else contextlib.nullcontext():
+            await lim.acquire()
+        order.append(name)
+        await asyncio.sleep(0)
+        lim.release()
+
+    tasks = []
+    for name in ("eval1", "turn1", "eval2", "turn2", "eval3"):
+        tasks.append(asyncio.create_task(call(name)))
+        await asyncio.sleep(0)  # each is waiting before the next arrives
+    assert lim.in_flight == 1 and not order
+    lim.release()
+    await asyncio.gather(*tasks)
+    assert order == ["turn1", "turn2", "eval1", "eval2", "eval3"] and lim.in_flight == 0
+
+
+async def test_background_calls_take_free_room_at_once_and_the_mark_ends_with_its_block() -> None:
+    lim = AdaptiveLimiter(3)
+    with background_calls():
+        assert is_background_call()
+        for _ in range(3):
+            await asyncio.wait_for(lim.acquire(), 1)  # reordering only: room is never held back
+    assert lim.in_flight == 3 and not is_background_call()
+
+
+async def test_a_cancelled_background_waiter_passes_its_turn_on() -> None:
+    lim = AdaptiveLimiter(1)
+    await lim.acquire()
+    with background_calls():
+        waiter = asyncio.create_task(lim.acquire())
+    behind = asyncio.create_task(lim.acquire())
+    await asyncio.sleep(0)
+    lim.release()  # wakes the foreground call first; the background one waits on
+    await asyncio.wait_for(behind, 1)
+    waiter.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiter
+    lim.release()
+    assert lim.in_flight == 0
+    await asyncio.wait_for(lim.acquire(), 1)
 
 
 @pytest.fixture

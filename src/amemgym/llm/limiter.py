@@ -13,15 +13,20 @@ TCP uses for its congestion window:
 A burst of failures from one overload episode must cost one halving, not one per failed call: each slot
 remembers the limit's epoch when it was taken, and only a call that started after the last decrease can
 decrease again. Nothing here reads a clock except to time calls, so tests drive it deterministically.
+
+Calls waiting for room are served critical path first: calls made under :func:`background_calls` (work that
+can wait, such as a period's evaluation) go after every waiting call that is not. The limit is never held
+below what it allows, so this only reorders the queue (docs/design.md §10).
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import contextvars
 import time
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 
 from .backends import TransientError
@@ -33,6 +38,30 @@ OVERLOAD_KINDS = frozenset({"http_429", "timeout"})
 def is_overload(kind: str) -> bool:
     """Whether a transient fault says the endpoint is overloaded: 429, any 5xx, or a timeout."""
     return kind in OVERLOAD_KINDS or (kind.startswith("http_5") and len(kind) == 8)
+
+
+_BACKGROUND: contextvars.ContextVar[bool] = contextvars.ContextVar("amemgym_background_calls", default=False)
+
+
+@contextmanager
+def background_calls() -> Iterator[None]:
+    """Mark the model calls made inside (and in tasks started inside) as able to wait for the others.
+
+    A call waiting for room under a limit goes after every waiting call not so marked. A conversation is a
+    chain of calls, each waiting for the one before, while an evaluation's calls run side by side and are
+    needed later: serving the chains first lets the longest conversations end as early as the limit
+    allows, instead of queueing each turn behind a burst of evaluation calls.
+    """
+    token = _BACKGROUND.set(True)
+    try:
+        yield
+    finally:
+        _BACKGROUND.reset(token)
+
+
+def is_background_call() -> bool:
+    """Whether a call made here now would wait behind calls not marked by :func:`background_calls`."""
+    return _BACKGROUND.get()
 
 
 @dataclass
@@ -80,6 +109,7 @@ class AdaptiveLimiter:
         self.epoch = 0
         self.decreases = 0
         self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
+        self._background: collections.deque[asyncio.Future[None]] = collections.deque()
         self._fast: float | None = None
         self._slow: float | None = None
         self._samples = 0
@@ -94,7 +124,7 @@ class AdaptiveLimiter:
         """Wait for room under the current limit and take a slot."""
         while self.in_flight >= self.limit:
             fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-            self._waiters.append(fut)
+            (self._background if is_background_call() else self._waiters).append(fut)
             try:
                 await fut
             except BaseException:
@@ -112,8 +142,8 @@ class AdaptiveLimiter:
 
     def _wake(self) -> None:
         room = self.limit - self.in_flight
-        while room > 0 and self._waiters:
-            fut = self._waiters.popleft()
+        while room > 0 and (self._waiters or self._background):
+            fut = (self._waiters or self._background).popleft()
             if not fut.done():
                 fut.set_result(None)
                 room -= 1

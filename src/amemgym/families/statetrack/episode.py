@@ -18,6 +18,7 @@ from ...config import AppConfig
 from ...engine.unit_writer import UnitWriter
 from ...errors import AMemGymError
 from ...llm.client import LLMClient
+from ...llm.limiter import background_calls
 from ...llm.redact import redact
 from ...records import EvaluationRecord, Snapshot, UpperBoundRecord, as_dict, versioned
 from ...records.base import load_json_file
@@ -99,7 +100,8 @@ class Episode:
     async def _upper_bound(self) -> dict[str, Any]:
         saved = self.out.read(UPPER_BOUND, UpperBoundRecord)
         done = as_dict(saved)["answers"] if saved is not None else {}
-        result = await upper_bound_answers(self.llm, self.user, done, self.cfg.run.eval_max_tokens, self.seed)
+        with background_calls():
+            result = await upper_bound_answers(self.llm, self.user, done, self.cfg.run.eval_max_tokens, self.seed)
         if result != done:
             self.out.put(UPPER_BOUND, versioned({"answers": result}))
             await self.out.flush()
@@ -119,7 +121,8 @@ class Episode:
     async def _evaluate(self, period: int, snapshot: dict[str, Any]) -> None:
         upper_bound = self._start_upper_bound()
         try:
-            result = await evaluate_period(self.llm, self.spec, self.ctx, self.user, period, snapshot, self.seed)
+            with background_calls():
+                result = await evaluate_period(self.llm, self.spec, self.ctx, self.user, period, snapshot, self.seed)
             ub = await upper_bound
         except AMemGymError as exc:
             self._fail(period, "evaluation", exc)
