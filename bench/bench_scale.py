@@ -8,8 +8,10 @@ endpoint (``bench/_endpoint.py``, own process, zero latency) and runs ``amemgym 
 (``users/*/sessions.jsonl``), the process gets SIGKILL; the same command then resumes the run to the end.
 Printed per size:
 
-* calls served (both invocations) and harness CPU per call (both processes);
-* peak RSS of each process (``ru_maxrss``) and per user;
+* calls served (both invocations) and harness CPU per call (both invocations, each with its worker
+  processes: the benchmark adopts the killed invocation's workers as a Linux child subreaper, so their CPU
+  up to the kill is counted too);
+* peak RSS of the largest process (``ru_maxrss``, workers included) and per user;
 * the run directory's size at the end, per user;
 * sessions in flight at the kill (users with a recorded session beyond their checkpoint, or with some but
   not all sessions recorded: an upper bound on the sessions the kill interrupted) and **sessions redone**
@@ -20,6 +22,7 @@ Printed per size:
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import os
 import signal
@@ -33,6 +36,7 @@ from pathlib import Path
 from _common import Endpoint
 
 MODEL = "fake-model"
+PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
 
 
 def generate(out: Path, users: int) -> Path:
@@ -90,6 +94,44 @@ def reap(proc: subprocess.Popen[bytes]) -> tuple[int, float, float]:
     return proc.returncode, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
+def adopt_orphans() -> None:
+    """Become a child subreaper (Linux): a killed run's workers are then re-parented here, not to init, and
+    :func:`reap_pid` can collect their CPU and peak memory."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER) failed")
+
+
+def descendants(pid: int) -> list[int]:
+    """Every living process below ``pid`` (from /proc's parent links)."""
+    parent: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # gone meanwhile
+        parent[int(stat.parent.name)] = int(fields[1])
+    found, todo = [], [pid]
+    while todo:
+        above = todo.pop()
+        kids = [p for p, pp in parent.items() if pp == above]
+        found += kids
+        todo += kids
+    return found
+
+
+def reap_pid(pid: int, patience: float = 30.0) -> tuple[float, float]:
+    """Wait for an adopted process to end (it dies with its killed parent): (CPU seconds, peak RSS in MB)."""
+    deadline = time.monotonic() + patience
+    while True:
+        done, _, usage = os.wait4(pid, os.WNOHANG)
+        if done:
+            return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+        if time.monotonic() > deadline:
+            raise SystemExit(f"process {pid} outlived its killed run by {patience:.0f} s")
+        time.sleep(0.05)
+
+
 def size_bytes(root: Path) -> int:
     """Bytes of every file under ``root``."""
     return sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
@@ -109,9 +151,13 @@ def one_size(users: int, kill_at: float, tmp: Path) -> None:
         while first.poll() is None and (not (out / "users").exists() or lines(out) < kill_at * total):
             time.sleep(0.5)
         killed = first.poll() is None
+        orphans = descendants(first.pid) if killed else []
         if killed:
             first.send_signal(signal.SIGKILL)
         _, cpu1, rss1 = reap(first)
+        for pid in orphans:
+            cpu, rss = reap_pid(pid)
+            cpu1, rss1 = cpu1 + cpu, max(rss1, rss)
         at_kill = recorded(out)
         busy = in_flight_at_kill(at_kill, per_user)
         second = start_run(env_file, out, ep.url, cache, log)
@@ -135,6 +181,7 @@ def main() -> None:
     parser.add_argument("--users", default="100", help="comma-separated numbers of users (the target is 1000)")
     parser.add_argument("--kill-at", type=float, default=0.5, help="fraction of sessions recorded at the kill")
     args = parser.parse_args()
+    adopt_orphans()
     print("v1.base procedural, native, zero latency, default settings; killed once, then resumed")
     print(f"{'users':>6}{'sessions':>9}{'at kill':>9}{'in fl.':>8}{'redone':>8}{'calls':>8}{'CPU ms/c':>10}"
           f"{'RSS MB':>9}{'KB RSS/u':>11}{'dir MB':>9}{'dir KB/u':>10}{'wall s':>8}{'load':>13}", flush=True)
