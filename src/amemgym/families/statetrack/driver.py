@@ -192,7 +192,8 @@ def run_command(
     env_path = env_path or default_environment()
     # With --limit only the first N users are read (data.io streams the file); the cut records the file's hash.
     env = first_users(environment if environment is not None else load_environment(env_path, limit=limit), limit)
-    units = units_of(env, environment_sha256(env))  # refuses users that would share a folder
+    sha256 = environment_sha256(env)
+    units = units_of(env, sha256)  # refuses users that would share a folder
     if models is not None:
         cfg.llm.roles = apply_models_file(cfg.llm.roles, models)  # type: ignore[arg-type, assignment]
     if spec.llm_overrides:
@@ -203,7 +204,7 @@ def run_command(
         flags.apply(cfg)
     if off_policy is not None:
         check_off_policy_source(off_policy, env)
-    protocol = protocol_of(units[0].digest, spec, cfg, off_policy)
+    protocol = protocol_of(sha256, spec, cfg, off_policy)
     plan = statetrack_plan(spec, protocol, run_roles(spec.roles, off_policy=off_policy is not None),
                            off_policy=off_policy, environment_cut=environment_cut(env_path, limit))
     llm = LLMClient.from_config(cfg.llm, serial=cfg.run.serial)

@@ -28,10 +28,11 @@ from typing import TYPE_CHECKING, Any
 from ... import __version__
 from ...agents.registry import AgentSpec
 from ...engine.contract import AgentPlan, Unit, UnitFailed
+from ...errors import RunError
 from ...records import RUN_FORMAT_VERSION, Manifest, Metrics
 from .data.model import Environment, UserEnv
 from .episode import RUN_ROLES, PeriodHook
-from .layout import RunDir, adopt_legacy_folders, user_folder
+from .layout import RunDir, adopt_legacy_folders, folder_clashes, user_folder
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -88,9 +89,6 @@ def units_of(env: Environment, sha256: str) -> list[Unit]:
     Raises:
         RunError: two users would share a folder.
     """
-    from ...errors import RunError
-    from .layout import folder_clashes
-
     clashes = folder_clashes([u.id for u in env.users])
     if clashes:
         a, b = clashes[0]
@@ -121,7 +119,6 @@ def user_finished(rundir: RunDir, user: UserEnv) -> bool:
     Raises:
         RunError: the user is finished but its upper-bound answers do not read (the run cannot be scored).
     """
-    from ...errors import RunError
     from ...records import UpperBoundRecord, read_record
 
     # The files' existence first: the engine asks this of every user while a run goes on, and the checkpoint
@@ -177,7 +174,7 @@ class StatetrackUnits:
                 is on disk and a re-run resumes from it.
             DataError: a record in the user's folder does not read.
         """
-        from ...errors import DataError, RunError
+        from ...errors import DataError
         from .episode import Episode, EpisodeEvents
         from .results import write_trace
 
