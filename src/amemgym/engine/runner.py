@@ -169,7 +169,6 @@ def run_units(family: UnitFamily, cfg: AppConfig, env: Path, out_dir: Path, opts
         BackendUnavailable: a role's endpoint is unreachable, rejects the key or does not serve the model.
     """
     from .lock import run_lock
-    from .rundir import prepare_out_dir
 
     if opts.executor not in ("local", "ray"):
         raise ConfigError(f"unknown executor {opts.executor!r}; use 'local' or 'ray'")
@@ -196,8 +195,7 @@ def run_units(family: UnitFamily, cfg: AppConfig, env: Path, out_dir: Path, opts
         from ..llm.preflight import preflight
 
         preflight(cfg.llm, plan.roles)
-    prepare_out_dir(out_dir)
-    with run_lock(out_dir, "amemgym run"):
+    with run_lock(out_dir, "amemgym run"):  # which also prepares out_dir: one line for a file or a read-only place
         for note in (*notes, embedded_note(cfg, plan.roles) if make_client is None else None):
             if note:
                 console.print(note, highlight=False, markup=False)
