@@ -247,9 +247,9 @@ def test_the_harness_embeds_what_is_stored(env: Path, episode: Episode, tmp_path
 
 
 @pytest.mark.parametrize(("plugin", "error", "words"), [
-    ("budget_plugins:around_the_meter", RunError, "around the harness's meter"),
+    ("budget_plugins:around_the_meter", AgentError, "around the harness's meter"),
     ("budget_plugins:self_loader", AgentError, "restored by the harness"),
-    ("budget_plugins:hoarder", RunError, "outside its metered memory"),
+    ("budget_plugins:hoarder", AgentError, "outside its metered memory"),
     ("budget_plugins:buggy", AgentError, "reply raised ValueError: off by one"),
 ])
 def test_agents_that_dodge_the_meter_are_stopped(env: Path, episode: Episode, tmp_path: Path, plugin: str,

@@ -29,7 +29,7 @@ from ...agents.mem0_adapter import Mem0Agent
 from ...agents.registry import AgentSpec, resolve_agent
 from ...agents.vector_store import Hit, MemoryRecord, NumpyVectorStore
 from ...engine.checkpoint import Checkpoint
-from ...errors import AgentError, AMemGymError, ConfigError, MalformedOutput, RunError
+from ...errors import AgentError, AMemGymError, ConfigError, MalformedOutput
 from ...llm.client import LLMClient
 from ...prompts import render
 from .domain import episode_domain
@@ -374,13 +374,13 @@ class MemoryAgentHarness:
     def _agent(self, snapshot: dict[str, Any] | None) -> MemoryAgent:
         agent, self.stores = _build(self.plan.spec, self.llm, self.meter, self.episode)
         if self.plan.memory == "vector" and len(self.stores) != 1:
-            raise RunError(f"agent {self.plan.spec.name!r} built {len(self.stores)} stores this time (one expected)")
+            raise AgentError(f"agent {self.plan.spec.name!r} built {len(self.stores)} stores this time (one expected)")
         if snapshot is not None:
             self.meter.restoring = True
             try:
                 agent.restore(snapshot)
             except Exception as exc:  # noqa: BLE001 - a plug-in's bug becomes one line, never a traceback
-                raise RunError(f"agent {self.plan.spec.name!r}: restoring its snapshot failed: {exc}") from None
+                raise AgentError(f"agent {self.plan.spec.name!r}: restoring its snapshot failed: {exc}") from None
             finally:
                 self.meter.restoring = False
         return agent
@@ -392,7 +392,7 @@ class MemoryAgentHarness:
         else:
             rest, found = _strip(snapshot, self.stores[0].snapshot())
             if found != 1:
-                raise RunError(f"agent {self.plan.spec.name!r}: its snapshot must hold the metered store's "
+                raise AgentError(f"agent {self.plan.spec.name!r}: its snapshot must hold the metered store's "
                                f"snapshot exactly once (found {found}), or a resumed run would lose or fork memory")
         return rest
 
@@ -403,7 +403,7 @@ class MemoryAgentHarness:
         except AMemGymError:
             raise
         except Exception as exc:  # noqa: BLE001 - a plug-in's bug becomes one line, never a traceback
-            raise RunError(f"agent {self.plan.spec.name!r}: {method} raised {type(exc).__name__}: {exc}") from None
+            raise AgentError(f"agent {self.plan.spec.name!r}: {method} raised {type(exc).__name__}: {exc}") from None
 
     # ---- checkpoints --------------------------------------------------------------------------------
     def _save(self) -> None:
@@ -480,7 +480,7 @@ class MemoryAgentHarness:
             snapshot = await self._settle_store(agent)
         problem = shape_problem(self.state.fresh, self._outside(snapshot), "snapshot")
         if problem:
-            raise RunError(f"agent {self.plan.spec.name!r} keeps state outside its metered memory after event "
+            raise AgentError(f"agent {self.plan.spec.name!r} keeps state outside its metered memory after event "
                            f"{ev.index + 1}: {problem}; only counters may change there, so that all memory is "
                            "metered and the conversation is cut (docs/budget.md, Memory agents)")
         self.state.snapshot = snapshot
@@ -496,7 +496,7 @@ class MemoryAgentHarness:
         embedding of its text (so a vector carries nothing the text does not), and snapshot the agent."""
         store = self.stores[0]
         if store.bypassed():
-            raise RunError(f"agent {self.plan.spec.name!r} changed its memory store around the harness's meter")
+            raise AgentError(f"agent {self.plan.spec.name!r} changed its memory store around the harness's meter")
         ids = sorted(store.touched)
         if ids:
             texts = {r.id: r.text for r in store.records()}
