@@ -9,6 +9,7 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -307,6 +308,22 @@ def test_a_stalled_call_is_reported_before_it_fails(capfd: pytest.CaptureFixture
     assert "agent slow: no reply from act for 0 s" in capfd.readouterr().err
 
 
+@pytest.fixture
+def interactive_ctrl_c() -> Iterator[None]:
+    """Ctrl-C handled as in an interactive shell, for this test and the runs it starts.
+
+    A process started in the background of a non-interactive shell (``cmd &`` in a script) inherits SIGINT
+    ignored, and so does every process it starts: the suite must not depend on how it was launched.
+    A Python handler here is reset to the default in a child, which then installs its own, as any run does.
+    """
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+@pytest.mark.usefixtures("interactive_ctrl_c")
 def test_ctrl_c_reaches_a_plugin_that_blocks_the_loop() -> None:
     class Stuck:
         async def act(self) -> str:
@@ -363,6 +380,7 @@ def sync_tool(llm, ctx): return SyncTool()
 '''
 
 
+@pytest.mark.usefixtures("interactive_ctrl_c")
 @pytest.mark.parametrize(("family", "factory"), [("statetrack", "memory"), ("budget", "tool"), ("budget", "sync_tool")])
 def test_ctrl_c_stops_a_run_stuck_in_a_plugin_and_the_run_resumes(family: str, factory: str, episode: Episode,
                                                                   tmp_path: Path,
