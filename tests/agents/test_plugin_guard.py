@@ -339,6 +339,27 @@ def test_ctrl_c_reaches_a_plugin_that_blocks_the_loop() -> None:
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
+def test_a_process_that_ignores_ctrl_c_keeps_ignoring_it_inside_a_plugin() -> None:
+    class Stuck:
+        async def act(self) -> str:
+            time.sleep(3600)
+            return ""
+
+    # As a script's background job starts: SIGINT ignored. A Ctrl-C meant for the script must not stop the
+    # plug-in, while the watchdog's own interrupt of an overdue step still works.
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
+    try:
+        set_call_limit(1.0)
+        timer.start()
+        with pytest.raises(AgentError, match="act gave no reply within 1 s"):
+            asyncio.run(call_plugin("stuck", "act", Stuck().act))
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGINT, previous)
+
+
 # ---- Ctrl-C through the command line ------------------------------------------------------------------------
 BLOCKING_ONCE = '''
 import json, os, time

@@ -102,7 +102,8 @@ class _Watchdog:
 
     It also owns the SIGINT handler while plug-in calls run on the main thread: inside a plug-in step the
     signal raises (Ctrl-C as KeyboardInterrupt, the watchdog's own as _Overdue); elsewhere it goes to the
-    handler that was there before (asyncio's, which cancels the run).
+    handler that was there before (asyncio's, which cancels the run). A process started with SIGINT ignored
+    keeps ignoring Ctrl-C, inside plug-in steps too; only the watchdog's own signal acts there.
     """
 
     def __init__(self) -> None:
@@ -143,7 +144,11 @@ class _Watchdog:
         step, own = self.step, self._own_signal
         self._own_signal = False
         if step is not None:
-            raise _Overdue if step.overdue else KeyboardInterrupt
+            if step.overdue:
+                raise _Overdue
+            if self._previous == signal.SIG_IGN:
+                return  # started with Ctrl-C ignored (a script's background job): it stays ignored here too
+            raise KeyboardInterrupt
         if own:
             return  # the overrunning step ended just before the signal landed: nothing to interrupt
         previous = self._previous
