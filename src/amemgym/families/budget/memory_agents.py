@@ -393,7 +393,7 @@ class MemoryAgentHarness:
             rest, found = _strip(snapshot, self.stores[0].snapshot())
             if found != 1:
                 raise AgentError(f"agent {self.plan.spec.name!r}: its snapshot must hold the metered store's "
-                               f"snapshot exactly once (found {found}), or a resumed run would lose or fork memory")
+                                 f"snapshot exactly once (found {found}), or a resumed run would lose or fork memory")
         return rest
 
     async def _call(self, method: str, call: Awaitable[T]) -> T:
@@ -481,8 +481,8 @@ class MemoryAgentHarness:
         problem = shape_problem(self.state.fresh, self._outside(snapshot), "snapshot")
         if problem:
             raise AgentError(f"agent {self.plan.spec.name!r} keeps state outside its metered memory after event "
-                           f"{ev.index + 1}: {problem}; only counters may change there, so that all memory is "
-                           "metered and the conversation is cut (docs/budget.md, Memory agents)")
+                             f"{ev.index + 1}: {problem}; only counters may change there, so that all memory is "
+                             "metered and the conversation is cut (docs/budget.md, Memory agents)")
         self.state.snapshot = snapshot
         self._trace({**rec, "tool": "reply", "args": {"time": self._time(ev), "message_chars": len(message)},
                      "prompt": message, "reply": said, "ok": error is None, **({"error": error} if error else {}),
