@@ -4,6 +4,7 @@ what a player may not know: each is one line and a recorded failure (issue 30, i
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -308,6 +309,16 @@ def test_a_stalled_call_is_reported_before_it_fails(capfd: pytest.CaptureFixture
     assert "agent slow: no reply from act for 0 s" in capfd.readouterr().err
 
 
+@contextlib.contextmanager
+def sigint_handled_by(handler: Any) -> Iterator[None]:
+    """SIGINT set to ``handler`` for the body of the ``with``, then put back."""
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 @pytest.fixture
 def interactive_ctrl_c() -> Iterator[None]:
     """Ctrl-C handled as in an interactive shell, for this test and the runs it starts.
@@ -316,20 +327,20 @@ def interactive_ctrl_c() -> Iterator[None]:
     ignored, and so does every process it starts: the suite must not depend on how it was launched.
     A Python handler here is reset to the default in a child, which then installs its own, as any run does.
     """
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
+    with sigint_handled_by(signal.default_int_handler):
         yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
+
+
+class Stuck:
+    """A plug-in whose step blocks the event loop for an hour."""
+
+    async def act(self) -> str:
+        time.sleep(3600)
+        return ""
 
 
 @pytest.mark.usefixtures("interactive_ctrl_c")
 def test_ctrl_c_reaches_a_plugin_that_blocks_the_loop() -> None:
-    class Stuck:
-        async def act(self) -> str:
-            time.sleep(3600)
-            return ""
-
     timer = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT))
     timer.start()
     t0 = time.monotonic()
@@ -340,24 +351,18 @@ def test_ctrl_c_reaches_a_plugin_that_blocks_the_loop() -> None:
 
 
 def test_a_process_that_ignores_ctrl_c_keeps_ignoring_it_inside_a_plugin() -> None:
-    class Stuck:
-        async def act(self) -> str:
-            time.sleep(3600)
-            return ""
-
     # As a script's background job starts: SIGINT ignored. A Ctrl-C meant for the script must not stop the
     # plug-in, while the watchdog's own interrupt of an overdue step still works.
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
-    try:
-        set_call_limit(1.0)
-        timer.start()
-        with pytest.raises(AgentError, match="act gave no reply within 1 s"):
-            asyncio.run(call_plugin("stuck", "act", Stuck().act))
-        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
-    finally:
-        timer.cancel()
-        signal.signal(signal.SIGINT, previous)
+    with sigint_handled_by(signal.SIG_IGN):
+        try:
+            set_call_limit(1.0)
+            timer.start()
+            with pytest.raises(AgentError, match="act gave no reply within 1 s"):
+                asyncio.run(call_plugin("stuck", "act", Stuck().act))
+            assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+        finally:
+            timer.cancel()
 
 
 # ---- Ctrl-C through the command line ------------------------------------------------------------------------
