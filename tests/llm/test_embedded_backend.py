@@ -301,6 +301,24 @@ async def test_json_schema_output_is_enforced(server: EmbeddedServer) -> None:
 
 
 @pytest.mark.embedded
+async def test_a_prompt_longer_than_a_slot_names_the_setting_to_raise(server: EmbeddedServer) -> None:
+    from amemgym.config import EmbeddedConfig, LLMConfig
+    from amemgym.errors import LLMError
+    from amemgym.llm.client import LLMClient
+
+    # The same settings as the fixture's server, so the client is handed that server.
+    llm = LLMClient(LLMConfig(embedded=EmbeddedConfig(ctx_per_slot=2048, parallel=2), cache=False))
+    try:
+        with pytest.raises(LLMError) as info:
+            await llm.chat("agent", [{"role": "user", "content": "seven " * 3000}], max_tokens=8)
+    finally:
+        await llm.aclose()
+    text = str(info.value)
+    assert "context size" in text and "\n" not in text
+    assert "slots hold 2,048 tokens" in text and "--set llm.embedded.ctx_per_slot=4096" in text
+
+
+@pytest.mark.embedded
 def test_gemma_context_manager_starts_and_stops(tmp_path: Path) -> None:
     ok, message = model_status("gemma3-270m")
     if not ok:

@@ -223,7 +223,7 @@ class LLMClient:
             url = await asyncio.to_thread(server.start)
             backend = OpenAIBackend(url, server.model_name, None, **_http_limits(ep))
             backend_id = f"embedded:{emb.model}"
-            wrapped = _Renamed(backend, backend_id)
+            wrapped = _Renamed(backend, backend_id, emb.ctx_per_slot)
             self._owned.append(backend)
             return wrapped
         # Roles on the same endpoint share one HTTP client (and its connection pool).
@@ -555,14 +555,23 @@ class LLMClient:
 
 
 class _Renamed:
-    """Gives the embedded server's HTTP backend a stable cache identity independent of its port."""
+    """Gives the embedded server's HTTP backend a stable cache identity independent of its port, and names the
+    setting to raise when llama.cpp refuses a prompt longer than one slot."""
 
-    def __init__(self, inner: Any, backend_id: str) -> None:
+    def __init__(self, inner: Any, backend_id: str, ctx_per_slot: int) -> None:
         self._inner = inner
         self.backend_id = backend_id
+        self._ctx = ctx_per_slot
 
     async def complete(self, req: ChatRequest) -> ChatResult:
-        return await self._inner.complete(req)
+        try:
+            return await self._inner.complete(req)
+        except PermanentError as exc:
+            if exc.kind != "http_400" or "context size" not in str(exc):
+                raise
+            advice = (f"; the embedded model's slots hold {self._ctx:,} tokens: raise them with "
+                      f"--set llm.embedded.ctx_per_slot={2 * self._ctx}")
+            raise PermanentError(exc.kind, f"{exc}{advice}") from exc
 
     async def model_identity(self) -> str:
         from .embedded_model import embedded_identity

@@ -52,9 +52,14 @@ class Budget(EngineFamily):
         return super().run(request, console)
 
     def configure(self, cfg: AppConfig, request: RunRequest[Any]) -> None:
-        """``--judge-model`` turns the optional judge on (as ``budget.judge`` does)."""
+        """``--judge-model`` turns the optional judge on (as ``budget.judge`` does), and the embedded model gets
+        slots of :data:`~.tiers.EMBEDDED_CTX_PER_SLOT` tokens unless the config sets ``llm.embedded.ctx_per_slot``."""
+        from .tiers import EMBEDDED_CTX_PER_SLOT
+
         if request.judge_model is not None:
             cfg.budget.judge = True
+        if "ctx_per_slot" not in cfg.llm.embedded.model_fields_set:
+            cfg.llm.embedded.ctx_per_slot = max(cfg.llm.embedded.ctx_per_slot, EMBEDDED_CTX_PER_SLOT)
 
     def make_env(self, env: Path | None, **options: Any) -> Any:
         """:class:`~amemgym.families.budget.gym_env.BudgetEnv` on the episode file ``env`` (None: a generated

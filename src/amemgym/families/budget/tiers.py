@@ -37,6 +37,11 @@ NOTE_CHARS = 800
 ABSENT_NAMES = 6
 #: Tool calls an agent may make per event before the harness moves on.
 MAX_STEPS_PER_EVENT = 12
+#: Tokens of one embedded-model slot in a budget run, unless the config says otherwise. An event's conversation
+#: holds the system prompt, the event's text (up to about 19,000 characters for a batch of documents) and up to
+#: MAX_STEPS_PER_EVENT replies with their feedback: the embedded default of 8,192 tokens overflowed on the 0.5B
+#: model's cut-off 512-token replies (docs/budget.md, "On the embedded model").
+EMBEDDED_CTX_PER_SLOT = 16384
 #: Seeds of the official protocol (every domain at each).
 OFFICIAL_SEEDS = tuple(range(10))
 
