@@ -223,7 +223,7 @@ class LLMClient:
             url = await asyncio.to_thread(server.start)
             backend = OpenAIBackend(url, server.model_name, None, **_http_limits(ep))
             backend_id = f"embedded:{emb.model}"
-            wrapped = _Renamed(backend, backend_id, emb.ctx_per_slot)
+            wrapped = _EmbeddedChat(backend, backend_id, emb.ctx_per_slot)
             self._owned.append(backend)
             return wrapped
         # Roles on the same endpoint share one HTTP client (and its connection pool).
@@ -554,7 +554,7 @@ class LLMClient:
             self.cache.flush()
 
 
-class _Renamed:
+class _EmbeddedChat:
     """Gives the embedded server's HTTP backend a stable cache identity independent of its port, and names the
     setting to raise when llama.cpp refuses a prompt longer than one slot."""
 
