@@ -318,6 +318,69 @@ async def test_a_request_that_cannot_be_sent_is_permanent(serve, clean_env) -> N
     await be.aclose()
 
 
+# ---- embeddings ------------------------------------------------------------------------------------------------------
+def embeddings(*rows: tuple[int | None, list[float]]) -> bytes:
+    data = [{"embedding": vec, **({} if i is None else {"index": i})} for i, vec in rows]
+    return reply(json.dumps({"data": data}).encode())
+
+
+@pytest.mark.parametrize("raw", [
+    embeddings((0, [1.0, 0.0])),  # one vector for two texts
+    embeddings((0, [1.0, 0.0]), (1, [0.0, 1.0]), (2, [1.0, 1.0])),  # one too many
+    embeddings((0, [1.0, 0.0]), (0, [0.0, 1.0])),  # the first text twice, the second never
+    embeddings((0, [1.0, 0.0]), (5, [0.0, 1.0])),  # an index that names no input
+    embeddings((0, [1.0, 0.0]), (None, [0.0, 1.0])),  # numbered in part
+    embeddings((0, [1.0, 0.0]), (1, [0.0, 1.0, 0.5])),  # vectors of different lengths
+    embeddings((0, []), (1, [])),  # empty vectors
+    reply(b'{"data": [{"index": 0, "embedding": [1e999, 0]}, {"index": 1, "embedding": [0, 1]}]}'),  # infinite
+])
+async def test_embeddings_that_do_not_match_their_inputs_are_malformed(serve, clean_env, raw: bytes) -> None:
+    srv = serve([raw])
+    be = backend(srv.url)
+    with pytest.raises(TransientError) as err:
+        await be.embed(["first", "second"])
+    assert err.value.kind == "malformed_body"
+    await be.aclose()
+
+
+async def test_embeddings_come_back_in_the_order_of_their_inputs(serve, clean_env) -> None:
+    srv = serve([embeddings((1, [0.0, 2.0]), (0, [3.0, 0.0])), embeddings((None, [3.0, 0.0]), (None, [0.0, 2.0]))])
+    be = backend(srv.url)
+    for _ in range(2):  # numbered out of order, then unnumbered in order
+        assert (await be.embed(["first", "second"])).tolist() == [[1.0, 0.0], [0.0, 1.0]]
+    await be.aclose()
+
+
+def embedder_client(url: str) -> LLMClient:
+    return LLMClient(LLMConfig(roles={"embedder": {"base_url": url, "model": "m", "timeout_s": 5.0}}),
+                     backoff_base=0.0)
+
+
+async def test_an_http_embedder_is_retried_counted_and_fails_in_one_line(serve, clean_env) -> None:
+    ok = embeddings((0, [1.0, 0.0]))
+    srv = serve([reply(b"{}", status=503), ok, reply(b'{"error": {"message": "no such model"}}', status=400)])
+    llm = embedder_client(srv.url)
+    assert (await llm.embed(["text"])).shape == (1, 2)
+    usage = llm.ledger.role("embedder")
+    assert usage.retries == 1 and usage.faults["http_503"] == 1 and usage.calls == 1
+    with pytest.raises(LLMError) as err:
+        await llm.embed(["text"])
+    assert str(err.value) == ("embedder call rejected by the endpoint (http_400); not retried: "
+                              "HTTP 400: no such model")
+    assert len(srv.requests) == 3 and usage.failures == 1
+    await llm.aclose()
+
+
+async def test_an_embedder_that_changes_its_vectors_length_stops_the_run(serve, clean_env) -> None:
+    srv = serve([embeddings((0, [1.0, 0.0])), embeddings((0, [1.0, 0.0, 0.0]))])
+    llm = embedder_client(srv.url)
+    await llm.embed(["text"])
+    with pytest.raises(LLMError, match="now returns 3-dimensional embeddings, not 2 as before in this run"):
+        await llm.embed(["text"])
+    assert len(srv.requests) == 2  # refused at once: retrying cannot bring the old model back
+    await llm.aclose()
+
+
 # ---- limits ----------------------------------------------------------------------------------------------------------
 async def test_read_idle_and_total_limits(serve, clean_env) -> None:
     def trickle(req: Request, conn: socket.socket) -> None:

@@ -8,10 +8,10 @@ import json
 import os
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from operator import itemgetter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type
 
@@ -50,6 +50,7 @@ def read_api_key(endpoint: EndpointConfig) -> str | None:
 
 
 _ROLE_CONTENT = itemgetter("role", "content")
+_T = TypeVar("_T")
 
 #: The message keys a chat request carries to the backend; anything else a caller attached is dropped.
 _WIRE_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name")
@@ -447,19 +448,25 @@ class LLMClient:
         return res
 
     async def _call_with_retries(self, backend: ChatBackend, req: ChatRequest, ep: EndpointConfig) -> ChatResult:
-        usage = self.ledger.role(req.role)
+        return await self._retried(req.role, backend.backend_id, ep, lambda: backend.complete(req))
+
+    async def _retried(self, role: str, backend_id: str, ep: EndpointConfig,
+                       call: Callable[[], Awaitable[_T]]) -> _T:
+        """``call()`` under the endpoint's adaptive limit, retried on transient failures, its faults counted
+        under ``role``; a failure that outlives the retries is one :class:`LLMError` line."""
+        usage = self.ledger.role(role)
         size = ep.max_concurrency
-        if backend.backend_id.startswith("embedded:"):
+        if backend_id.startswith("embedded:"):
             # More requests than decoding slots would only queue inside llama.cpp and hit timeouts.
             size = min(size, self.config.embedded.parallel)
-        limit = self._limit(backend.backend_id, size)
+        limit = self._limit(backend_id, size)
         stop = _StopRetrying(ep.max_retries + 1, ep.max_timeout_retries)
 
-        async def attempt() -> ChatResult:
+        async def attempt() -> _T:
             try:
                 async with limit.slot(), self._serial or contextlib.nullcontext():
                     with self.ledger.waiting():
-                        return await backend.complete(req)
+                        return await call()
             except (TransientError, PermanentError) as exc:
                 usage.faults[exc.kind] += 1
                 raise
@@ -474,11 +481,11 @@ class LLMClient:
         except TransientError as exc:
             usage.failures += 1
             n = retrying.statistics.get("attempt_number", 1)
-            raise LLMError(f"{req.role} call failed after {n} attempt{'s' if n != 1 else ''}: {exc.kind}") from None
+            raise LLMError(f"{role} call failed after {n} attempt{'s' if n != 1 else ''}: {exc.kind}") from None
         except PermanentError as exc:
             usage.failures += 1
             raise LLMError(
-                f"{req.role} call rejected by the endpoint ({exc.kind}); not retried: {redact(str(exc))}") from None
+                f"{role} call rejected by the endpoint ({exc.kind}); not retried: {redact(str(exc))}") from None
 
     async def chat_json(
         self,
@@ -534,7 +541,12 @@ class LLMClient:
         backend = await self.embedder()
         usage = self.ledger.role("embedder")
         start = time.perf_counter()
-        vecs = await backend.embed(list(texts))
+        if isinstance(backend, OpenAIEmbedBackend):
+            # An HTTP embedder is an endpoint like any other: limited, retried, and failing in one line.
+            vecs = await self._retried("embedder", backend.backend_id, self.endpoint("embedder"),
+                                       lambda: backend.embed(list(texts)))
+        else:
+            vecs = await backend.embed(list(texts))
         tokens, seconds = sum(len(t.split()) for t in texts), time.perf_counter() - start
         usage.calls += 1
         usage.prompt_tokens += tokens

@@ -309,6 +309,11 @@ class OpenAIBackend:
             vecs = np.asarray([d["embedding"] for d in rows], dtype=np.float32)
         except Exception as exc:  # noqa: BLE001
             raise classify(exc) from exc
+        problem = _embedding_problem(rows, vecs, len(texts))
+        if problem is not None:
+            # A vector matched to the wrong text, or one that cannot be compared, would skew every retrieval
+            # silently; a malformed reply is retried like any other.
+            raise TransientError("malformed_body", f"embeddings reply {problem}")
         norms = np.linalg.norm(vecs, axis=1, keepdims=True)
         return vecs / np.maximum(norms, 1e-12)
 
@@ -317,6 +322,22 @@ class OpenAIBackend:
         if self._transport is not None:
             await self._transport.aclose()
         self._transport = None
+
+
+def _embedding_problem(rows: list[Any], vecs: np.ndarray, n: int) -> str | None:
+    """What is wrong with an embeddings reply for ``n`` inputs, or None: one finite vector per input, each
+    ``index`` naming a distinct input when the server gives them."""
+    if len(rows) != n:
+        return f"holds {len(rows)} vectors for {n} inputs"
+    given = [d.get("index") for d in rows]
+    if any(i is not None for i in given) and not (
+            all(type(i) is int for i in given) and sorted(given) == list(range(n))):
+        return "has indices that do not number the inputs 0..n-1"
+    if n and (vecs.ndim != 2 or vecs.shape[1] == 0):
+        return "has vectors of different lengths or none"
+    if not np.isfinite(vecs).all():
+        return "has values that are not finite numbers"
+    return None
 
 
 def _chat_result(resp: Any, model: str, seconds: float) -> ChatResult:
@@ -380,7 +401,16 @@ class OpenAIEmbedBackend:
         self.backend_id = backend.backend_id
 
     async def embed(self, texts: list[str]) -> np.ndarray:
-        """Embed through the HTTP endpoint."""
+        """Embed through the HTTP endpoint; the vectors' length is fixed by the first reply.
+
+        Raises:
+            PermanentError: a reply's vectors are not as long as the first reply's (another model answers).
+        """
         vecs = await self._backend.embed(texts)
-        self.dim = int(vecs.shape[1]) if vecs.size else self.dim
+        if vecs.size:
+            dim = int(vecs.shape[1])
+            if self.dim and dim != self.dim:
+                raise PermanentError("embedding_dim_changed", f"{self._backend.base_url} now returns "
+                                     f"{dim}-dimensional embeddings, not {self.dim} as before in this run")
+            self.dim = dim
         return vecs
