@@ -1,12 +1,15 @@
 """A server that echoes the API key on the success path (in its model list and in replies) puts it into no file,
-no cache and no console line (issue 30, item 3)."""
+no cache and no console line (issue 30, item 3), whatever form it gives the key; neither does a key riding in
+a base URL's query string, or the password of a proxy."""
 
 from __future__ import annotations
 
+import base64
 import json
 import sqlite3
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from typer.testing import CliRunner
@@ -92,3 +95,84 @@ def test_content_redaction_keeps_prose_and_json_intact() -> None:
     doc = json.dumps({"a": "Bearer abcDEF123456789 and quote\"d-secret-value", "u": "http://me:pw@host/v1"})
     cleaned = redact_content(doc)
     assert json.loads(cleaned) == {"a": f"Bearer {MASK} and {MASK}", "u": f"http://{MASK}@host/v1"}
+
+
+#: A key with every character JSON escapes or a server may write escaped (a quote, a backslash, a slash).
+ODD = 'PLANTED"q\\bk/ZZ1234+5678'
+
+
+def transformed(key: str) -> list[str]:
+    """The forms a hostile server echoes ``key`` in, as they reach the client's reply text."""
+    raw = key.encode()
+    return [key, key.lower(), key.upper(), base64.b64encode(raw).decode(), base64.urlsafe_b64encode(raw).decode(),
+            base64.b64encode(raw).decode().rstrip("="), quote(key, safe=""),
+            json.dumps({"k": key}), json.dumps({"k": key}).replace("/", "\\/")]
+
+
+def test_every_form_of_an_echoed_key_is_masked_and_json_stays_json() -> None:
+    register_secret(ODD)
+    reply = "seen: " + " | ".join(transformed(ODD))
+    stored = json.dumps({"reply": reply, "nested": json.dumps({"reply": reply})})
+    cleaned = redact_content(stored)
+    decoded = json.loads(cleaned)
+    inner = json.loads(decoded["nested"])["reply"]
+    for text in (decoded["reply"], inner, redact_content(reply)):
+        assert text.count(MASK) == len(transformed(ODD)), text
+        assert "PLANTED" not in text.upper() and "UExBTlRFRC" not in text
+
+
+def test_a_multi_line_key_is_masked_line_by_line() -> None:
+    register_secret("FIRSTlineKEY77\nSECONDlineKEY88")
+    for shown in ("Illegal header value b'Bearer FIRSTlineKEY77\\nSECONDlineKEY88'",
+                  "FIRSTlineKEY77 and SECONDlineKEY88"):
+        assert "lineKEY" not in redact_content(shown)
+
+
+def test_a_statetrack_run_masks_a_key_echoed_in_other_forms(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def echo(body: dict[str, Any]) -> str | dict[str, Any]:
+        reply = default_responder(body)
+        if isinstance(reply, str) and not reply.lstrip().startswith(("{", "[")):
+            return f"{reply} (seen: {' | '.join(transformed(ODD))})"
+        return reply
+
+    out, cache = tmp_path / "run", tmp_path / "cache"
+    monkeypatch.setenv("AMEMGYM_CACHE_DIR", str(cache))
+    with FakeEndpoint(responder=echo) as ep:
+        monkeypatch.setenv("OPENAI_BASE_URL", ep.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", ODD)
+        result = CliRunner().invoke(app, ["run", "--out", str(out), "--limit", "1", "--set",
+                                          "llm.default.model=fake-model", *FAST])
+    assert result.exit_code == 0, result.output
+    text = every_text(out, cache) + result.output
+    assert "(seen: " + MASK in text
+    assert "PLANTED" not in text.upper() and "UExBTlRFRC" not in text and "PLANTED%22" not in text
+
+
+def test_a_key_in_the_base_urls_query_reaches_no_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    secret = "QUERYkeyNOTshaped93xq"  # not configured and not key-shaped: only its place tells it apart
+    out, cache = tmp_path / "run", tmp_path / "cache"
+    monkeypatch.setenv("AMEMGYM_CACHE_DIR", str(cache))
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with FakeEndpoint() as ep:
+        base = ep.base_url
+        url = f"{base}?token={secret}#{secret}"
+        result = CliRunner().invoke(app, ["run", "--out", str(out), "--limit", "1", "--set",
+                                          f"llm.default.base_url={url}", "--set", "llm.default.model=fake-model",
+                                          *FAST])
+    assert result.exit_code == 0, result.output
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["config"]["llm"]["default"]["base_url"] == base
+    assert secret not in every_text(out, cache) + result.output
+
+
+def test_a_proxys_password_is_masked_in_every_form(monkeypatch: pytest.MonkeyPatch) -> None:
+    from amemgym.llm.http import Transport
+    from amemgym.llm.timeouts import resolve_timeouts
+
+    monkeypatch.setenv("HTTPS_PROXY", "http://me:PROXY%2Fpass77zz@127.0.0.1:9/")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    Transport("https://api.example.test/v1", resolve_timeouts("https://api.example.test/v1", None, None, 5.0), {})
+    basic = base64.b64encode(b"me:PROXY/pass77zz").decode()
+    echoed = f"Proxy-Authorization: Basic {basic}; user me:PROXY/pass77zz; password PROXY/pass77zz"
+    assert "pass77zz" not in redact_content(echoed) and basic not in redact_content(echoed)

@@ -251,6 +251,18 @@ class AppConfig(_Strict):
     run: RunSettings = RunSettings()
     budget: BudgetSettings = BudgetSettings()
 
+    def recorded(self) -> dict[str, Any]:
+        """The settings as a run directory records them: every endpoint's ``base_url`` without its query string
+        or fragment, where some services take a key (keys themselves are never settings)."""
+        from .llm.urls import public_url
+
+        data: dict[str, Any] = json.loads(self.model_dump_json())
+        llm = data["llm"]
+        for endpoint in (llm["default"], *llm["roles"].values()):
+            if isinstance(endpoint, dict) and isinstance(endpoint.get("base_url"), str):
+                endpoint["base_url"] = public_url(endpoint["base_url"])
+        return data
+
 
 def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     out = dict(base)

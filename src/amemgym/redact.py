@@ -14,19 +14,23 @@ also in a successful reply or in the model list of ``/models``. Two levels of sc
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import threading
 from typing import Any
+from urllib.parse import quote
 
 _KNOWN: set[str] = set()
-#: The registered keys, longest first, with their JSON-escaped forms (a key inside a JSON text).
+#: Every form (:func:`secret_forms`) of the registered keys, longest first.
 _KNOWN_SORTED: list[str] = []
 _LOCK = threading.Lock()
 
 #: Shorter "keys" (e.g. a placeholder like "x") are not registered: replacing them would mangle every text.
 MIN_SECRET_CHARS = 6
 MASK = "[REDACTED]"
+#: How many layers of JSON string escaping a registered key is also looked for under.
+_JSON_DEPTH = 3
 
 # Anything shaped like a credential: a bearer/basic token, an OpenAI-style "sk-..." key, common vendor
 # prefixes, and ``user:password@`` in a URL.
@@ -51,14 +55,40 @@ _CONTENT_PATTERNS: tuple[tuple[tuple[str, ...], int, re.Pattern[str]], ...] = (
 )
 
 
+def _json_text(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)[1:-1]
+
+
+def secret_forms(secret: str) -> set[str]:
+    """The ways ``secret`` may be written back by a server that echoes it: as is, in lower and upper case,
+    percent-encoded and base64-encoded (standard and URL-safe, with and without padding); each also as the
+    text of a JSON string, up to :data:`_JSON_DEPTH` times over (a key inside JSON that a model wrote, in a
+    record that is itself a JSON string of a JSON file), and with ``/`` written ``\\/`` (as some JSON encoders
+    do). A key made of letters, digits, ``-`` and ``_`` has a handful of forms; escaping changes none of them."""
+    raw = secret.encode("utf-8")
+    b64 = {base64.b64encode(raw).decode("ascii"), base64.urlsafe_b64encode(raw).decode("ascii")}
+    bases = {secret, secret.lower(), secret.upper(), quote(secret, safe=""), *b64, *(b.rstrip("=") for b in b64)}
+    forms: set[str] = set()
+    for base in bases:
+        for text in (base, _json_text(base).replace("/", "\\/")):
+            for _ in range(_JSON_DEPTH + 1):
+                forms.add(text)
+                text = _json_text(text)
+    return {f for f in forms if len(f) >= MIN_SECRET_CHARS}
+
+
 def register_secret(value: str | None) -> None:
-    """Remember a configured key so :func:`redact` removes it wherever it appears."""
-    if value and len(value.strip()) >= MIN_SECRET_CHARS:
-        secret = value.strip()
-        with _LOCK:
-            _KNOWN.add(secret)
-            forms = {k for s in _KNOWN for k in (s, json.dumps(s, ensure_ascii=False)[1:-1])}
-            _KNOWN_SORTED[:] = sorted(forms, key=len, reverse=True)
+    """Remember a configured key so :func:`redact` and :func:`redact_content` remove it, in every form of
+    :func:`secret_forms`, wherever it appears. A key that spans lines is also remembered line by line: an
+    error that quotes it may break it there."""
+    if not value or len(value.strip()) < MIN_SECRET_CHARS:
+        return
+    secret = value.strip()
+    parts = {p for p in secret.split() if len(p) >= MIN_SECRET_CHARS}
+    with _LOCK:
+        _KNOWN.update({secret, *parts})
+        forms = {form for known in _KNOWN for form in secret_forms(known)}
+        _KNOWN_SORTED[:] = sorted(forms, key=len, reverse=True)
 
 
 def _sub(match: re.Match[str]) -> str:
@@ -75,7 +105,7 @@ def redact(text: str) -> str:
     if not text:
         return text
     with _LOCK:
-        known = sorted(_KNOWN, key=len, reverse=True)
+        known = list(_KNOWN_SORTED)
     for secret in known:
         if secret in text:
             text = text.replace(secret, MASK)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -89,3 +90,20 @@ def test_a_run_inside_a_running_run_exits_2_naming_the_holder(tmp_path: Path, ho
     assert result.exit_code == 2, result.output
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and f"in use by pid {holder.pid}" in lines[0], result.output
+
+
+def test_the_lock_file_shows_the_command_line_without_keys_or_url_queries(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from amemgym.redact import register_secret
+
+    register_secret("CONFIGUREDkey0042zz")
+    monkeypatch.setattr(sys, "argv", [
+        "/venv/bin/amemgym", "run", "--set", "llm.default.base_url=http://h:8000/v1?token=QUERYsecret77#frag",
+        "--set", "llm.default.model=CONFIGUREDkey0042zz", "--set", "llm.default.api_key=sk-proj-abcdef0123456789xyz",
+        "--out", str(tmp_path / "r")])
+    with run_lock(tmp_path / "r", "run"):
+        shown = json.loads((tmp_path / "r" / LOCK_NAME).read_text())["argv"]
+    assert shown.startswith("amemgym run --set llm.default.base_url=http://h:8000/v1?[REDACTED] ")
+    for secret in ("QUERYsecret77", "frag", "CONFIGUREDkey0042zz", "abcdef0123456789xyz"):
+        assert secret not in shown
+    assert shown.endswith(f"--out {tmp_path / 'r'}")

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import socket
 import sys
 import time
@@ -28,6 +29,7 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from ..errors import RunError
+from ..redact import MASK, redact
 from .rundir import prepare_out_dir
 
 LOCK_NAME = ".amemgym.lock"
@@ -92,9 +94,19 @@ def _refuse_nested(directory: Path, shown: Path) -> None:
                    "another's, so wait for it to finish or use a directory outside it")
 
 
+#: A URL's query string or fragment, where some services take a key.
+_URL_TAIL = re.compile(r"(://[^\s?#]*)[?#]\S*")
+
+
+def shown_argv() -> str:
+    """The command line as the lock file shows it: the program's name, then the arguments without URL query
+    strings or anything shaped like a key (a ``--set`` may carry either)."""
+    argv = " ".join(os.path.basename(a) if i == 0 else a for i, a in enumerate(sys.argv))
+    return redact(_URL_TAIL.sub(rf"\1?{MASK}", argv))[:300]
+
+
 def _write_holder(path: Path, command: str) -> None:
-    info = {"pid": os.getpid(), "host": socket.gethostname(), "command": command,
-            "argv": " ".join(os.path.basename(a) if i == 0 else a for i, a in enumerate(sys.argv))[:300],
+    info = {"pid": os.getpid(), "host": socket.gethostname(), "command": command, "argv": shown_argv(),
             "since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     # Rewritten in place (not renamed): the lock belongs to this inode, which every writer opens.
     fd = os.open(path, os.O_WRONLY)

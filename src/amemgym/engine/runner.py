@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
-import json
 import platform
 import time
 import uuid
@@ -126,7 +125,7 @@ def _manifest(family: UnitFamily, env: Path | None, units: list[Unit], old: dict
     return {**base, "family": family.name, "amemgym_version": __version__,
             "environment_file": str(env) if env is not None else None,
             "units": [planned[k] for k in sorted(planned, key=natural_key)], "protocol": dict(protocol),
-            "config": json.loads(cfg.model_dump_json()), "models": models,
+            "config": cfg.recorded(), "models": models,
             "model_changes": [*(old or {}).get("model_changes", []), *changes], "pins": dict(pins)}
 
 

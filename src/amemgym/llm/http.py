@@ -24,12 +24,14 @@ import os
 import ssl
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit
 from urllib.request import getproxies_environment, proxy_bypass_environment  # type: ignore[attr-defined]
 
 import httpx
 
+from .redact import register_secret
 from .timeouts import Timeouts
+from .urls import public_url
 
 _USER_AGENT = "amemgym"
 
@@ -50,21 +52,6 @@ class Response:
     status: int
     headers: dict[str, str]
     body: bytes
-
-
-def host_port(url: str) -> str:
-    """``host[:port]`` of ``url`` without credentials; an IPv6 address keeps its brackets."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    return f"{host}:{parts.port}" if parts.port else host
-
-
-def public_url(url: str) -> str:
-    """``url`` without credentials or query string, safe to log and to key the cache with."""
-    parts = urlsplit(url)
-    return urlunsplit((parts.scheme, host_port(url), parts.path.rstrip("/"), "", ""))
 
 
 def env_proxy(url: str) -> str | None:
@@ -143,7 +130,13 @@ class Transport:
         self.proxy = public_url(proxy_url) if proxy_url else None
         proxy: httpx.Proxy | None = None
         if proxy_url:
-            scheme = urlsplit(proxy_url).scheme.lower()
+            parts = urlsplit(proxy_url)
+            if parts.password:
+                # Sent as basic auth to the proxy, which may echo it back like any key.
+                password = unquote(parts.password)
+                register_secret(password)
+                register_secret(f"{unquote(parts.username or '')}:{password}")
+            scheme = parts.scheme.lower()
             if scheme.startswith("socks"):
                 if importlib.util.find_spec("socksio") is None:
                     raise SetupError(f"the proxy {self.proxy} is a socks proxy, which needs the socksio package: "

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import ConfigError
 
@@ -28,6 +28,21 @@ def base_url_problem(url: str) -> str | None:
     if parts.username is not None or parts.password is not None:
         return "put credentials in the key variable or key file, not in base_url (user:password@host)"
     return None
+
+
+def host_port(url: str) -> str:
+    """``host[:port]`` of ``url`` without credentials; an IPv6 address keeps its brackets."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    return f"{host}:{parts.port}" if parts.port else host
+
+
+def public_url(url: str) -> str:
+    """``url`` without credentials, query string or fragment, safe to log, record and key the cache with."""
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, host_port(url), parts.path.rstrip("/"), "", ""))
 
 
 def check_base_url(url: str, source: str = "base_url") -> None:

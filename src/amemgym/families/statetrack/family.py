@@ -258,8 +258,8 @@ def _judge(cfg: Any) -> Any:
     an exit 0 on a file whose text nobody could read unless they asked for that with ``--no-judge``.
     """
     from ...errors import BackendUnavailable, ConfigError
-    from ...llm.http import public_url
     from ...llm.preflight import preflight
+    from ...llm.urls import public_url
     from .validity.reading import TextJudge, judge_note, llm_judge
 
     url = cfg.chat_base_url("judge")
