@@ -16,7 +16,7 @@ from amemgym.engine.checkpoint import read_trace
 from amemgym.families.budget.generate import build_episode
 from amemgym.families.budget.io import save_episode
 from amemgym.families.budget.model import Episode
-from amemgym.families.budget.protocol import TOOLS, function_tools, parse_call
+from amemgym.families.budget.protocol import TOOLS, ProtocolError, function_tools, parse_call
 from amemgym.families.budget.run import run_episode
 from amemgym.families.budget.stream import shown_kind
 from amemgym.families.budget.tool_agents import (
@@ -113,6 +113,22 @@ def test_one_call_becomes_the_canonical_reply_and_several_are_a_protocol_error()
                         {"role": "assistant", "content": two}, {"role": "user", "content": "protocol error: x"}])
     assert len(native[2]["tool_calls"]) == 2
     assert [m["content"] for m in native[3:]] == [SEVERAL_CALLS, SEVERAL_CALLS]
+
+
+@pytest.mark.parametrize(("reply", "error"), [
+    ('{"tool": "read", "args": {"id": "\u00b2"}}', "read.id must be a int"),  # a digit int() refuses
+    ('{"tool": "read", "args": {"id": "\u0663"}}', None),  # an Arabic-Indic three: a decimal digit
+    ("[" * 5_000 + "]" * 5_000, "nested too deeply"),
+])
+def test_odd_digits_and_deep_nesting_are_protocol_errors_not_crashes(reply: str, error: str | None) -> None:
+    if error is None:
+        assert parse_call(reply).args == {"id": 3}
+        return
+    with pytest.raises(ProtocolError, match=error):
+        parse_call(reply)
+    native = canonical_reply((ToolCallOut("a", "read", reply.split('"args": ')[-1].rstrip("}") or "{}"),), "")
+    with pytest.raises(ProtocolError):
+        parse_call(native)
 
 
 def test_several_calls_run_nothing_and_the_agent_is_told(episode: Episode, tmp_path: Path) -> None:

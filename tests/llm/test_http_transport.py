@@ -309,6 +309,37 @@ async def test_broken_replies_map_onto_the_retry_kinds(serve, clean_env, raw: by
     await be.aclose()
 
 
+def with_usage(usage: Any) -> bytes:
+    return reply(json.dumps({"model": "m", "choices": [{"message": {"content": "hello"}}], "usage": usage}).encode())
+
+
+@pytest.mark.parametrize("usage", [
+    {"prompt_tokens": -1000, "completion_tokens": 5},  # would subtract from the run's usage and cost
+    {"prompt_tokens": 10**30},  # beyond any call, and beyond what the usage files can hold
+    {"prompt_tokens": 2**62},
+    {"completion_tokens": 1.5},
+    {"completion_tokens": "many"},
+    {"prompt_tokens": True},
+    [3, 1],
+])
+async def test_token_counts_that_are_not_counts_are_malformed_replies(serve, clean_env, usage: Any) -> None:
+    srv = serve([with_usage(usage)])
+    be = backend(srv.url)
+    with pytest.raises(TransientError) as err:
+        await chat(be)
+    assert err.value.kind == "malformed_body"
+    await be.aclose()
+
+
+async def test_token_counts_written_as_text_or_whole_floats_are_read(serve, clean_env) -> None:
+    srv = serve([with_usage({"prompt_tokens": "12", "completion_tokens": 3.0})])
+    be = backend(srv.url)
+    req = ChatRequest(role="agent", messages=({"role": "user", "content": "hi"},), temperature=0.0, max_tokens=8)
+    res = await be.complete(req)
+    assert (res.prompt_tokens, res.completion_tokens) == (12, 3)
+    await be.aclose()
+
+
 async def test_a_request_that_cannot_be_sent_is_permanent(serve, clean_env) -> None:
     srv = serve([reply(CHAT)])
     be = OpenAIBackend(srv.url, "m", "key-with\nnewline")  # e.g. a key file with a line break inside
@@ -332,6 +363,8 @@ def embeddings(*rows: tuple[int | None, list[float]]) -> bytes:
     embeddings((0, [1.0, 0.0]), (None, [0.0, 1.0])),  # numbered in part
     embeddings((0, [1.0, 0.0]), (1, [0.0, 1.0, 0.5])),  # vectors of different lengths
     embeddings((0, []), (1, [])),  # empty vectors
+    embeddings((0, [1.0]), (1, [1.0])),  # one dimension: every text points the same way
+    embeddings((0, [1.0, 0.0]), (1, [0.0, 0.0])),  # all zeros: no direction to compare
     reply(b'{"data": [{"index": 0, "embedding": [1e999, 0]}, {"index": 1, "embedding": [0, 1]}]}'),  # infinite
 ])
 async def test_embeddings_that_do_not_match_their_inputs_are_malformed(serve, clean_env, raw: bytes) -> None:

@@ -44,6 +44,9 @@ N = 4
     "",
     "   ",
     "no idea",
+    "[" * 100_000 + "]" * 100_000,  # nested deeper than any parser goes
+    '{"answer": ' + "[" * 5_000,
+    '```json\n{"answer": ' + "[" * 5_000 + "]" * 5_000 + "}\n```",
 ])
 def test_hedges_and_junk_are_unparseable(reply: str) -> None:
     assert parse_choice(reply, N) == (None, "unparseable")

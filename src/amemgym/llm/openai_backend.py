@@ -74,7 +74,7 @@ def status_error(status: int, body: bytes, headers: Any) -> TransientError | Per
     try:
         err = json.loads(body).get("error")
         message = str(err.get("message", err)) if isinstance(err, dict) else str(err or message)
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, RecursionError):
         pass
     return PermanentError(f"http_{status}", redact(f"HTTP {status}: {message}"))
 
@@ -309,7 +309,7 @@ class OpenAIBackend:
             vecs = np.asarray([d["embedding"] for d in rows], dtype=np.float32)
         except Exception as exc:  # noqa: BLE001
             raise classify(exc) from exc
-        problem = _embedding_problem(rows, vecs, len(texts))
+        problem = _embedding_problem(rows, vecs, texts)
         if problem is not None:
             # A vector matched to the wrong text, or one that cannot be compared, would skew every retrieval
             # silently; a malformed reply is retried like any other.
@@ -324,19 +324,23 @@ class OpenAIBackend:
         self._transport = None
 
 
-def _embedding_problem(rows: list[Any], vecs: np.ndarray, n: int) -> str | None:
-    """What is wrong with an embeddings reply for ``n`` inputs, or None: one finite vector per input, each
-    ``index`` naming a distinct input when the server gives them."""
+def _embedding_problem(rows: list[Any], vecs: np.ndarray, texts: list[str]) -> str | None:
+    """What is wrong with an embeddings reply for ``texts``, or None: one finite vector of two or more
+    dimensions per text, non-zero unless its text is blank, each ``index`` naming a distinct text when the
+    server gives them."""
+    n = len(texts)
     if len(rows) != n:
         return f"holds {len(rows)} vectors for {n} inputs"
     given = [d.get("index") for d in rows]
     if any(i is not None for i in given) and not (
             all(type(i) is int for i in given) and sorted(given) == list(range(n))):
         return "has indices that do not number the inputs 0..n-1"
-    if n and (vecs.ndim != 2 or vecs.shape[1] == 0):
-        return "has vectors of different lengths or none"
+    if n and (vecs.ndim != 2 or vecs.shape[1] < 2):
+        return "has vectors of different lengths, or of fewer than two dimensions"
     if not np.isfinite(vecs).all():
         return "has values that are not finite numbers"
+    if n and any(zero and text.strip() for zero, text in zip(~np.abs(vecs).any(axis=1), texts, strict=True)):
+        return "has an all-zero vector for a text, which points nowhere"
     return None
 
 
@@ -358,18 +362,38 @@ def _chat_result(resp: Any, model: str, seconds: float) -> ChatResult:
         # An empty answer is never what was asked for: retried like a malformed body, never returned or cached.
         raise TransientError("empty_reply", "the server returned an empty reply")
     usage = resp.get("usage") or {}
+    if not isinstance(usage, dict):
+        raise TransientError("malformed_body", "the reply's usage is not an object")
     timings = resp.get("timings") or {}
     processed = timings.get("prompt_n") if isinstance(timings, dict) else None
     return ChatResult(
         text=text,
         model=resp.get("model") or model,
-        prompt_tokens=int(usage.get("prompt_tokens") or 0),
-        completion_tokens=int(usage.get("completion_tokens") or 0),
+        prompt_tokens=_token_count(usage.get("prompt_tokens"), "prompt_tokens"),
+        completion_tokens=_token_count(usage.get("completion_tokens"), "completion_tokens"),
         seconds=seconds,
         finish_reason=choice.get("finish_reason"),
-        prompt_tokens_processed=int(processed) if isinstance(processed, int | float) else None,
+        prompt_tokens_processed=_token_count(processed, "timings.prompt_n") if processed is not None else None,
         tool_calls=calls,
     )
+
+
+#: More tokens than any one call can hold: a count beyond it is a broken reply, not a usage figure.
+MAX_TOKENS_PER_CALL = 100_000_000
+
+
+def _token_count(value: Any, name: str) -> int:
+    """A reply's token count as an int (absent: 0). Usage and cost add these up over a whole run, so a negative,
+    fractional, non-numeric or absurd count is a malformed reply, retried like any other."""
+    if value is None:
+        return 0
+    if isinstance(value, str) and value.strip().isdecimal():
+        value = int(value)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TOKENS_PER_CALL:
+        raise TransientError("malformed_body", f"the reply's {name} is not a token count: {str(value)[:40]}")
+    return value
 
 
 def _tool_calls(raw: Any) -> tuple[ToolCallOut, ...]:

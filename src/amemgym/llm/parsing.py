@@ -69,7 +69,7 @@ def parse_json_reply(text: str) -> Any | None:
         return _loads(stripped)
     except _DuplicateKey:
         return None
-    except (json.JSONDecodeError, ValueError):
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than the parser goes
         pass
     found: list[Any] = []
     for cand in [m.group(1).strip() for m in _FENCE.finditer(stripped)] + _balanced_objects(stripped):
@@ -79,7 +79,7 @@ def parse_json_reply(text: str) -> Any | None:
             value = _loads(cand)
         except _DuplicateKey:
             return None
-        except (json.JSONDecodeError, ValueError):
+        except (ValueError, RecursionError):
             continue
         if value not in found:
             found.append(value)

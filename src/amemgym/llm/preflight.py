@@ -93,7 +93,7 @@ def _served_models(url: str, key: str | None, ep: EndpointConfig) -> tuple[list[
         return None, f"endpoint {where} redirects to {shown} (HTTP {resp.status}); {REDIRECT_ADVICE}"
     try:
         data: Any = json.loads(resp.body)
-    except ValueError:
+    except (ValueError, RecursionError):
         # An HTML page (a web server, a login portal, a wrong path) is no OpenAI-compatible API; a server
         # without a model list still answers in JSON.
         kind = (resp.headers.get("content-type") or "no content type").split(";")[0]

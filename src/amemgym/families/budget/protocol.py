@@ -58,6 +58,8 @@ def parse_call(reply: str) -> ToolCall:
         obj = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ProtocolError(f"not a single JSON object ({exc.msg})") from None
+    except RecursionError:
+        raise ProtocolError("not a single JSON object (nested too deeply)") from None
     if not isinstance(obj, dict) or set(obj) - {"tool", "args"} or "tool" not in obj:
         raise ProtocolError('expected {"tool": NAME, "args": {...}}')
     tool, args = obj["tool"], obj.get("args", {})
@@ -69,7 +71,8 @@ def parse_call(reply: str) -> ToolCall:
         if name not in args:
             raise ProtocolError(f"{tool} needs argument {name!r}")
         value = args[name]
-        if kind is int and isinstance(value, str) and value.strip().isdigit():
+        # isdecimal, not isdigit: "²" is a digit that int() refuses.
+        if kind is int and isinstance(value, str) and value.strip().isdecimal():
             args[name] = value = int(value)
         if kind is str and isinstance(value, int | float) and not isinstance(value, bool):
             args[name] = value = str(value)

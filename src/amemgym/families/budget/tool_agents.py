@@ -50,7 +50,7 @@ def canonical_reply(calls: tuple[ToolCallOut, ...], text: str) -> str:
 def _arguments(raw: str) -> Any:
     try:
         return json.loads(raw) if raw.strip() else {}
-    except ValueError:
+    except (ValueError, RecursionError):
         return raw
 
 
@@ -58,7 +58,7 @@ def _calls_in(content: str) -> list[tuple[str, Any]] | None:
     """The (tool, args) pairs a text-protocol reply holds, or None when it is not shaped like calls."""
     try:
         obj = json.loads(strip_fence(content))
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     items = obj if isinstance(obj, list) and len(obj) > 1 else [obj]
     out = []
