@@ -193,7 +193,8 @@ class Transport:
         request = httpx.Request(method, parsed, headers=self._headers, content=body,
                                 extensions={"timeout": self._timeout, "trace": trace})
         k = self._pick()
-        self._busy[k] += 1
+        busy = self._busy  # the count goes back to this list even if aclose() replaced it meanwhile
+        busy[k] += 1
         try:
             async with asyncio.timeout(total):
                 resp = await self._pools[k].handle_async_request(request)
@@ -204,7 +205,7 @@ class Transport:
                 finally:
                     await resp.aclose()
         finally:
-            self._busy[k] -= 1
+            busy[k] -= 1
 
     async def aclose(self) -> None:
         """Close every pool and its connections."""

@@ -8,11 +8,11 @@ exactly). The rule verdicts stay the headline; the judge's only ever add correct
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ...concurrency import gather_or_cancel
 from ...errors import AMemGymError, ConfigError
 from ...llm.client import LLMClient
 from ...prompts import render
@@ -74,7 +74,7 @@ async def judge_answers(llm: LLMClient, episode: Episode, answers: Mapping[str, 
             return JudgeVerdict(False, "", error=str(exc))
         return JudgeVerdict(bool(value["correct"]), str(value["why"]))
 
-    return dict(zip([q.id for q in todo], await asyncio.gather(*(one(q) for q in todo)), strict=True))
+    return dict(zip([q.id for q in todo], await gather_or_cancel(*(one(q) for q in todo)), strict=True))
 
 
 def _shape(value: Any) -> str | None:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from ...agents.base import AgentContext
 from ...agents.registry import AgentSpec
+from ...concurrency import gather_or_cancel
 from ...llm.client import LLMClient
 from ...seeding import derive_seed
 from .asking import (
@@ -59,7 +59,7 @@ async def upper_bound_answers(
                                      "score_original_rule": 1.0 if ok_original else 0.0}
 
     todo = [(q, c) for q, c in needed_combinations(user) if combo_key(q, c) not in done]
-    results = await asyncio.gather(*(one(q, c) for q, c in todo))
+    results = await gather_or_cancel(*(one(q, c) for q, c in todo))
     return {**done, **dict(results)}
 
 
@@ -80,11 +80,11 @@ async def evaluate_period(
         qa = user.qas[q]
         prompt = overall_prompt(qa)
         pprompt = probe_prompt(user, qa)
-        reply, preply = await asyncio.gather(agent.answer(prompt), agent.answer(pprompt))
+        reply, preply = await gather_or_cancel(agent.answer(prompt), agent.answer(pprompt))
         values, correct = score_probe(user, period, qa, preply)
         return {"prompt": prompt, **score_overall(user, period, q, reply, seed), "probe_prompt": pprompt,
                 "probe_reply": preply, "probe_values": values, "probe_correct": correct}
 
-    questions = await asyncio.gather(*(one(q) for q in range(len(user.qas))))
+    questions = await gather_or_cancel(*(one(q) for q in range(len(user.qas))))
     return {"user": user.id, "period": period, "questions": list(questions),
             "memory": agent.memory_view(), "agent_stats": agent.stats()}
