@@ -759,6 +759,7 @@ MANY_HEADERS = (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
     (sends_then(b"HTTP/1.1 two hundred OK\r\n\r\n"), "malformed"),
     (sends_then(b"HTTP/1.1 200 OK\r\nContent-Length: 500\r\n\r\n{\"data\": ["), "malformed"),
     (MANY_HEADERS, "not served"),  # read in full; the listed model is not the configured one
+    (reply(b'{"data": []}'), "(it lists no models)"),
 ])
 def test_the_preflight_ends_every_bad_model_list_in_one_line(serve, clean_env, action: Action, words: str) -> None:
     from amemgym.errors import BackendUnavailable

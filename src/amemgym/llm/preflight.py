@@ -127,8 +127,8 @@ def check_roles(cfg: LLMConfig, roles: Iterable[str]) -> list[RoleCheck]:
         if problem:
             results.append(RoleCheck(role, False, problem))
         elif served is not None and ep.model and ep.model not in served:
-            shown = ", ".join(served[:8]) + (" ..." if len(served) > 8 else "")
-            results.append(RoleCheck(role, False, f"model {ep.model!r} is not served by {where} (it lists: {shown})"))
+            shown = ", ".join(served[:8]) + (" ..." if len(served) > 8 else "") if served else "no models"
+            results.append(RoleCheck(role, False, f"model {ep.model!r} is not served by {where} (it lists {shown})"))
         else:
             results.append(RoleCheck(role, True, f"{ep.model or '(server default)'} at {where}"))
     return results
