@@ -153,9 +153,10 @@ class LLMConfig(_Strict):
                 EndpointConfig(**override)  # fail early, naming the bad field
             except ValidationError as exc:
                 first = exc.errors()[0]
-                msg = "unknown field" if first["type"] == "extra_forbidden" else first["msg"]
+                loc = [role, *(str(p) for p in first["loc"])]
                 # A plain ValueError: the outer error then names roles.<role>.<field> in one line.
-                raise ValueError(f"{role}.{'.'.join(str(p) for p in first['loc'])}: {msg}") from None
+                raise ValueError(_unknown_field(loc) if first["type"] == "extra_forbidden"
+                                 else f"{'.'.join(loc)}: {first['msg']}") from None
         return v
 
     def endpoint(self, role: Role) -> EndpointConfig:
@@ -344,12 +345,27 @@ def _parse_set(item: str) -> dict[str, Any]:
     return out
 
 
+#: Setting names a user may reach for to give a key directly (``--set llm.default.api_key=...``).
+_KEY_LIKE = re.compile(r"(?i)(api[_-]?key|key|token|secret|password)")
+
+
+def _unknown_field(loc: list[str]) -> str:
+    """The error for a setting that does not exist, as ``where: message``. A key-like name gets advice instead
+    of "unknown field", and is written so that the redaction of error texts leaves the message readable."""
+    if _KEY_LIKE.fullmatch(loc[-1]):
+        where = ".".join(loc[:-1]) or "config"
+        return (f"{where}: there is no {loc[-1]} setting; a key is never put in the config: name the environment "
+                "variable that holds it with api_key_env, or a file with api_key_file")
+    return f"{'.'.join(loc)}: unknown field"
+
+
 def _format_validation(name: str, exc: ValidationError) -> str:
     err = exc.errors()[0]
-    loc = ".".join(str(p) for p in err["loc"])
-    msg = "unknown field" if err["type"] == "extra_forbidden" else str(err["msg"]).removeprefix("Value error, ")
+    loc = [str(p) for p in err["loc"]]
     more = f" (and {len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
-    return f"{name}: {loc}: {msg}{more}"
+    if err["type"] == "extra_forbidden":
+        return f"{name}: {_unknown_field(loc)}{more}"
+    return f"{name}: {'.'.join(loc)}: {str(err['msg']).removeprefix('Value error, ')}{more}"
 
 
 def load_config(preset_or_file: str | None = None, sets: list[str] | None = None) -> AppConfig:

@@ -164,6 +164,17 @@ def test_config_unknown_field(tmp_path: Path) -> None:
         load_config(_cfg(tmp_path, "run:\n  user_concurency: 3\n"))
 
 
+@pytest.mark.parametrize("setting", ["llm.default.api_key", "llm.roles.agent.api_key", "llm.default.token"])
+def test_a_key_given_as_a_setting_gets_advice_and_is_never_echoed(setting: str) -> None:
+    from amemgym.redact import redact
+
+    with pytest.raises(ConfigError) as err:
+        load_config("tiny", [f"{setting}=PLAINkeyVALUE123456"])
+    text = str(err.value)
+    assert "PLAINkeyVALUE123456" not in text and f"there is no {setting.rsplit('.', 1)[1]} setting" in text
+    assert "api_key_env" in text and redact(text) == text  # the error line's own redaction leaves it whole
+
+
 def test_config_bad_type(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"^cfg\.yaml: llm\.default\.max_concurrency: Input should be a valid "
                                           r"integer"):
