@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from .....concurrency import gather_or_cancel
 from .....config import EnvConfig
 from .....errors import AMemGymError, ConfigError, DataError
 from .....llm import LLMClient
@@ -287,14 +288,7 @@ async def generate_llm(
         async with gate:
             return await run_user(llm, cfg, persona, work / str(persona.uuid), run_seed, limits, progress)
 
-    tasks = [asyncio.create_task(one(p)) for p in chosen]
-    try:
-        runs = await asyncio.gather(*tasks)
-    except BaseException:
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        raise
+    runs = await gather_or_cancel(*(one(p) for p in chosen))
     users = [r.user for r in runs if r.user is not None]
     failed = [r.failure for r in runs if r.failure is not None]
     env = Environment(users=users) if users else None
