@@ -416,7 +416,7 @@ class LLMClient:
         fut: asyncio.Future[ChatResult] = asyncio.get_running_loop().create_future()
         self._inflight[flight] = fut
         try:
-            res = await self._call_with_retries(backend, req, ep)
+            res = await self._retried(role, backend.backend_id, ep, lambda: backend.complete(req))
         except BaseException as exc:
             fut.set_exception(exc)
             fut.exception()  # mark retrieved: waiters re-raise it themselves
@@ -446,9 +446,6 @@ class LLMClient:
                 record["tool_calls"] = [c.to_wire() for c in res.tool_calls]
             self.cache.put(key, role, model_name, record)
         return res
-
-    async def _call_with_retries(self, backend: ChatBackend, req: ChatRequest, ep: EndpointConfig) -> ChatResult:
-        return await self._retried(req.role, backend.backend_id, ep, lambda: backend.complete(req))
 
     async def _retried(self, role: str, backend_id: str, ep: EndpointConfig,
                        call: Callable[[], Awaitable[_T]]) -> _T:
