@@ -75,5 +75,21 @@ def test_the_inspect_task_takes_the_environments_protocol_too(tmp_path: Path) ->
     from amemgym.inspect_tasks import amemgym_memory
 
     env = _generate(tmp_path, "v1.base")
-    cfg = json.loads(registry_params(amemgym_memory(env=str(env)).solver)["cfg_json"])
-    assert cfg["env"]["name"] == "v1.base" and cfg["run"]["reply_max_tokens"] == 8192
+    from amemgym.config import load_config
+
+    cfg = load_config(registry_params(amemgym_memory(env=str(env)).solver)["config"])
+    assert cfg.env.name == "v1.base" and cfg.run.reply_max_tokens == 8192
+
+
+def test_the_inspect_solver_is_given_a_reference_not_settings_that_may_hold_a_key(tmp_path: Path) -> None:
+    # Inspect writes solver arguments into its eval logs; a base URL may carry a key in its query string.
+    pytest.importorskip("inspect_ai")
+    from inspect_ai._util.registry import registry_params
+
+    from amemgym.inspect_tasks import amemgym_memory
+
+    planted = "PLANTEDqueryKEY0123456789"
+    config = tmp_path / "cfg.yaml"
+    config.write_text(f"llm:\n  default:\n    base_url: http://127.0.0.1:9/v1?api_key={planted}\n    model: m\n")
+    params = registry_params(amemgym_memory(config=str(config)).solver)
+    assert planted not in json.dumps(params) and params["config"] == str(config.resolve())

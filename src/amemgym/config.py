@@ -90,6 +90,16 @@ PRESET_RUN: dict[str, dict[str, Any]] = {
 }
 
 
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,255}")
+
+
+def _looks_like_key(value: str) -> bool:
+    """A long token mixing letters and digits, with no underscore or with both cases: the look of a generated
+    key, and not of a variable name like ``OPENAI_API_KEY_2`` or a file name like ``openai_key``."""
+    return (len(value) >= 16 and any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
+            and ("_" not in value or (any(c.islower() for c in value) and any(c.isupper() for c in value))))
+
+
 class EndpointConfig(_Strict):
     """Where one role's calls go. ``base_url`` unset means the embedded local model."""
 
@@ -115,6 +125,27 @@ class EndpointConfig(_Strict):
                                  "failed call, neither stored nor cached.")
     price_per_mtok_in: float = Field(0.0, ge=0, description="USD per million prompt tokens, for cost reports.")
     price_per_mtok_out: float = Field(0.0, ge=0)
+
+    # A key pasted where its variable's or file's name goes would be recorded in the run's manifest like any
+    # setting, so such values are refused (without echoing them) before anything is written.
+    @field_validator("api_key_env")
+    @classmethod
+    def _a_variable_name(cls, v: str) -> str:
+        if not _ENV_NAME.fullmatch(v):
+            raise ValueError("must be the name of an environment variable (letters, digits and underscores); "
+                             "the key itself goes in that variable, never in the config")
+        if v not in os.environ and _looks_like_key(v):
+            raise ValueError("looks like a key rather than the name of an environment variable; put the key in a "
+                             "variable and give its name here")
+        return v
+
+    @field_validator("api_key_file")
+    @classmethod
+    def _a_file_name(cls, v: str | None) -> str | None:
+        if v and not any(c in v for c in "/\\.~") and _looks_like_key(v) and not Path(v).exists():
+            raise ValueError("names no file here and looks like a key itself; put the key in a file and give "
+                             "the file's path here")
+        return v
 
     @field_validator("base_url")
     @classmethod
@@ -156,7 +187,7 @@ class LLMConfig(_Strict):
                 loc = [role, *(str(p) for p in first["loc"])]
                 # A plain ValueError: the outer error then names roles.<role>.<field> in one line.
                 raise ValueError(_unknown_field(loc) if first["type"] == "extra_forbidden"
-                                 else f"{'.'.join(loc)}: {first['msg']}") from None
+                                 else f"{'.'.join(loc)}: {str(first['msg']).removeprefix('Value error, ')}") from None
         return v
 
     def endpoint(self, role: Role) -> EndpointConfig:

@@ -51,7 +51,7 @@ from inspect_ai.solver import Generate, TaskState, solver
 from inspect_ai.util import JSONSchema
 
 from .agents.registry import resolve_agent
-from .config import AppConfig, load_config
+from .config import load_config
 from .errors import ConfigError
 from .families.statetrack.cut import first_users
 from .families.statetrack.data.io import load_environment
@@ -128,11 +128,12 @@ def _one_user(env: Environment, user_id: str) -> Environment:
 
 
 @solver
-def amemgym_episode(env_path: str, agent: str, cfg_json: str, out: str) -> Any:
-    """Run one user's episode (the sample's ``user``) with amemgym's engine, the agent on the eval model."""
+def amemgym_episode(env_path: str, agent: str, config: str | None, out: str) -> Any:
+    """Run one user's episode (the sample's ``user``) with amemgym's engine, the agent on the eval model.
+    ``config`` is the preset or config file (see :func:`_config_ref`)."""
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
-        cfg = AppConfig.model_validate_json(cfg_json)
+        cfg = load_config(config)
         env = _one_user(load_environment(Path(env_path)), str(state.metadata["user"]))
         model = get_model()
         agent_backend = InspectBackend(model)
@@ -222,14 +223,15 @@ def _family_units(env_path: Path) -> Any:
 
 
 @solver
-def amemgym_unit(family: str, agent: str, cfg_json: str, out: str) -> Any:
-    """Play one unit (the sample's ``unit``) through the engine, every role of the agent on the eval model."""
+def amemgym_unit(family: str, agent: str, config: str | None, out: str) -> Any:
+    """Play one unit (the sample's ``unit``) through the engine, every role of the agent on the eval model.
+    ``config`` is the preset or config file (see :func:`_config_ref`)."""
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         from .engine.runner import play_file
         from .families import get_family
 
-        cfg = AppConfig.model_validate_json(cfg_json)
+        cfg = load_config(config)
         backend = InspectBackend(get_model())
         llm = LLMClient(cfg.llm, backends={"agent": backend, "memory": backend})
         unit_dir = Path(out) / str(state.metadata["unit"])
@@ -283,14 +285,23 @@ def unit_score(family: str) -> Any:
     return unit_metrics_scorer()
 
 
-def _unit_task(units: Any, env_path: Path, agent: str, cfg: AppConfig, out: str | None, limit: int | None) -> Task:
+def _config_ref(config: str | None) -> str | None:
+    """The preset name or config file the solvers load their settings from, checked now so that a bad one fails
+    when the task is created. Inspect records solver arguments in its logs, so the solvers get this reference
+    and never the settings themselves, which may hold a base URL with a key in its query string."""
+    load_config(config)
+    return str(Path(config).resolve()) if config and Path(config).is_file() else config
+
+
+def _unit_task(units: Any, env_path: Path, agent: str, config: str | None, out: str | None,
+               limit: int | None) -> Task:
     """One sample per unit of a unit family's environment (see the module docstring)."""
     chosen = units.units(env_path, limit)
     out_dir = Path(out or tempfile.mkdtemp(prefix="amemgym-inspect-")).resolve()
     dataset = MemoryDataset([Sample(input=f"{units.name} {u.label}", id=u.id if u.id != "." else u.label,
                                     metadata={"unit": u.id, "path": str(u.path.resolve())}) for u in chosen],
                             name=f"amemgym:{env_path.name}")
-    return Task(dataset=dataset, solver=amemgym_unit(units.name, agent, cfg.model_dump_json(), str(out_dir)),
+    return Task(dataset=dataset, solver=amemgym_unit(units.name, agent, _config_ref(config), str(out_dir)),
                 scorer=unit_score(units.name), name="amemgym_memory")
 
 
@@ -313,17 +324,16 @@ def amemgym_memory(env: str | None = None, agent: str = "native", config: str | 
     env_path = Path(env) if env else default_environment()
     units = _family_units(env_path)
     if units is not None:  # a family on the engine's unit contract: one sample per unit
-        return _unit_task(units, env_path, agent, load_config(config if config or env else "tiny"), out,
-                          limit_users)
+        return _unit_task(units, env_path, agent, config if config or env else "tiny", out, limit_users)
     resolve_agent(agent)  # a bad name fails when the task is created, not in every sample
     environment = first_users(load_environment(env_path, limit=limit_users), limit_users)
     # As ``amemgym run``: the preset the environment was generated with, unless ``config`` names another.
-    cfg = load_config(config or generated_with(environment) or (None if env else "tiny"))
+    config = _config_ref(config or generated_with(environment) or (None if env else "tiny"))
     if len({u.id for u in environment.users}) != len(environment.users):
         raise ConfigError(f"{env_path}: user ids repeat; each sample needs its own")
     out_dir = out or tempfile.mkdtemp(prefix="amemgym-inspect-")
     dataset = MemoryDataset([Sample(input=f"Simulated user {u.id}", id=u.id, metadata={"user": u.id})
                              for u in environment.users], name=f"amemgym:{env_path.name}")
-    return Task(dataset=dataset, solver=amemgym_episode(str(env_path.resolve()), agent, cfg.model_dump_json(),
+    return Task(dataset=dataset, solver=amemgym_episode(str(env_path.resolve()), agent, config,
                                                         str(Path(out_dir).resolve())),
                 scorer=memory_score(), name="amemgym_memory")

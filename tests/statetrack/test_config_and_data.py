@@ -175,6 +175,32 @@ def test_a_key_given_as_a_setting_gets_advice_and_is_never_echoed(setting: str) 
     assert "api_key_env" in text and redact(text) == text  # the error line's own redaction leaves it whole
 
 
+@pytest.mark.parametrize("setting", ["llm.default.api_key_env", "llm.roles.judge.api_key_env",
+                                     "llm.default.api_key_file"])
+@pytest.mark.parametrize("key", ["sk-PLANTED0123456789abcdef", "PLANTEDkey0123456789abcdef", "0123456789abcdef0123"])
+def test_a_key_pasted_where_a_name_goes_is_refused_and_never_echoed(setting: str, key: str, tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    # Otherwise it is a setting like any other, and the run's manifest records it as given.
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError) as err:
+        load_config("tiny", [f"{setting}={key}"])
+    assert key not in str(err.value) and setting.rsplit(".", 1)[1] in str(err.value)
+
+
+@pytest.mark.parametrize("setting", ["api_key_env=OPENAI_API_KEY_2", "api_key_env=my_key", "api_key_env=VllmKey",
+                                     "api_key_file=key.txt", "api_key_file=~/keys/openai", "api_key_file=openai_key"])
+def test_ordinary_key_names_are_kept(setting: str) -> None:
+    name, value = setting.split("=")
+    assert getattr(load_config("tiny", [f"llm.default.{setting}"]).llm.default, name) == value
+
+
+def test_an_existing_file_with_a_key_like_name_is_a_key_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "K3yFileNamed0123456789").write_text("secret-in-file\n")
+    cfg = load_config("tiny", ["llm.default.api_key_file=K3yFileNamed0123456789"])
+    assert cfg.llm.default.api_key_file == "K3yFileNamed0123456789"
+
+
 def test_config_bad_type(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"^cfg\.yaml: llm\.default\.max_concurrency: Input should be a valid "
                                           r"integer"):
