@@ -119,6 +119,36 @@ def test_resuming_on_another_model_is_refused_unless_allowed(endpoint: FakeEndpo
     assert {(c["role"], c["from"], c["to"]) for c in manifest["model_changes"]} >= {("agent", "model-a", "model-b")}
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_resume_answered_by_another_model_under_the_same_listing_is_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: int) -> None:
+    # A hosted alias moved to a new snapshot between two invocations: /models still lists the alias, so the
+    # served-model pin holds, but the replies name the new snapshot.
+    out = tmp_path / "run"
+    with FakeEndpoint(model="snap-1", served_models=("alias",)) as ep:
+        monkeypatch.setenv("OPENAI_BASE_URL", ep.base_url)
+        asyncio.run(_run_first_user(ep, out))
+        ep.model = "snap-2"
+        refused = cli("--out", str(out), "--set", f"run.workers={workers}")
+        assert refused.exit_code == 1 and "Traceback" not in refused.output, refused.output
+        errors = {f["error"] for f in json.loads((out / "failures.json").read_text())["failures"]}
+        assert errors and all("'snap-2'" in e and "'snap-1'" in e and "--allow-model-change" in e for e in errors)
+        assert json.loads((out / "usage.json").read_text())["cumulative"]["agent"]["answered"] == "snap-1"
+
+        allowed = cli("--out", str(out), "--set", f"run.workers={workers}", "--allow-model-change")
+        assert allowed.exit_code == 0, allowed.output
+        usage = json.loads((out / "usage.json").read_text())
+        assert usage["cumulative"]["agent"]["answered"] == "snap-2" and usage["cumulative"]["total"]["answered"] == ""
+
+        # The pin follows the allowed change: the next resume holds the run to snap-2.
+        ep.model = "snap-3"
+        shutil.rmtree(out / "users" / sorted(p.name for p in (out / "users").iterdir())[-1])
+        again = cli("--out", str(out), "--set", f"run.workers={workers}", "--set", "llm.cache=false")
+        assert again.exit_code == 1, again.output
+        errors = {f["error"] for f in json.loads((out / "failures.json").read_text())["failures"]}
+        assert errors and all("'snap-3'" in e and "'snap-2'" in e for e in errors)
+
+
 def sessions_of(rundir: Path, user_id: str) -> list[dict[str, Any]]:
     return list(RunDir(rundir).session_records(user_id).values())
 

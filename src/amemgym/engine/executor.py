@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from ..config import AppConfig
     from ..llm.client import LLMClient
     from .contract import AgentPlan, Unit, UnitFamily
+    from .models import ModelPins
     from .rundir import UnitRunDir
     from .usage import LiveUsage
 
@@ -45,7 +46,7 @@ class PlayContext:
         llm: the run's client (its ledger is the run's usage).
         cfg: the run's config.
         rd: the run directory.
-        served: per role the served model the run pinned.
+        models: what the run holds each role's model to (the served models it pinned, the answered ones).
         run_fields: what every unit's record carries about the run.
         live: the live usage the progress line reads (units played on this loop count into it).
         make_client: builds a client from a config for a unit played elsewhere (None: the endpoints').
@@ -58,7 +59,7 @@ class PlayContext:
     llm: LLMClient
     cfg: AppConfig
     rd: UnitRunDir
-    served: Mapping[str, str]
+    models: ModelPins
     run_fields: Mapping[str, Any]
     live: LiveUsage | None = None
     make_client: Callable[[AppConfig], LLMClient] | None = None
@@ -122,7 +123,7 @@ class RayUnitExecutor:
         """Play the units as Ray tasks; their usage merged into the run's ledger."""
         from .ray import play_on_ray
 
-        return await play_on_ray(ctx.family, units, ctx.plan, ctx.pins, ctx.cfg, ctx.rd.root, ctx.served,
+        return await play_on_ray(ctx.family, units, ctx.plan, ctx.pins, ctx.cfg, ctx.rd.root, ctx.models,
                                  ctx.run_fields, address=self.address, ledger=ctx.llm.ledger,
                                  make_client=self.make_client or ctx.make_client, on_done=ctx.on_done,
                                  max_retries=self.max_retries, slots=self.slots, num_cpus=self.num_cpus,

@@ -4,12 +4,43 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import RunError
 
-__all__ = ["model_changes", "pin_models"]
+if TYPE_CHECKING:
+    from ..llm.client import LLMClient
+
+__all__ = ["ModelPins", "model_changes", "pin_models"]
+
+
+@dataclass(frozen=True)
+class ModelPins:
+    """What a run holds each role's model to, in every process that plays its units.
+
+    Attributes:
+        served: per pinned role the model the endpoint serves (``GET /models``), recorded in the manifest.
+        answered: per role the model the replies named in the run's latest earlier invocation (kept in
+            ``usage.json``; empty on a first invocation, or when ``--allow-model-change`` lets the model move).
+    """
+
+    served: Mapping[str, str] = field(default_factory=dict)
+    answered: Mapping[str, str] = field(default_factory=dict)
+
+    async def hold(self, llm: LLMClient, where: str) -> None:
+        """Check that ``llm`` (a client built ``where``, e.g. "in this worker") serves the pinned models, and
+        make it refuse replies that name another model than ``answered``.
+
+        Raises:
+            RunError: a pinned role's endpoint serves another model there.
+        """
+        for role, pinned in self.served.items():
+            served = await llm.model_identity(role)
+            if served != pinned:
+                raise RunError(f"the {role} endpoint serves {served!r} {where}, the run pinned {pinned!r}")
+        llm.hold_answered(self.answered)
 
 
 def _name(desc: Mapping[str, Any]) -> str:

@@ -82,6 +82,7 @@ def usage_delta(new: UsageLedger, old: UsageLedger) -> UsageLedger:
             setattr(role, field, getattr(now, field) - getattr(before, field))
         role.faults = Counter(now.faults)
         role.faults.subtract(before.faults)
+        role.answered = now.answered
     return out
 
 
@@ -200,12 +201,7 @@ def run_unit_group(jobs: list[UnitJob], group: int = 0) -> dict[str, Any]:
                                                     UnitRunDir(job.root), job.run_fields))
 
         async def played() -> None:
-            for role, pinned in jobs[0].served.items():
-                served = await llm.model_identity(role)
-                if served != pinned:
-                    from ..errors import RunError
-
-                    raise RunError(f"the {role} endpoint serves {served!r} in this worker, the run pinned {pinned!r}")
+            await jobs[0].models.hold(llm, "in this worker")
             await asyncio.gather(*(one(j) for j in jobs))
 
         await in_worker(group, llm, played())
@@ -233,7 +229,7 @@ class ProcessUnitExecutor:
         journal = ctx.llm.usage_journal
         shared = (journal.path, journal.invocation) if journal is not None else None
         groups = [[UnitJob(family=ctx.family, unit=u, plan=ctx.plan, pins=ctx.pins, cfg=cfg, root=root,
-                           served=ctx.served, run_fields=ctx.run_fields,
+                           models=ctx.models, run_fields=ctx.run_fields,
                            make_client=ctx.make_client or default_client, journal=shared)
                    for u in units[i::workers]] for i in range(workers)]
         finished = hook(ctx.family, "finished")

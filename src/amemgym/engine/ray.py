@@ -30,6 +30,7 @@ from ..errors import ConfigError, RunError
 from ..llm.redact import redact
 from ..llm.usage import UsageLedger
 from .contract import AgentPlan, RemoteUnit, Unit, UnitFamily
+from .models import ModelPins
 from .progress import poll_forever
 
 if TYPE_CHECKING:
@@ -173,7 +174,7 @@ class UnitJob:
     pins: Mapping[str, Any]
     cfg: AppConfig
     root: Path
-    served: Mapping[str, str]
+    models: ModelPins
     run_fields: Mapping[str, Any]
     make_client: Callable[[AppConfig], Any]
     #: The driver's call journal (its file and invocation) for worker processes on the driver's machine;
@@ -191,10 +192,7 @@ def run_unit_job(job: UnitJob) -> dict[str, Any]:
         llm.sample_seed = job.cfg.run.seed
         failures: list[dict[str, Any]] = []
         try:
-            for role, pinned in job.served.items():
-                served = await llm.model_identity(role)
-                if served != pinned:
-                    raise RunError(f"the {role} endpoint serves {served!r} on this worker, the run pinned {pinned!r}")
+            await job.models.hold(llm, "on this worker")
             failures = await play_failures(job.family, job.unit, job.plan, job.pins, llm, job.cfg,
                                            UnitRunDir(job.root), job.run_fields)
         finally:
@@ -207,7 +205,7 @@ def run_unit_job(job: UnitJob) -> dict[str, Any]:
 
 
 async def play_on_ray(family: UnitFamily, units: list[Unit], plan: AgentPlan, pins: Mapping[str, Any],
-                      cfg: AppConfig, root: Path, served: Mapping[str, str], run_fields: Mapping[str, Any], *,
+                      cfg: AppConfig, root: Path, models: ModelPins, run_fields: Mapping[str, Any], *,
                       address: str | None, ledger: UsageLedger, make_client: Callable[[AppConfig], Any] | None = None,
                       on_done: Callable[[], None] = lambda: None, max_retries: int = 3, slots: int | None = None,
                       num_cpus: float = 1.0, init_kwargs: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
@@ -224,7 +222,7 @@ async def play_on_ray(family: UnitFamily, units: list[Unit], plan: AgentPlan, pi
     labels = {u.id: u.label for u in units}
     failures: list[dict[str, Any]] = []
     tasks = [RemoteUnit(u.id, UnitJob(family=family, unit=u, plan=plan, pins=pins, cfg=tcfg, root=root.resolve(),
-                                   served=served, run_fields=run_fields, make_client=make_client or default_client))
+                                   models=models, run_fields=run_fields, make_client=make_client or default_client))
              for u in units]
 
     def finished(task: RemoteUnit, result: dict[str, Any]) -> None:

@@ -39,7 +39,7 @@ from ..storage import remove_stale_temps
 from .checkpoint import Checkpoint
 from .contract import AgentPlan, Unit, UnitFailed, UnitFamily, UnitRow, default_finished, hook
 from .executor import LocalExecutor, PlayContext, RayUnitExecutor, UnitExecutor
-from .models import pin_models
+from .models import ModelPins, pin_models
 from .pool import Found
 from .progress import Display, UnitProgress
 from .rundir import UnitRunDir
@@ -300,7 +300,10 @@ async def play_units(family: UnitFamily, units: list[Unit], plan: AgentPlan, llm
         run_fields = {"run_seed": cfg.run.seed, "agent_model": first, "model_changes": base["model_changes"]}
         flusher = asyncio.create_task(book.flush_forever(invocation, live.now))
         progress.start(len(todo), live.now)
-        ctx = PlayContext(family, plan, pins, llm, cfg, rd, served, run_fields, live, make_client, progress.unit_done)
+        # The models that answered earlier invocations: a resume refuses replies from another (an alias moved).
+        held = ModelPins(served, {} if allow_model_change else book.answered())
+        llm.hold_answered(held.answered)
+        ctx = PlayContext(family, plan, pins, llm, cfg, rd, held, run_fields, live, make_client, progress.unit_done)
         failures.extend(await executor.play(ctx, todo))
     finally:
         progress.close()

@@ -47,6 +47,12 @@ class UsageBook:
         zero would under-report what the run spent."""
         return as_dict(read_record(self.usage, UsageFile)) if self.usage.exists() else {}
 
+    def answered(self) -> dict[str, str]:
+        """Per role the model the replies named in the latest invocation counted in ``usage.json``."""
+        roles = self.cumulative().get("cumulative") or {}
+        return {role: str(d["answered"]) for role, d in roles.items()
+                if role != "total" and isinstance(d, dict) and d.get("answered")}
+
     def save(self, invocation: str, spent: UsageLedger) -> None:
         """Add ``spent`` (the invocation ``invocation``'s usage) to the cumulative count, once."""
         self._add(invocation, spent)

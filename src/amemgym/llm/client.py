@@ -8,7 +8,7 @@ import json
 import os
 import random
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -167,6 +167,7 @@ class LLMClient:
         self._owned: list[Any] = []
         self._shared: dict[tuple[Any, ...], Any] = {}
         self._identities: dict[str, str] = {}
+        self._answered_pins: dict[str, str] = {}
         self._identity_lock = asyncio.Lock()
         #: A run's seed (one per trial), mixed into every request's seed and so into its cache key: trials
         #: are fresh samples, never replays of each other from the cache. None leaves seeds as the caller
@@ -209,7 +210,22 @@ class LLMClient:
         async with self._resolve_lock:
             if role not in self._backends:
                 self._backends[role] = await self._make_backend(role)
+                self._hold_to_answered(role)
         return self._backends[role]
+
+    def hold_answered(self, models: Mapping[str, str]) -> None:
+        """Refuse the replies of each role in ``models`` that name another model than the one given: the model
+        that answered the role in an earlier invocation of the same run (a hosted alias moved to a new snapshot
+        in between would otherwise mix two models' replies in one run, unnoticed)."""
+        self._answered_pins.update({role: name for role, name in models.items() if name})
+        for role in list(self._backends):
+            self._hold_to_answered(role)
+
+    def _hold_to_answered(self, role: str) -> None:
+        pin = self._answered_pins.get(role)
+        hold = getattr(self._backends[role], "expect_answered", None)
+        if pin and hold is not None:
+            hold(pin)
 
     async def _make_backend(self, role: str) -> ChatBackend:
         ep = self.endpoint(role)
@@ -424,6 +440,8 @@ class LLMClient:
         finally:
             self._inflight.pop(flight, None)
         fut.set_result(res)
+        if res.model and not usage.answered:
+            usage.answered = res.model
         processed = res.prompt_tokens_processed if res.prompt_tokens_processed is not None else res.prompt_tokens
         cost = (res.prompt_tokens * ep.price_per_mtok_in + res.completion_tokens * ep.price_per_mtok_out) / 1e6
         usage.calls += 1
@@ -586,6 +604,9 @@ class _EmbeddedChat:
         from .embedded_model import embedded_identity
 
         return embedded_identity(self.backend_id.removeprefix("embedded:"))
+
+    def expect_answered(self, model: str) -> None:
+        self._inner.expect_answered(model)
 
 
 class _LocalEmbed:

@@ -179,6 +179,7 @@ class OpenAIBackend:
         self._configured = model
         self._identity: str | None = None
         self._answered: str | None = None
+        self._answered_before = False
         register_secret(api_key)
         self._headers = {"Content-Type": "application/json", "Authorization": f"Bearer {api_key or 'not-needed'}"}
         self.timeouts = resolve_timeouts(base_url, connect_timeout_s, read_timeout_s, timeout_s)
@@ -283,6 +284,11 @@ class OpenAIBackend:
         self._check_answered(result.model)
         return result
 
+    def expect_answered(self, model: str) -> None:
+        """Hold the replies to ``model``, the one that answered an earlier invocation of the same run."""
+        self._answered = model
+        self._answered_before = True
+
     def _check_answered(self, answered: str) -> None:
         """Refuse replies once the server starts answering as another model than it did first in this run.
 
@@ -294,6 +300,13 @@ class OpenAIBackend:
         if self._answered is None:
             self._answered = answered
         elif answered != self._answered:
+            if self._answered_before:
+                raise PermanentError(
+                    "model_changed",
+                    f"{self.base_url} now answers as model {answered!r}; an earlier invocation of this run was "
+                    f"answered by {self._answered!r} (use a new --out directory, or pass --allow-model-change "
+                    "to continue with the new model)",
+                )
             raise PermanentError(
                 "model_changed",
                 f"{self.base_url} now answers as model {answered!r} (earlier in this run: {self._answered!r}); "

@@ -36,6 +36,9 @@ class RoleUsage:
     unusable: int = 0
     cost_usd: float = 0.0
     faults: Counter[str] = field(default_factory=Counter)
+    #: The model the role's fresh replies named (their ``model`` field), as first seen; over a run's invocations,
+    #: the latest one's. A resume holds the role's endpoint to it (docs/design.md §11).
+    answered: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict."""
@@ -52,6 +55,7 @@ class RoleUsage:
                      "cost_usd"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.faults.update(other.faults)
+        self.answered = other.answered or self.answered
 
 
 class UsageLedger:
@@ -96,6 +100,7 @@ class UsageLedger:
         total = RoleUsage()
         for usage in self.roles.values():
             total.merge(usage)
+        total.answered = ""  # a model per role; the sum of roles has none
         return total
 
     def to_dict(self) -> dict[str, Any]:
