@@ -187,3 +187,27 @@ async def test_api_key_is_sent_but_never_stored_or_shown(endpoint: FakeEndpoint,
     for path in tmp_path.iterdir():
         assert SECRET.encode() not in path.read_bytes(), path.name
     assert SECRET not in json.dumps(llm.ledger.to_dict()) + json.dumps(llm.describe())
+
+
+class _CutBackend:
+    """Every reply ends at its token limit, as a server reports it."""
+
+    backend_id = "cut:test"
+
+    async def complete(self, req: object) -> object:
+        from amemgym.llm.types import ChatResult
+
+        return ChatResult(text="The answer is", model="cut-model", completion_tokens=8, finish_reason="length")
+
+
+async def test_replies_cut_at_their_token_limit_are_counted_and_said() -> None:
+    from amemgym.llm.health import truncation_note
+
+    llm = LLMClient(LLMConfig(cache=False), backends={"agent": _CutBackend()})  # type: ignore[dict-item]
+    await llm.chat("agent", [{"role": "user", "content": "a question"}])
+    await llm.chat("agent", [{"role": "user", "content": "another"}])
+    usage = llm.ledger.to_dict()
+    assert usage["agent"]["truncated"] == 2 and usage["total"]["truncated"] == 2
+    note = truncation_note(usage)
+    assert note is not None and "2 of 2 fresh replies" in note and "agent 2" in note
+    assert truncation_note({"agent": {"calls": 5, "truncated": 0}}) is None

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..llm.redact import redact
-from ..llm.usage import CallJournal, RoleUsage, UsageLedger
+from ..llm.usage import COUNTERS, CallJournal, RoleUsage, UsageLedger
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence
@@ -76,9 +76,7 @@ def usage_delta(new: UsageLedger, old: UsageLedger) -> UsageLedger:
     for name, now in new.roles.items():
         before = old.roles.get(name, RoleUsage())
         role = out.role(name)
-        for field in ("calls", "cache_hits", "cache_replays", "prompt_tokens", "completion_tokens",
-                      "prompt_tokens_processed", "seconds", "retries", "failures", "schema_retries", "unusable",
-                      "cost_usd"):
+        for field in COUNTERS:
             setattr(role, field, getattr(now, field) - getattr(before, field))
         role.faults = Counter(now.faults)
         role.faults.subtract(before.faults)

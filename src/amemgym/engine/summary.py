@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..llm.health import truncation_note
 from ..llm.usage import UsageLedger
 from ..scoring.registry import Metric, unit_metrics
 from .contract import UnitFamily, UnitRow
@@ -71,6 +72,9 @@ def print_run_summary(console: Console, family: UnitFamily, out_dir: Path, rows:
     console.print(f"this invocation: {t.calls} model calls, {t.cache_hits} cache hits, {t.prompt_tokens} prompt + "
                   f"{t.completion_tokens} completion tokens, {seconds:.1f} s; results under {out_dir}",
                   highlight=False)
+    cut = truncation_note(ledger.to_dict())
+    if cut:
+        console.print(cut, highlight=False, markup=False)
 
 
 def print_entries(console: Console, family: UnitFamily, entries: list[Entry]) -> None:

@@ -37,6 +37,19 @@ def endpoint_problems(usage: dict[str, Any], share: float = 0.5) -> list[dict[st
     return sorted(found, key=lambda p: -p["unusable"] / p["attempts"])
 
 
+def truncation_note(usage: dict[str, Any]) -> str | None:
+    """A console line when fresh replies were cut at their token limit, from a ledger's ``to_dict()``: a cut
+    reply can lose the answer it was building to, which a low score would otherwise hide."""
+    cut = {role: int(c.get("truncated") or 0) for role, c in usage.items() if role != "total" and isinstance(c, dict)}
+    cut = {role: n for role, n in cut.items() if n}
+    if not cut:
+        return None
+    calls = sum(int(c.get("calls") or 0) for role, c in usage.items() if role != "total" and isinstance(c, dict))
+    roles = ", ".join(f"{role} {n}" for role, n in sorted(cut.items()))
+    return (f"note: {sum(cut.values())} of {calls} fresh replies were cut at their token limit ({roles}); a cut "
+            "reply may lack its answer: raise the limit (run.*_max_tokens, llm.*.max_tokens) if scores depend on it")
+
+
 def describe(problem: dict[str, Any]) -> str:
     """One line for the console."""
     kinds = ", ".join(f"{n} {k}" for k, n in problem["kinds"].items())

@@ -17,6 +17,11 @@ if TYPE_CHECKING:
     from .limiter import AdaptiveLimiter
 
 
+#: The additive counters of :class:`RoleUsage` (faults and ``answered`` aside).
+COUNTERS = ("calls", "cache_hits", "cache_replays", "prompt_tokens", "completion_tokens", "prompt_tokens_processed",
+            "seconds", "retries", "failures", "schema_retries", "unusable", "truncated", "cost_usd")
+
+
 @dataclass
 class RoleUsage:
     """Counters for one role."""
@@ -34,6 +39,9 @@ class RoleUsage:
     failures: int = 0
     schema_retries: int = 0
     unusable: int = 0
+    #: Fresh replies the server ended at their token limit (``finish_reason`` "length"): cut short, so an answer
+    #: or a structured reply may be missing from them.
+    truncated: int = 0
     cost_usd: float = 0.0
     faults: Counter[str] = field(default_factory=Counter)
     #: The model the role's fresh replies named (their ``model`` field), as first seen; over a run's invocations,
@@ -50,9 +58,7 @@ class RoleUsage:
 
     def merge(self, other: RoleUsage) -> None:
         """Add ``other``'s counters to this one."""
-        for name in ("calls", "cache_hits", "cache_replays", "prompt_tokens", "completion_tokens",
-                     "prompt_tokens_processed", "seconds", "retries", "failures", "schema_retries", "unusable",
-                     "cost_usd"):
+        for name in COUNTERS:
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.faults.update(other.faults)
         self.answered = other.answered or self.answered

@@ -16,6 +16,7 @@ from ...engine.models_file import apply_models_file
 from ...errors import AMemGymError, RunError
 from ...llm.client import LLMClient
 from ...llm.health import describe as describe_problem
+from ...llm.health import truncation_note
 from ...llm.preflight import run_roles
 from ...scoring.registry import in_display_order, registered
 from .cut import environment_cut, first_users
@@ -163,6 +164,9 @@ def print_summary(console: Console, metrics: dict[str, Any], rundir: Path) -> No
         console.print(f"note: {replays} of {asked} replies came from the response cache (an earlier call with the "
                       "same model, prompt and seed), not from the model; pass --no-cache for fresh samples",
                       highlight=False, markup=False)
+    cut = truncation_note(metrics.get("usage", {}).get("last_invocation", {}))
+    if cut:
+        console.print(cut, highlight=False, markup=False)
 
 
 def run_command(
