@@ -148,7 +148,7 @@ def test_env_naming_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
 
 # ---- plug-ins ------------------------------------------------------------------------------------------
 PLUGINS = {
-    "raises_at_import": ("raise RuntimeError('plugin exploded')\n", "failed: RuntimeError: plugin exploded"),
+    "raises_at_import": ("raise RuntimeError('plugin exploded')\n", "raised RuntimeError: plugin exploded"),
     "syntax_error": ("def broken(:\n", "syntax error"),
     "exits_at_import": ("import sys\nsys.exit(0)\n", "sys.exit(0)"),
     "factory_raises": ("def make(llm, ctx):\n    raise ValueError('no agent today')\n",

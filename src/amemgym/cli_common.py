@@ -88,7 +88,9 @@ def handled(fn: F) -> F:
         except OSError as exc:
             # A full disk, a vanished mount, a permission change mid-run: finished work is on disk already.
             name = errno.errorcode.get(exc.errno or 0, "I/O error")
-            where = f" ({exc.filename})" if exc.filename else ""
+            # A failed rename of an atomic write names its temp file first and the target second.
+            target = exc.filename2 or exc.filename
+            where = f" ({target})" if target else ""
             err.print(f"error: {name}: {one_line(exc.strerror or str(exc))}{where}; fix it and re-run the same "
                       "command to resume", highlight=False, markup=False, soft_wrap=True)
             raise typer.Exit(1) from None

@@ -7,6 +7,7 @@ variable (or a key file) that holds its key.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -42,7 +43,7 @@ class EnvConfig(_Strict):
 
     name: str = "custom"
     start_date: str = "2020-10-01"
-    num_user_profiles: int = Field(20, ge=1, description="Users in the environment.")
+    num_user_profiles: int = Field(20, ge=1, le=1_000_000, description="Users in the environment.")
     num_questions: int = Field(10, ge=1, description="Questions per user (Q).")
     num_periods: int = Field(10, ge=1, description="Periods after the initial one (N_p).")
     num_months_per_period: int = Field(3, ge=1)
@@ -54,6 +55,19 @@ class EnvConfig(_Strict):
     num_rounds_init: int = Field(1, ge=1, description="User+assistant rounds per session in period 0.")
     num_rounds_update: int = Field(2, ge=1, description="Rounds per session in later periods.")
     seed: int = 42
+
+    @field_validator("start_date")
+    @classmethod
+    def _a_calendar_date(cls, v: str) -> str:
+        import datetime
+
+        try:
+            datetime.date.fromisoformat(v)
+        except ValueError:
+            raise ValueError(f"expected a calendar date as YYYY-MM-DD, got {v!r}") from None
+        if len(v) != 10:
+            raise ValueError(f"expected a calendar date as YYYY-MM-DD, got {v!r}")
+        return v
 
 
 PRESETS: dict[str, dict[str, Any]] = {
@@ -333,11 +347,37 @@ def _read_file(path: Path) -> dict[str, Any]:
     return data
 
 
+def settings_yaml(text: str) -> Any:
+    """YAML as settings read it: PyYAML's safe loader, except that dates stay strings (every date setting is a
+    string, and an impossible date such as 2024-02-30 would otherwise fail inside PyYAML with a ValueError).
+
+    Raises:
+        yaml.YAMLError: the text is not YAML.
+    """
+    import yaml
+
+    return yaml.load(text, Loader=_settings_loader())  # noqa: S506 - a SafeLoader subclass
+
+
+@functools.cache
+def _settings_loader() -> type:
+    import yaml
+
+    class _Loader(yaml.SafeLoader):
+        pass
+
+    _Loader.yaml_implicit_resolvers = {
+        first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
+    return _Loader
+
+
 def _yaml_file(name: str, text: str) -> Any:
     import yaml
 
     try:
-        return yaml.safe_load(text)
+        return settings_yaml(text)
     except yaml.YAMLError as exc:
         raise ConfigError(f"{name}: not valid YAML{yaml_problem(exc)}") from None
 
@@ -357,8 +397,8 @@ def set_value(raw: str) -> Any:
     import yaml
 
     try:
-        return yaml.safe_load(raw)
-    except yaml.YAMLError:
+        return settings_yaml(raw)
+    except (yaml.YAMLError, ValueError, OverflowError):
         return raw
 
 

@@ -282,11 +282,11 @@ def test_set_values_read_as_yaml_reads_them_with_or_without_pyyaml() -> None:
 
     import yaml
 
-    from amemgym.config import set_value
+    from amemgym.config import set_value, settings_yaml
 
     def yaml_reads(raw: str) -> object:
         try:
-            return yaml.safe_load(raw)
+            return settings_yaml(raw)  # PyYAML's safe loading, dates kept as strings
         except yaml.YAMLError:
             return raw
 

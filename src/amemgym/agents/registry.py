@@ -72,8 +72,8 @@ class AgentSpec:
             agent = self.factory(llm, ctx)
         except AMemGymError:
             raise
-        except Exception as exc:  # a plug-in's own bug: one line naming it, not a traceback
-            raise ConfigError(f"agent {self.name!r}: its factory raised {type(exc).__name__}: {exc}") from None
+        except (Exception, SystemExit) as exc:  # a plug-in's own bug: one line naming it, not a traceback
+            raise plugin_failure(self.name, "its factory", exc) from None
         if not isinstance(agent, MemoryAgent):
             raise ConfigError(f"agent {self.name!r}: its factory returned {type(agent).__name__}, not a memory agent "
                               "(needs reply, ingest, answer, snapshot, restore, memory_view and stats)")
@@ -141,12 +141,17 @@ def _import_plugin_module(name: str, module_name: str) -> Any:
 
 def _import_failure(name: str, module_name: str, exc: BaseException) -> ConfigError:
     """One line for a plug-in whose module failed to import (its own bug, a syntax error, or an exit)."""
-    if isinstance(exc, SystemExit):
-        # A plug-in must not end the process: that would look like a successful run with no output.
-        return ConfigError(f"agent {name!r}: importing {module_name} called sys.exit({exc.code!r})")
     if isinstance(exc, SyntaxError):
         return ConfigError(f"agent {name!r}: {module_name} has a syntax error: {exc}")
-    return ConfigError(f"agent {name!r}: importing {module_name} failed: {type(exc).__name__}: {exc}")
+    return plugin_failure(name, f"importing {module_name}", exc)
+
+
+def plugin_failure(name: str, step: str, exc: BaseException) -> ConfigError:
+    """One line for a plug-in step (``step``: what amemgym was doing) that raised or called ``sys.exit``."""
+    if isinstance(exc, SystemExit):
+        # A plug-in must not end the process: that would look like a run that ended with no output.
+        return ConfigError(f"agent {name!r}: {step} called sys.exit({exc.code!r})")
+    return ConfigError(f"agent {name!r}: {step} raised {type(exc).__name__}: {exc}")
 
 
 _Maker = Callable[[dict[str, Any]], AgentFactory]
@@ -190,10 +195,13 @@ def _lookup(name: str, also: Sequence[str] = ()) -> tuple[_Maker, tuple[str, ...
         # rpartition: a Windows path keeps its drive colon.
         module_name, _, attr = name.rpartition(":")
         module = _import_plugin_module(name, module_name)
-        factory = getattr(module, attr, None)
+        try:  # a module-level __getattr__, or a property on the factory, is the plug-in's own code
+            factory = getattr(module, attr, None)
+            declared = getattr(factory, "roles", None)
+        except (Exception, SystemExit) as exc:
+            raise plugin_failure(name, f"looking up {attr!r} in {module_name}", exc) from None
         if factory is None or not callable(factory):
             raise ConfigError(f"agent {name!r}: module {module_name!r} has no callable {attr!r}")
-        declared = getattr(factory, "roles", None)
         roles = tuple(str(r) for r in declared) if isinstance(declared, tuple | list) else None
         unknown = sorted(set(roles or ()) - set(ROLES))
         if unknown:

@@ -31,7 +31,8 @@ def register(app: typer.Typer) -> None:
         set_: SetOpt = None,
         generator: Annotated[Generator, typer.Option("--generator", "-g", help="llm or procedural.")]
         = Generator.procedural,
-        users: Annotated[int | None, typer.Option("--users", help="Number of users (default: the config's).")] = None,
+        users: Annotated[int | None, typer.Option("--users", min=1, max=1_000_000,
+                                                           help="Number of users (default: the config's).")] = None,
         seed: Annotated[int | None, typer.Option("--seed", help="Seed (default: the config's).")] = None,
         personas: Annotated[Path | None, typer.Option("--personas", help="Persona table (parquet or JSONL).")]
         = None,

@@ -99,15 +99,14 @@ def compare(
     run_a: Annotated[Path, typer.Argument(help="Baseline run directory (A); for the budget family also a folder "
                                                 "of runs, paired by episode.")],
     run_b: Annotated[Path, typer.Argument(help="Candidate run directory (B); differences are B - A.")],
-    bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap resamples (also the permutation "
-                                                               "test's sample size beyond 12 users).")] = 10_000,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the resampling.")] = 0,
+    bootstrap: Annotated[int, typer.Option("--bootstrap", min=1, max=100_000,
+                                           help="Bootstrap resamples (also the permutation test's sample size "
+                                                "beyond 12 users).")] = 10_000,
+    seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of the resampling.")] = 0,
 ) -> None:
     """Paired comparison of two runs on the same environment: mean score gain, 95 % CI, p-value."""
     from ..families import get_family
 
-    if bootstrap < 1:
-        raise ConfigError("--bootstrap must be at least 1")
     name, _ = _one_family([run_a, run_b], "comparison")
     raise typer.Exit(get_family(name).compare(run_a, run_b, bootstrap=bootstrap, seed=seed, console=out))
 

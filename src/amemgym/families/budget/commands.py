@@ -47,6 +47,10 @@ def generate(out_dir: Path, *, tier: str, domain: str | None, seed: int, salt: i
                   f"questions, budget {episode.tier.writes} writes)", highlight=False)
 
 
+#: The most fresh seeds per domain ``validate --seeds`` builds (each is a whole episode; the job list is built
+#: up front).
+MAX_VALIDATE_SEEDS = 10_000
+
 #: One generated episode to validate: tier, domain, seed, salt and the carried domain (None when built in).
 Job = tuple[str, str, int, int, DomainPack | None]
 
@@ -67,8 +71,8 @@ def _validate_generated(jobs: list[Job]) -> list[EpisodeResult]:
 
 def validate(env: Path, *, seeds: int, json_out: Path | None, console: Console) -> int:
     """Strategies, attacks and invariants on the file (plus seeds 0..N-1 of every domain); the exit code."""
-    if seeds < 0:
-        raise ConfigError(f"--seeds must be >= 0, got {seeds}")
+    if not 0 <= seeds <= MAX_VALIDATE_SEEDS:
+        raise ConfigError(f"--seeds must be from 0 to {MAX_VALIDATE_SEEDS:,}, got {seeds}")
     episode, raw = load_episode(env, verify=False)
     results: list[EpisodeResult] = [validate_episode(episode, str(env), raw)]
     # The built-in domains, and the file's own when it carries one (a pack domain is validated on fresh seeds too).

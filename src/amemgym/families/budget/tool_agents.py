@@ -308,15 +308,15 @@ def resolve_tool_agent(name: str, llm: LLMClient, ctx: ToolAgentContext) -> Tool
     if ":" not in name:
         return None
     from ...agents.base import MemoryAgent
-    from ...agents.registry import resolve_agent
+    from ...agents.registry import plugin_failure, resolve_agent
 
     spec = resolve_agent(name)
     try:
         obj = spec.factory(llm, ctx)  # type: ignore[arg-type]
     except AMemGymError:
         raise
-    except Exception as exc:  # a plug-in's own bug: one line naming it
-        raise ConfigError(f"agent {name!r}: its factory raised {type(exc).__name__}: {exc}") from None
+    except (Exception, SystemExit) as exc:  # a plug-in's own bug: one line naming it
+        raise plugin_failure(name, "its factory", exc) from None
     if isinstance(obj, MemoryAgent):
         return None
     problem = tool_agent_problem(obj)

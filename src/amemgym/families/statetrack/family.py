@@ -51,7 +51,9 @@ class StateTrack:
             if o.generator == "procedural":
                 from .generate.procedural import generate_procedural, select_domains
 
-                names = [n.strip() for n in o.domains.split(",") if n.strip()] if o.domains else None
+                names = [n.strip() for n in o.domains.split(",") if n.strip()] if o.domains is not None else None
+                if names == []:
+                    raise ConfigError("--domains names no domain; leave it out for every built-in domain")
                 chosen = select_domains(names, o.packs or ())
                 env, report = generate_procedural(cfg.env, seed=r.seed, num_users=o.users, salt=r.salt,
                                                   personas=pool, domains=chosen)

@@ -125,7 +125,7 @@ class UserEnv(_Record):
     user_profile: UserProfile
     state_schema: dict[str, list[str]]
     periods: list[Period]
-    qas: list[QA]
+    qas: list[QA] = Field(min_length=1, description="At least one: a user without questions cannot be scored.")
     amemgym: Protocol | None = Field(default=None, alias="_amemgym")
 
     def correct_choice(self, qa_index: int, period_index: int) -> int:
