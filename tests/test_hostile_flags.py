@@ -90,3 +90,29 @@ def test_a_write_onto_a_directory_names_the_target_not_the_temp_file(tmp_path: P
     (tmp_path / "env" / "data.json").mkdir(parents=True)
     code, text = _cli("generate", "--config", "tiny", "--out", str(tmp_path / "env"))
     assert code == 1 and f"({tmp_path / 'env' / 'data.json'})" in text and ".tmp" not in text
+
+
+def test_reader_outputs_never_overwrite_a_runs_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from amemgym.testing.fake_endpoint import FakeEndpoint
+
+    monkeypatch.setenv("AMEMGYM_CACHE_DIR", str(tmp_path / "cache"))
+    run = tmp_path / "run"
+    with FakeEndpoint() as ep:
+        monkeypatch.setenv("OPENAI_BASE_URL", ep.base_url)
+        code, text = _cli("run", "--config", "tiny", "--limit", "1", "--out", str(run))
+    assert code == 0, text
+    files = {p: p.read_bytes() for p in run.rglob("*") if p.is_file()}
+    session = next(p for p in files if p.name == "sessions.jsonl")
+    for args in (["export", str(run), "--out", str(run / "metrics.json")],
+                 ["export", str(run), "--out", str(session)],
+                 ["report", str(run), "--out", str(run / "manifest.json")],
+                 ["leaderboard", str(run), "--out-csv", str(run / "usage.json")],
+                 ["leaderboard", str(run), "--out-md", str(run / "failures.json")]):
+        code, text = _cli(*args)
+        assert code == 2 and "a file of the run directory" in text, (args, text)
+    assert {p: p.read_bytes() for p in run.rglob("*") if p.is_file()} == files
+    # Its own report and a new file beside the records are still fine.
+    code, text = _cli("report", str(run), "--out", str(run / "report.html"))
+    assert code == 0, text
+    code, text = _cli("export", str(run), "--out", str(run / "sft.jsonl"))
+    assert code == 0, text

@@ -5,11 +5,12 @@ from __future__ import annotations
 import errno
 import functools
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar, cast
 
 import typer
 
-from .errors import AMemGymError
+from .errors import AMemGymError, ConfigError
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -102,6 +103,31 @@ def handled(fn: F) -> F:
             raise typer.Exit(130) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+#: What a reader command (report, audit-sim) writes inside a run directory itself, and may write again.
+_READER_FILES = frozenset({"report.html", "sim_audit.json"})
+#: The root files of every run directory, written only by the run (a missing one may be written later).
+_RUN_FILES = frozenset({"manifest.json", "metrics.json", "usage.json", "usage.pending.json", "usage.journal",
+                        "failures.json", ".amemgym.lock"})
+
+
+def check_output(path: Path | None, flag: str) -> None:
+    """Refuse an output path of a reader command that would overwrite a file of a run directory: a run's own
+    records (an existing file anywhere in it, or one of its root files) are written by the run alone.
+
+    Raises:
+        ConfigError: ``path`` lies in a run directory (a folder above it holds ``manifest.json``) and is one of
+            its files.
+    """
+    if path is None:
+        return
+    target = Path(path).resolve()
+    run = next((folder for folder in target.parents if (folder / "manifest.json").is_file()), None)
+    if run is None or target.name in _READER_FILES:
+        return
+    if target.exists() or (target.parent == run and target.name in _RUN_FILES):
+        raise ConfigError(f"{flag} {path}: a file of the run directory {run}; write the output elsewhere")
 
 
 def app_config(config: str | None, sets: list[str] | None) -> AppConfig:

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from ..cli_common import handled, out
+from ..cli_common import check_output, handled, out
 
 
 def register(app: typer.Typer) -> None:
@@ -33,6 +33,7 @@ def register(app: typer.Typer) -> None:
         """Export the conversations of a run (and optionally its scored evaluations) for training."""
         from ..families import family_for_run, training_method
 
+        check_output(out_file, "--out")
         family = family_for_run(rundir)
         result = training_method(family, "export")(rundir, out_file, fmt=fmt, unit=unit,
                                                    with_evaluation=with_evaluation)

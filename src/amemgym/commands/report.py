@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..cli_common import handled, out
+from ..cli_common import check_output, handled, out
 from ..errors import ConfigError
 from ..storage import atomic_write_text
 
@@ -41,6 +41,7 @@ def report(
     """Write one self-contained HTML report (tables, curves, diagnosis, heat maps, trace browser)."""
     from ..families import get_family
 
+    check_output(out_file, "--out")
     name, dirs = _one_family(list(runs), "report")
     raise typer.Exit(get_family(name).report(dirs, out_file, env=env, figures=figures, console=out))
 
@@ -53,6 +54,8 @@ def leaderboard_cmd(
     """Rank runs within groups of the same family, environment or tier, and protocol."""
     from ..families import get_family, group_runs
 
+    check_output(out_md, "--out-md")
+    check_output(out_csv, "--out-csv")
     boards = [get_family(name).leaderboard(dirs) for name, dirs in group_runs(list(runs)).items()]
     for board in boards:
         out.print(_board_table(board, out.width))

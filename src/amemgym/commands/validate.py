@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ..cli_common import ConfigOpt, SetOpt, app_config, handled, out
+from ..cli_common import ConfigOpt, SetOpt, app_config, check_output, handled, out
 from ..errors import ConfigError, LLMError
 
 EMBEDDERS = ("auto", "minilm", "hash")
@@ -185,6 +185,7 @@ def register(app: typer.Typer) -> None:
         """Check that no memoryless strategy beats its baseline and that the reference agents hold (exit 1 if not)."""
         from ..families import OptionValue, ValidateRequest, family_for_env, family_options
 
+        check_output(json_out, "--json")
         family = family_for_env(env)
         defaults = {name: p.default for name, p in inspect.signature(validate).parameters.items()}
         own = {name: OptionValue(flag, value, value != defaults[name]) for name, flag, value in (
