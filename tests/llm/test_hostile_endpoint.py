@@ -292,3 +292,19 @@ def test_markdown_leaderboard_escapes_names() -> None:
     assert "<img" not in md and "&lt;img" in row
     assert "\\|" in row and "\\`code\\`" in row and "\\[link\\](javascript:x) run_b" in row
     assert len(md.splitlines()[0].split(" | ")) == len(row.split(" | "))  # no cell was split
+
+
+@pytest.mark.parametrize("resp", [
+    # Two choices for a request of one: the one marked index 1 first, as a found server sent them.
+    {"model": "m", "choices": [{"index": 1, "message": {"content": "list"}},
+                               {"index": 0, "message": {"content": "a"}}]},
+    {"model": "m", "choices": {"0": {"message": {"content": "a"}}}},
+    {"model": 123, "choices": [{"index": 0, "message": {"content": "a"}}]},
+])
+def test_a_reply_with_several_choices_or_a_model_that_is_no_name_is_malformed(resp: dict[str, Any]) -> None:
+    from amemgym.llm.backends import TransientError
+    from amemgym.llm.openai_backend import _chat_result
+
+    with pytest.raises(TransientError) as err:
+        _chat_result(resp, "m", 0.1)
+    assert err.value.kind == "malformed_body"

@@ -99,6 +99,16 @@ async def test_retry_after_is_honoured(endpoint: FakeEndpoint) -> None:
     await llm.aclose()
 
 
+async def test_a_retry_after_beyond_the_longest_wait_fails_at_once_saying_so(endpoint: FakeEndpoint) -> None:
+    # Before: each of the 4 attempts waited the longest wait (120 s here), the call silent for over 6 minutes.
+    endpoint.force_faults, endpoint.retry_after = {"*": "http_429_retry_after"}, 99_999
+    llm = client(endpoint)
+    with pytest.raises(LLMError, match=r"after 1 attempt: http_429; the endpoint asks to wait 99,999 s .*later"):
+        await llm.chat("agent", HELLO)
+    assert endpoint.stats()["calls"] == 1
+    await llm.aclose()
+
+
 async def test_429_without_retry_after_uses_the_short_backoff(endpoint: FakeEndpoint) -> None:
     endpoint.force_faults, endpoint.force_budget = {"*": "http_429"}, 1
     llm = client(endpoint)

@@ -98,14 +98,18 @@ def _http_limits(ep: EndpointConfig) -> dict[str, Any]:
 
 class _StopRetrying:
     """tenacity's stop policy for one call: after ``attempts`` tries, or sooner once timeouts alone have used
-    up their own budget (a dead endpoint should not cost the whole retry budget in timeouts)."""
+    up their own budget (a dead endpoint should not cost the whole retry budget in timeouts), or at once when
+    the server asks to wait longer than ``longest_wait`` seconds (waiting the longest wait instead, attempt
+    after attempt, would hold the call for many minutes and still fail)."""
 
-    def __init__(self, attempts: int, timeout_retries: int) -> None:
-        self.attempts, self.timeout_retries = attempts, timeout_retries
+    def __init__(self, attempts: int, timeout_retries: int, longest_wait: float) -> None:
+        self.attempts, self.timeout_retries, self.longest_wait = attempts, timeout_retries, longest_wait
         self.timeouts = 0
 
     def __call__(self, state: RetryCallState) -> bool:
         exc = state.outcome.exception() if state.outcome is not None else None
+        if isinstance(exc, TransientError) and (exc.retry_after or 0) > self.longest_wait:
+            return True
         if isinstance(exc, TransientError) and exc.kind == "timeout":
             self.timeouts += 1
             if self.timeouts > self.timeout_retries:
@@ -123,8 +127,13 @@ class _Backoff:
         exc = state.outcome.exception() if state.outcome is not None else None
         delay = self.rng.uniform(0, min(self.cap, self.base * 2 ** (state.attempt_number - 1)))
         if isinstance(exc, TransientError) and exc.retry_after is not None:
-            delay = max(delay, min(exc.retry_after, self.cap * 4))
+            delay = max(delay, min(exc.retry_after, self.longest_wait))
         return delay
+
+    @property
+    def longest_wait(self) -> float:
+        """The longest wait between two attempts, a server's Retry-After included."""
+        return self.cap * 4
 
 
 class LLMClient:
@@ -163,6 +172,7 @@ class LLMClient:
         # Keyed by the cache key when there is one (already computed), else by the same fields as a tuple.
         self._inflight: dict[tuple[Any, ...] | str, asyncio.Future[ChatResult]] = {}
         self._backoff = _Backoff(backoff_base, backoff_cap, random.Random(0))
+        self._longest_wait = self._backoff.longest_wait
         self._resolve_lock = asyncio.Lock()
         self._owned: list[Any] = []
         self._shared: dict[tuple[Any, ...], Any] = {}
@@ -284,7 +294,8 @@ class LLMClient:
         def failure(exc: TransientError | PermanentError) -> LLMError:
             return LLMError(f"{role}: cannot learn which model the endpoint serves ({exc.kind}): {redact(str(exc))}")
 
-        retrying = AsyncRetrying(stop=_StopRetrying(ep.max_retries + 1, ep.max_timeout_retries), wait=self._backoff,
+        stop = _StopRetrying(ep.max_retries + 1, ep.max_timeout_retries, self._longest_wait)
+        retrying = AsyncRetrying(stop=stop, wait=self._backoff,
                                  retry=retry_if_exception_type(TransientError), reraise=True)
         try:
             return str(await retrying(ask))
@@ -477,7 +488,7 @@ class LLMClient:
             # More requests than decoding slots would only queue inside llama.cpp and hit timeouts.
             size = min(size, self.config.embedded.parallel)
         limit = self._limit(backend_id, size)
-        stop = _StopRetrying(ep.max_retries + 1, ep.max_timeout_retries)
+        stop = _StopRetrying(ep.max_retries + 1, ep.max_timeout_retries, self._longest_wait)
 
         async def attempt() -> _T:
             try:
@@ -498,7 +509,11 @@ class LLMClient:
         except TransientError as exc:
             usage.failures += 1
             n = retrying.statistics.get("attempt_number", 1)
-            raise LLMError(f"{role} call failed after {n} attempt{'s' if n != 1 else ''}: {exc.kind}") from None
+            wait = self._longest_wait
+            later = (f"; the endpoint asks to wait {exc.retry_after:,.0f} s before the next attempt (Retry-After), "
+                     f"longer than amemgym waits ({wait:,.0f} s): re-run the same command later to resume"
+                     if (exc.retry_after or 0) > wait else "")
+            raise LLMError(f"{role} call failed after {n} attempt{'s' if n != 1 else ''}: {exc.kind}{later}") from None
         except PermanentError as exc:
             usage.failures += 1
             raise LLMError(

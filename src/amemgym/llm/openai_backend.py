@@ -361,7 +361,14 @@ def _chat_result(resp: Any, model: str, seconds: float) -> ChatResult:
     choices = resp.get("choices") if isinstance(resp, dict) else None
     if not choices:
         raise TransientError("empty_choices", "the server returned no choices")
+    if not isinstance(choices, list) or len(choices) > 1:
+        # Every request asks for one completion; of several, none is known to answer it.
+        raise TransientError("malformed_body", f"the server returned {len(choices)} choices for a request of one"
+                             if isinstance(choices, list) else "the reply's choices are not a list")
     choice = choices[0]
+    answered = resp.get("model")
+    if answered is not None and not isinstance(answered, str):
+        raise TransientError("malformed_body", "the reply's model is not a name")
     message = choice.get("message") or {}
     text = message.get("content")
     calls = _tool_calls(message.get("tool_calls"))
