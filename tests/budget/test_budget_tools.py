@@ -396,3 +396,36 @@ def test_the_judge_is_never_the_model_under_test(episode: Episode, tmp_path: Pat
     assert result.exit_code == 2 and "model under test" in result.output and prompts == []
     result, _ = judge_run(episode, tmp_path, monkeypatch, "--set", "budget.judge=true")
     assert result.exit_code == 2 and "model under test" in result.output
+
+
+def test_a_judge_endpoint_failure_leaves_the_episode_to_a_rerun(episode: Episode, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    # Before: exit 0 with the judged composite null for good (a re-run had nothing left to do).
+    env, _ = served(episode, tmp_path, native=False)
+    agent = Guesser([episode])
+
+    def respond(body: dict[str, Any]) -> Any:
+        if "You grade one answer" in str(body["messages"][0].get("content")):
+            return json.dumps({"correct": True, "why": "same meaning"})
+        if not any(_OPENING.search(str(m.get("content"))) for m in body["messages"]):
+            return "no calls"
+        return agent(ChatRequest(role="agent", messages=tuple(
+            {"role": m["role"], "content": m["content"]} for m in body["messages"])))
+
+    out = tmp_path / "r"
+    args = ("--env", str(env), "--out", str(out), "--no-cache", "--judge-model", "judge-model",
+            "--set", "llm.default.max_retries=1")
+    with FakeEndpoint(responder=respond, served_models=("fake-model", "judge-model"),
+                      force_faults={"structured": "http_503"}) as ep:
+        monkeypatch.setenv("OPENAI_BASE_URL", ep.base_url)
+        failed = cli(*args)
+        assert failed.exit_code == 1, failed.output
+        assert not (out / "results.json").exists()
+        agent_calls = ep.stats()["calls"]
+        ep.force_faults = {}
+        again = cli(*args)
+        assert again.exit_code == 0, again.output
+        rerun_calls = ep.stats()["calls"] - agent_calls
+    res = json.loads((out / "results.json").read_text())
+    assert res["judge"]["errors"] == 0 and res["judge"]["sent"] > 0 and res["score_judged"] is not None
+    assert rerun_calls == res["judge"]["sent"]  # the judge calls, and nothing of the played episode again

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...concurrency import gather_or_cancel
-from ...errors import AMemGymError, ConfigError
+from ...errors import ConfigError, MalformedOutput
 from ...llm.client import LLMClient
 from ...prompts import render
 from .checker import Verdict, is_refusal
@@ -70,8 +70,10 @@ async def judge_answers(llm: LLMClient, episode: Episode, answers: Mapping[str, 
         try:
             value, _ = await llm.chat_json("judge", [{"role": "user", "content": prompt}], SCHEMA, check=_shape,
                                            schema_name="verdict", max_tokens=128, tag="budget.judge")
-        except AMemGymError as exc:
+        except MalformedOutput as exc:  # the judge model's own replies: its verdict is an error, for good
             return JudgeVerdict(False, "", error=str(exc))
+        # Any other failure is the endpoint's: it ends the episode unfinished, so that a re-run judges again
+        # (the played episode comes back from its checkpoint) instead of keeping "no judged score" for good.
         return JudgeVerdict(bool(value["correct"]), str(value["why"]))
 
     return dict(zip([q.id for q in todo], await gather_or_cancel(*(one(q) for q in todo)), strict=True))
