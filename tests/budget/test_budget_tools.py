@@ -429,3 +429,35 @@ def test_a_judge_endpoint_failure_leaves_the_episode_to_a_rerun(episode: Episode
     res = json.loads((out / "results.json").read_text())
     assert res["judge"]["errors"] == 0 and res["judge"]["sent"] > 0 and res["score_judged"] is not None
     assert rerun_calls == res["judge"]["sent"]  # the judge calls, and nothing of the played episode again
+
+
+def test_an_episode_finished_over_two_invocations_records_the_usage_of_both(episode: Episode, tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    # Before: results.json counted only the invocation that finished the episode.
+    env, respond = served(episode, tmp_path, native=False)
+    out = tmp_path / "r"
+    args = ("--env", str(env), "--out", str(out), "--no-cache", "--set", "llm.default.max_retries=0")
+    with FakeEndpoint(responder=respond) as ep:
+        monkeypatch.setenv("OPENAI_BASE_URL", ep.base_url)
+        served_ok = 0
+
+        def failing_after_ten(body: dict[str, Any]) -> Any:
+            nonlocal served_ok
+            served_ok += 1
+            if served_ok == 10:
+                ep.force_faults = {"*": "http_503"}  # from the next request on
+            return respond(body)
+
+        ep.responder = failing_after_ten
+        first = cli(*args)
+        assert first.exit_code == 1 and not (out / "results.json").exists(), first.output
+        first_calls = json.loads((out / "usage.json").read_text())["last_invocation"]["total"]["calls"]
+        ep.force_faults, ep.responder = {}, respond
+        second = cli(*args)
+        assert second.exit_code == 0, second.output
+    res = json.loads((out / "results.json").read_text())
+    usage = json.loads((out / "usage.json").read_text())
+    # The first invocation's calls count, the one that failed included; not the run's tool-protocol probe,
+    # made once per run outside the episode.
+    assert res["usage"]["total"]["calls"] == first_calls - 1 + usage["last_invocation"]["total"]["calls"]
+    assert usage["cumulative"]["total"]["calls"] == first_calls + usage["last_invocation"]["total"]["calls"]

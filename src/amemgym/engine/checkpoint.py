@@ -2,8 +2,10 @@
 
 A family saves its state after every step through :meth:`Checkpoint.save` and gets it back on resume from
 :meth:`Checkpoint.restore`, which refuses a checkpoint written by another unit, policy or agent (the
-``identity``). Its trace lines go through :meth:`Checkpoint.trace`; a resume drops the lines of the step a
-kill interrupted (that step is played again), so the trace never holds a step twice.
+``identity``). Given the unit's ledger, each save also keeps the usage of the unit so far, so that the record
+of a unit finished over several invocations counts all of them (:meth:`Checkpoint.usage`). Its trace lines go
+through :meth:`Checkpoint.trace`; a resume drops the lines of the step a kill interrupted (that step is played
+again), so the trace never holds a step twice.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RunError
+from ..llm.usage import UsageLedger
 from ..records import UnitCheckpoint, read_record, versioned
 from ..storage import read_jsonl
 from .unit_writer import UnitWriter
@@ -39,10 +42,16 @@ class Checkpoint:
         step_key: the trace field holding the step a line belongs to, and the state field holding the next
             step to play (the trace keeps lines of earlier steps on resume).
         run_dir: the run directory holding ``unit_dir`` (default ``unit_dir`` itself).
+        ledger: the unit's ledger in this invocation, saved with each state (None: no usage is kept).
     """
 
     def __init__(self, unit_dir: Path, identity: Mapping[str, str], *, step_key: str = "event",
-                 next_key: str = "next_event", run_dir: Path | None = None) -> None:
+                 next_key: str = "next_event", run_dir: Path | None = None,
+                 ledger: UsageLedger | None = None) -> None:
+        self.ledger = ledger
+        #: The unit's usage in the invocations before this one, up to their last save (read by :meth:`restore`).
+        self.earlier = UsageLedger()
+        self._state: dict[str, Any] | None = None  # the last state saved or restored
         self.dir = Path(unit_dir)
         #: The run directory the unit's folder is in (a family whose unit reads its neighbours' files needs it).
         self.run_dir = Path(run_dir) if run_dir is not None else self.dir
@@ -75,6 +84,8 @@ class Checkpoint:
         if mismatch:
             raise RunError(f"{self.dir} holds a run of another {' and '.join(mismatch)}; use a new --out")
         state = dict(saved.state)
+        self._state = dict(state)
+        self.earlier = UsageLedger.from_dict(saved.usage)
         nxt = int(state.get(self.next_key, 0))
         kept = [r for r in read_trace(self.dir) if r.get(self.step_key, -1) < nxt]
         self.out.put_text_now(TRACE_FILE, "".join(json.dumps(r) + "\n" for r in kept))
@@ -82,7 +93,25 @@ class Checkpoint:
 
     def save(self, state: Mapping[str, Any]) -> None:
         """Save the state after a finished step (atomically)."""
-        self.out.put_now(CHECKPOINT_FILE, versioned({"identity": self.identity, "state": dict(state)}))
+        self._state = dict(state)
+        record: dict[str, Any] = {"identity": self.identity, "state": self._state}
+        if self.ledger is not None:
+            record["usage"] = self.usage().to_dict()
+        self.out.put_now(CHECKPOINT_FILE, versioned(record))
+
+    def keep_usage(self) -> None:
+        """Save the last state again with the usage so far: a unit that fails keeps the calls of its unfinished
+        step in its count (the step is played again on resume, and those calls were spent)."""
+        if self._state is not None and self.ledger is not None:
+            self.save(self._state)
+
+    def usage(self) -> UsageLedger:
+        """The unit's usage so far: the earlier invocations' (to their last save) and this one's."""
+        total = UsageLedger()
+        total.merge(self.earlier)
+        if self.ledger is not None:
+            total.merge(self.ledger)
+        return total
 
     def trace(self, record: Mapping[str, Any]) -> None:
         """Append one line to the unit's trace."""

@@ -362,17 +362,21 @@ async def play_and_write(family: UnitFamily, unit: Unit, plan: AgentPlan, pins: 
     meanwhile) and write its record; a ``play`` that returns None wrote its files already, and what its family's
     ``finished`` hook reads back is returned."""
     view = counted_view(llm)
+    checkpoint = Checkpoint(rd.unit_dir(unit.id), _identity(family.name, unit, plan), run_dir=rd.root,
+                            ledger=view.ledger)
     try:
         with live.unit(view.ledger) if live is not None else contextlib.nullcontext(view.ledger):
-            record = await family.play(unit, plan, pins, view, cfg,
-                                       Checkpoint(rd.unit_dir(unit.id), _identity(family.name, unit, plan),
-                                                  run_dir=rd.root))
+            record = await family.play(unit, plan, pins, view, cfg, checkpoint)
+    except AMemGymError:
+        checkpoint.keep_usage()
+        raise
     finally:
         llm.ledger.merge(view.ledger)
     if record is None:
         return finished_record(rd, unit, family)
+    # Every invocation that played the unit (the earlier ones up to their last checkpoint), not only this one.
     full = {**record, "family": family.name, "unit": unit.id, "group": unit.group, "label": unit.label,
-            "usage": view.ledger.to_dict(), **run_fields}
+            "usage": checkpoint.usage().to_dict(), **run_fields}
     rd.write_record(unit.id, full)
     return rd.record(unit.id) or full
 

@@ -113,6 +113,8 @@ class UnitCheckpoint(RunFile):
 
     identity: dict[str, str]
     state: dict[str, Any]
+    #: The unit's usage over every invocation that played it, up to this save (a ledger's ``to_dict()``).
+    usage: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
     @classmethod
     def from_unversioned(cls, raw: Any) -> Any:
