@@ -7,6 +7,7 @@ import io
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from amemgym.cli import app
@@ -148,6 +149,37 @@ def test_a_run_whose_metrics_say_it_is_not_complete_is_never_ranked(tmp_path: Pa
     assert "incomplete:" in rows["c"]["flags"] and "not complete" in rows["c"]["flags"]
     assert "unfinished: 1 planned episode" in rows["d"]["flags"]
     assert rows["e"]["flags"] == ""
+
+
+def refused(args: list[str], *needles: str) -> None:
+    """The command exits 2 with one error line holding every needle."""
+    res = CliRunner().invoke(app, args)
+    lines = [line for line in res.output.splitlines() if line.strip()]
+    assert res.exit_code == 2 and len(lines) == 1 and lines[0].startswith("error: "), res.output
+    assert all(n in lines[0] for n in needles), lines[0]
+
+
+@pytest.mark.parametrize(("field", "value", "problem"), [
+    ("composite", 7, "less than or equal to 1"), ("breadth", -0.5, "greater than or equal to 0"),
+    ("composite", float("nan"), "finite number"), ("efficiency", "0.9", "valid number"),
+    ("writes_used", -3, "greater than or equal to 0")])
+def test_a_hand_edited_score_is_refused_naming_file_and_field(tmp_path: Path, field: str, value: object,
+                                                              problem: str) -> None:
+    edited = result(tmp_path / "a" / "e0", agent="a", composite=0.5) / "results.json"
+    result(tmp_path / "b" / "e0", agent="b", composite=0.4)
+    data = json.loads(edited.read_text())
+    data["score"][field] = value
+    edited.write_text(json.dumps(data))
+    for args in (["leaderboard", str(tmp_path / "a"), str(tmp_path / "b")],
+                 ["compare", str(tmp_path / "a"), str(tmp_path / "b")]):
+        refused(args, str(edited), f"score.{field}", problem)
+
+
+def test_a_metrics_file_whose_complete_is_not_a_boolean_is_refused(tmp_path: Path) -> None:
+    run = planned_run(tmp_path / "run", agent="a", done={0: 0.9}, planned=1)
+    metrics = json.loads((run / "metrics.json").read_text())
+    (run / "metrics.json").write_text(json.dumps({**metrics, "complete": "yes"}))
+    refused(["leaderboard", str(run)], str(run / "metrics.json"), "complete", "valid boolean")
 
 
 def test_compare_averages_the_trials_of_each_episode(tmp_path: Path) -> None:
