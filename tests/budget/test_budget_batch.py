@@ -163,6 +163,36 @@ def test_bad_folders_exit_2_in_one_line(tmp_path: Path, original_env_path: Path)
     assert family_for_env(mixed / "b").name == "budget"
 
 
+def one_error_line(args: list[str]) -> str:
+    """The command's only output line: an error, with exit 2."""
+    res = CliRunner().invoke(app, args)
+    lines = [line for line in res.output.splitlines() if line.strip()]
+    assert res.exit_code == 2 and len(lines) == 1 and lines[0].startswith("error: "), res.output
+    return " ".join(lines[0].split())
+
+
+@pytest.mark.parametrize("damage", ["cut short", "not UTF-8"])
+def test_compare_names_a_manifest_it_cannot_read(envs: tuple[Path, list[Episode]], tmp_path: Path,
+                                                damage: str) -> None:
+    env, episodes = envs
+    for name in ("a", "b"):
+        assert run(env, tmp_path / name, Agent(episodes), limit=1)[0] == 0
+    manifest = tmp_path / "a" / "manifest.json"
+    text = manifest.read_bytes()
+    manifest.write_bytes(text[: len(text) // 2] if damage == "cut short" else b"\xff\xfe" + text)
+    line = one_error_line(["compare", str(tmp_path / "a"), str(tmp_path / "b")])
+    assert str(manifest) in line and "cannot mix" not in line
+    assert ("truncated or not JSON" if damage == "cut short" else "not UTF-8") in line
+
+
+def test_audit_sim_refuses_a_budget_run(envs: tuple[Path, list[Episode]], tmp_path: Path) -> None:
+    env, episodes = envs
+    assert run(env, tmp_path / "out", Agent(episodes), limit=1)[0] == 0
+    line = one_error_line(["audit-sim", str(tmp_path / "out")])
+    assert "budget-family run" in line and "audit-sim applies to statetrack runs only" in line
+    assert not (tmp_path / "out" / "sim_audit.json").exists()
+
+
 def test_trials_make_fresh_calls_and_write_their_spread(envs: tuple[Path, list[Episode]], tmp_path: Path) -> None:
     env, episodes = envs
     agent = Agent(episodes)

@@ -7,6 +7,7 @@ import io
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from amemgym.cli import app
@@ -91,18 +92,94 @@ def test_different_models_behind_one_agent_name_are_separate_rows(tmp_path: Path
     assert [(r["model"], r["rank"]) for r in rows] == [("big", "1"), ("small", "2")]
 
 
-def test_an_unfinished_multi_episode_run_is_listed_but_not_ranked(tmp_path: Path) -> None:
-    out = tmp_path / "run"
-    result(out / "films" / "seed0", agent="a", composite=0.9, seed=0)
+def planned_run(out: Path, *, agent: str, done: dict[int, float], planned: int, complete: bool | None = True,
+                missing: tuple[int, ...] = ()) -> Path:
+    """A run directory as the engine leaves it: a manifest planning ``planned`` films episodes (listing every
+    configured role, the agent's with its served model, as a real run does), the results of ``done`` (seed ->
+    composite), and a ``metrics.json`` saying ``complete`` (None: none written, as when the run was killed)."""
+    for seed, composite in done.items():
+        result(out / "films" / f"seed{seed}", agent=agent, composite=composite, seed=seed)
+    roles = {"generator": {"backend": "openai", "model": "m"}, "agent": {"backend": "openai", "model": "m",
+                                                                          "served": "m"}}
     (out / "manifest.json").write_text(json.dumps({
-        "format_version": 2, "family": "budget", "amemgym_version": "test", "protocol": {"agent": "a"},
-        "models": {"agent": {"served": "m"}},
+        "format_version": 2, "family": "budget", "amemgym_version": "test", "protocol": {"agent": agent},
+        "models": roles,
         "units": [{"id": f"films/seed{s}", "sha256": f"sha-lite-films-{s}", "group": "lite",
-                   "label": f"lite/films/seed{s}"} for s in (0, 1)]}))
+                   "label": f"lite/films/seed{s}"} for s in range(planned)]}))
+    if complete is not None:
+        (out / "metrics.json").write_text(json.dumps({
+            "format_version": 2, "family": "budget", "complete": complete,
+            "missing": [f"films/seed{s}" for s in missing]}))
+    return out
+
+
+def test_an_unfinished_multi_episode_run_is_listed_but_not_ranked(tmp_path: Path) -> None:
+    out = planned_run(tmp_path / "run", agent="a", done={0: 0.9}, planned=2, complete=False, missing=(1,))
     result(tmp_path / "other", agent="b", composite=0.1, seed=0)
     rows = board_rows(out, tmp_path / "other")
     assert [(r["agent"], r["rank"]) for r in rows] == [("b", "1"), ("a", "-")]
     assert "unfinished: 1 planned episode" in rows[1]["flags"]
+
+
+def test_a_run_killed_after_its_first_episode_is_listed_but_not_ranked(tmp_path: Path) -> None:
+    # A --limit 3 run killed after one episode: no metrics.json, two planned episodes without results.
+    killed = planned_run(tmp_path / "killed", agent="a", done={0: 0.9}, planned=3, complete=None)
+    rows = board_rows(killed)
+    assert [(r["rank"], r["episodes"]) for r in rows] == [("-", "1")]
+    assert "unfinished: 2 planned episode(s) have no results" in rows[0]["flags"]
+    res = CliRunner().invoke(app, ["leaderboard", str(killed), "--out-md", str(tmp_path / "b.md")])
+    assert res.exit_code == 0, res.output
+    assert "| - | killed |" in (tmp_path / "b.md").read_text()
+
+
+def test_a_run_whose_metrics_say_it_is_not_complete_is_never_ranked(tmp_path: Path) -> None:
+    # Every results.json is there, but metrics.json lists an episode as missing.
+    listed = planned_run(tmp_path / "listed", agent="a", done={0: 0.9, 1: 0.9}, planned=2, complete=False,
+                         missing=(1,))
+    # Every results.json is there, but the run never wrote metrics.json, or wrote it saying it is not complete.
+    unwritten = planned_run(tmp_path / "unwritten", agent="b", done={0: 0.9, 1: 0.9}, planned=2, complete=None)
+    unsaid = planned_run(tmp_path / "unsaid", agent="c", done={0: 0.9, 1: 0.9}, planned=2, complete=False)
+    # metrics.json says complete, but one episode's results.json is gone.
+    lost = planned_run(tmp_path / "lost", agent="d", done={0: 0.9}, planned=2)
+    finished = planned_run(tmp_path / "finished", agent="e", done={0: 0.2, 1: 0.2}, planned=2)
+    rows = {r["agent"]: r for r in board_rows(listed, unwritten, unsaid, lost, finished)}
+    assert {a: r["rank"] for a, r in rows.items()} == {"a": "-", "b": "-", "c": "-", "d": "-", "e": "1"}
+    assert "unfinished: 1 planned episode" in rows["a"]["flags"]
+    assert "incomplete:" in rows["b"]["flags"] and "metrics.json is missing" in rows["b"]["flags"]
+    assert "incomplete:" in rows["c"]["flags"] and "not complete" in rows["c"]["flags"]
+    assert "unfinished: 1 planned episode" in rows["d"]["flags"]
+    assert rows["e"]["flags"] == ""
+
+
+def refused(args: list[str], *needles: str) -> None:
+    """The command exits 2 with one error line holding every needle."""
+    res = CliRunner().invoke(app, args)
+    lines = [line for line in res.output.splitlines() if line.strip()]
+    assert res.exit_code == 2 and len(lines) == 1 and lines[0].startswith("error: "), res.output
+    assert all(n in lines[0] for n in needles), lines[0]
+
+
+@pytest.mark.parametrize(("field", "value", "problem"), [
+    ("composite", 7, "less than or equal to 1"), ("breadth", -0.5, "greater than or equal to 0"),
+    ("composite", float("nan"), "finite number"), ("efficiency", "0.9", "valid number"),
+    ("writes_used", -3, "greater than or equal to 0")])
+def test_a_hand_edited_score_is_refused_naming_file_and_field(tmp_path: Path, field: str, value: object,
+                                                              problem: str) -> None:
+    edited = result(tmp_path / "a" / "e0", agent="a", composite=0.5) / "results.json"
+    result(tmp_path / "b" / "e0", agent="b", composite=0.4)
+    data = json.loads(edited.read_text())
+    data["score"][field] = value
+    edited.write_text(json.dumps(data))
+    for args in (["leaderboard", str(tmp_path / "a"), str(tmp_path / "b")],
+                 ["compare", str(tmp_path / "a"), str(tmp_path / "b")]):
+        refused(args, str(edited), f"score.{field}", problem)
+
+
+def test_a_metrics_file_whose_complete_is_not_a_boolean_is_refused(tmp_path: Path) -> None:
+    run = planned_run(tmp_path / "run", agent="a", done={0: 0.9}, planned=1)
+    metrics = json.loads((run / "metrics.json").read_text())
+    (run / "metrics.json").write_text(json.dumps({**metrics, "complete": "yes"}))
+    refused(["leaderboard", str(run)], str(run / "metrics.json"), "complete", "valid boolean")
 
 
 def test_compare_averages_the_trials_of_each_episode(tmp_path: Path) -> None:

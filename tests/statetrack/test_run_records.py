@@ -198,6 +198,21 @@ def test_a_wrong_shaped_manifest_or_metrics_names_the_field(run: Path, tmp_path:
     refused(commands(run, tmp_path)[command], name, needle)
 
 
+@pytest.mark.parametrize(("field", "value", "needle"), [
+    ("complete", "yes", "valid boolean"), ("mean", float("nan"), "finite number")])
+def test_metrics_complete_is_a_boolean_and_a_mean_is_a_finite_number(run: Path, tmp_path: Path, field: str,
+                                                                     value: Any, needle: str) -> None:
+    def change(d: dict[str, Any]) -> None:
+        if field == "complete":
+            d["complete"] = value
+        else:
+            d["overall"]["overall"]["mean"] = value
+
+    edit(run / "metrics.json", change)
+    refused(commands(run, tmp_path)["report"], "metrics.json", needle,
+            "complete" if field == "complete" else "overall.overall.mean")
+
+
 def test_a_session_record_of_the_wrong_shape_names_line_and_field(run: Path, tmp_path: Path) -> None:
     path = run / USER / "sessions.jsonl"
     lines = path.read_text(encoding="utf-8").splitlines()

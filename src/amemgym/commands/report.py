@@ -21,9 +21,14 @@ RunsArg = Annotated[list[Path], typer.Argument(help="Run directories (each with 
 
 
 def _one_family(runs: list[Path], what: str) -> tuple[str, list[Path]]:
-    """The single family of ``runs`` and the runs; several families in one ``what`` is an error."""
+    """The single family of ``runs`` and the runs; several families in one ``what`` is an error, and so is a
+    run whose ``manifest.json`` cannot be read (it names the family, so it would be taken for a statetrack run)."""
     from ..families import group_runs
+    from ..records.base import load_json_file
 
+    for run in runs:
+        if (run / "manifest.json").is_file():
+            load_json_file(run / "manifest.json")
     groups = group_runs(runs)
     if len(groups) > 1:
         raise ConfigError(f"cannot mix {' and '.join(groups)}-family runs in one {what}")

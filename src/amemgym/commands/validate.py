@@ -208,9 +208,14 @@ def register(app: typer.Typer) -> None:
         set_: SetOpt = None,
     ) -> None:
         """Check every simulator turn of a run for revealed values, goodbyes and copies; write sim_audit.json."""
+        from ..families import DEFAULT_FAMILY, family_for_run
         from ..families.statetrack.layout import RunDir
         from ..families.statetrack.validity.sim_audit import audit_run, environment_of
 
+        family = family_for_run(rundir)
+        if family.name != DEFAULT_FAMILY:
+            raise ConfigError(f"{rundir}: a {family.name}-family run; audit-sim applies to {DEFAULT_FAMILY} runs only "
+                              "(it checks the simulated user's turns, which other families do not have)")
         rd = RunDir(rundir)
         environment = environment_of(rd, env)
 

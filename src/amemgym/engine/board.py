@@ -132,16 +132,18 @@ def board_table(family: str, run_dirs: Sequence[Path], panel: BoardPanel | None 
     explain = (f"\nOne row per run folder given, agent, {group_noun} and protocol; each number is the mean over the "
                f"row's {noun} (a unit's trials are averaged first), with a 95 % t-interval over {noun} for "
                f"{head.label} ({head.description}). Rows are ranked only within a group of the same {group_noun} and "
-               f"protocol that ran the same set of {noun}; rows with a unit lacking {head.label} or with unfinished "
-               f"{noun} are listed but not ranked. Equal means at 3 decimals share a rank (=N).\n")
+               f"protocol that ran the same set of {noun}; rows with a unit lacking {head.label}, with unfinished "
+               f"{noun} or from a run that did not finish are listed but not ranked. Equal means at 3 decimals share a "
+               "rank (=N).\n")
     return Board(family, f"amemgym leaderboard: {family} family (mean over {noun}, ranked within {group_noun}, "
                  f"protocol and {noun.rstrip('s')} set)", columns, rows, notes,
                  markdown_table(columns, rows) + "\n" + explain, csv_table(columns, full))
 
 
 def entry_flags(e: Entry, head: Any, panel: BoardPanel | None, noun: str) -> tuple[list[str], bool]:
-    """An entry's flags and whether it may be ranked (a unit without the headline, unfinished units, or a model
-    changed during the run keep it off the ranking; the family's flags and repeated seeds do not)."""
+    """An entry's flags and whether it may be ranked (a unit without the headline, unfinished units, a run that
+    did not finish, or a model changed during the run keep it off the ranking; the family's flags and repeated
+    seeds do not)."""
     from .ranking_flags import model_change_flag
 
     flags, rankable = [], True
@@ -151,6 +153,9 @@ def entry_flags(e: Entry, head: Any, panel: BoardPanel | None, noun: str) -> tup
         rankable = False
     if e.unfinished:
         flags.append(f"unfinished: {len(e.unfinished)} planned {noun.rstrip('s')}(s) have no results")
+        rankable = False
+    if e.incomplete:
+        flags.append(f"incomplete: {'; '.join(e.incomplete)}")
         rankable = False
     changed = model_change_flag([c for r in e.runs for c in r.record.get("model_changes") or []])
     if changed:

@@ -22,7 +22,7 @@ from typing import Any
 from ..scoring.intervals import mean_ci
 from ..scoring.registry import Metric
 
-__all__ = ["Entry", "Found", "build_entries", "pass_k", "spread"]
+__all__ = ["Entry", "Found", "Pending", "build_entries", "pass_k", "spread"]
 
 
 def pass_k(right: Mapping[Any, Sequence[bool]], k: int) -> dict[str, Any]:
@@ -48,11 +48,13 @@ class Found:
         path: the unit folder holding the record.
         root: the label of the command-line argument it was found under.
         record: the record.
+        run: the run directory holding it (None for a record without one).
     """
 
     path: Path
     root: str
     record: dict[str, Any]
+    run: Path | None = None
 
     @property
     def digest(self) -> str:
@@ -83,6 +85,29 @@ class Found:
         return None if v is None else float(v)
 
 
+@dataclass(frozen=True)
+class Pending:
+    """Work a run directory has not finished: one planned unit without a record, or the run as a whole.
+
+    Attributes:
+        run: the run directory.
+        root: the label of the command-line argument it was found under.
+        agent: the run's agent.
+        model: the served model its manifest names for the agent (``-`` when none).
+        group: the unit's group (None for the run as a whole).
+        unit: the unit's label (None for the run as a whole).
+        reason: why the run as a whole is not finished (None for a unit).
+    """
+
+    run: Path
+    root: str
+    agent: str
+    model: str
+    group: str | None = None
+    unit: str | None = None
+    reason: str | None = None
+
+
 @dataclass
 class Entry:
     """One agent's records on one group under one protocol in one root, pooled over units (and trials)."""
@@ -96,6 +121,8 @@ class Entry:
     runs: list[Found] = field(default_factory=list)
     #: Planned units (labels) of the root's run(s) that have no record yet.
     unfinished: list[str] = field(default_factory=list)
+    #: Why a run pooled here did not finish as a whole (no ``metrics.json``, or one saying so).
+    incomplete: list[str] = field(default_factory=list)
 
     def by_unit(self) -> dict[str, list[Found]]:
         """Records per unit digest, units in first-seen order."""
@@ -169,19 +196,24 @@ class Entry:
         return sorted({labels[d] for (d, _), n in seen.items() if n > 1})
 
 
-def build_entries(found: Iterable[Found], unfinished: Sequence[tuple[str, str, str, str, str]] = ()) -> list[Entry]:
-    """Pool records into entries (first-seen order).
+def build_entries(found: Iterable[Found], pending: Sequence[Pending] = ()) -> list[Entry]:
+    """Pool records into entries (first-seen order), marking each entry with the ``pending`` work of its runs.
 
-    ``unfinished`` are (root label, agent, served model, group, unit label) of planned units without a record:
-    each is marked on the matching entries.
+    A run's pending work lands on the entries holding one of its records, and on those of the same root, agent
+    and served model (a run with no record yet); a unit's only on entries of its group.
     """
     entries: dict[tuple[str, str, str, str, str, str], Entry] = {}
     for r in found:
         if r.key not in entries:
             entries[r.key] = Entry(*r.key)
         entries[r.key].runs.append(r)
-    for root, agent, model, group, label in unfinished:
+    for p in pending:
         for e in entries.values():
-            if (e.root, e.agent, e.model, e.group) == (root, agent, model, group):
-                e.unfinished.append(label)
+            mine = any(r.run == p.run for r in e.runs) or (e.root, e.agent, e.model) == (p.root, p.agent, p.model)
+            if not mine or e.root != p.root or (p.group is not None and e.group != p.group):
+                continue
+            if p.unit is not None:
+                e.unfinished.append(p.unit)
+            elif p.reason is not None and p.reason not in e.incomplete:
+                e.incomplete.append(p.reason)
     return list(entries.values())

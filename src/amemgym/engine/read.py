@@ -13,7 +13,7 @@ from typing import Any
 from ..errors import RunError
 from ..records import run_family
 from ..records.units import peek_family
-from .pool import Entry, Found, build_entries
+from .pool import Entry, Found, Pending, build_entries
 from .rundir import RECORD_FILE, UnitRunDir, read_unit_record
 
 __all__ = ["MAX_DEPTH", "bare_records", "checkpoint_family", "family_of_tree", "load_entries", "load_found",
@@ -76,22 +76,42 @@ def unfinished_runs(roots: list[Path]) -> list[tuple[Path, list[str]]]:
     return out
 
 
-#: A planned unit without a record: (folder label, agent, served model, group, unit label).
-Planned = tuple[str, str, str, str, str]
+def served_model(manifest: dict[str, Any]) -> str:
+    """The model a run's records name as theirs: the served model of the agent's role (else of the first role
+    the run pinned; the manifest lists every configured role, pinned or not)."""
+    models = manifest.get("models") or {}
+    pinned = [m for m in [models.get("agent"), *models.values()] if isinstance(m, dict) and m.get("served")]
+    return str(pinned[0]["served"]) if pinned else "-"
 
 
-def load_found(roots: list[Path], family: str | None = None) -> tuple[list[Found], list[Planned]]:
-    """Every unit record below the given folders, each labelled by its folder (labels made unique), and the
-    planned units without a record as (label, agent, served model, group, unit label).
+def run_unfinished(rd: UnitRunDir) -> tuple[set[str], str | None]:
+    """What the run's ``metrics.json`` says is not finished: the unit ids it lists as missing, and why the run as
+    a whole is not (None when it says the run is complete).
 
     Raises:
-        RunError: a folder holds no run of the family, or a record is unreadable.
+        RunError: ``metrics.json`` is unreadable or of the wrong shape.
+    """
+    if not rd.metrics_path.exists():
+        return set(), f"{rd.metrics_path} is missing: the run has not finished"
+    metrics = rd.metrics()
+    if metrics["complete"]:
+        return set(), None
+    return {str(u) for u in metrics.get("missing") or []}, f"{rd.metrics_path} says the run is not complete"
+
+
+def load_found(roots: list[Path], family: str | None = None) -> tuple[list[Found], list[Pending]]:
+    """Every unit record below the given folders, each labelled by its folder (labels made unique), and the work
+    their runs have not finished: planned units without a record (or listed missing by ``metrics.json``), and,
+    when none is, a run whose ``metrics.json`` is absent or says it is not complete.
+
+    Raises:
+        RunError: a folder holds no run of the family, or a record or ``metrics.json`` is unreadable.
     """
     from ..report.load import unique_labels
 
     paths = [Path(r) for r in roots]
     found: list[Found] = []
-    planned: list[Planned] = []
+    pending: list[Pending] = []
     for root, label in zip(paths, unique_labels(paths), strict=True):
         runs = runs_under(root, family)
         if not runs:
@@ -105,16 +125,19 @@ def load_found(roots: list[Path], family: str | None = None) -> tuple[list[Found
             rd = UnitRunDir(run)
             manifest = rd.manifest() or {}
             agent = str((manifest.get("protocol") or {}).get("agent"))
-            # The first role a plan calls is the agent's: its served model names the entry.
-            first: dict[str, Any] = next(iter((manifest.get("models") or {}).values()), {})
-            model = str(first.get("served") or "-")
+            model = served_model(manifest)
+            missing, reason = run_unfinished(rd)
+            units_pending = 0
             for u in manifest.get("units") or []:
                 record = rd.record(u["id"])
-                if record is None:
-                    planned.append((label, agent, model, str(u["group"]), str(u["label"])))
-                    continue
-                found.append(Found(rd.unit_dir(u["id"]), label, described(record)))
-    return found, planned
+                if record is None or u["id"] in missing:
+                    pending.append(Pending(run, label, agent, model, str(u["group"]), str(u["label"])))
+                    units_pending += 1
+                if record is not None:
+                    found.append(Found(rd.unit_dir(u["id"]), label, described(record), run))
+            if reason is not None and not units_pending:
+                pending.append(Pending(run, label, agent, model, reason=reason))
+    return found, pending
 
 
 def bare_records(root: Path, family: str | None = None) -> list[tuple[Path, dict[str, Any]]]:
@@ -147,8 +170,8 @@ def described(record: dict[str, Any]) -> dict[str, Any]:
 
 def load_entries(roots: list[Path], family: str | None = None) -> list[Entry]:
     """The records below the given folders pooled into entries (one per folder, agent, group and protocol)."""
-    found, planned = load_found(roots, family)
-    return build_entries(found, planned)
+    found, pending = load_found(roots, family)
+    return build_entries(found, pending)
 
 
 def require_results(roots: list[Path], family: str, noun: str = "units") -> None:
@@ -161,7 +184,8 @@ def require_results(roots: list[Path], family: str, noun: str = "units") -> None
         if checkpoint_family(d) == family and not (d / RECORD_FILE).exists():
             raise RunError(f"{d}: the {noun.rstrip('s')} has not finished (no {RECORD_FILE}); run `amemgym run` "
                            "again with the same --out to resume it")
-        found, planned = load_found([d], family)
+        found, pending = load_found([d], family)
         if not found:
-            raise RunError(f"{d}: no {noun} finished yet ({len(planned)} planned); run `amemgym run` again with "
+            planned = sum(p.unit is not None for p in pending)
+            raise RunError(f"{d}: no {noun} finished yet ({planned} planned); run `amemgym run` again with "
                            "the same --out to resume")

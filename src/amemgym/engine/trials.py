@@ -124,6 +124,8 @@ def trial_summary(family: str, out_dir: Path, trials: int) -> dict[str, Any]:
         for e in entries:
             if e.unfinished:
                 flags.append(f"{e.agent}/{e.group}: {len(e.unfinished)} planned unit(s) unfinished")
+            if e.incomplete:
+                flags.append(f"{e.agent}/{e.group}: incomplete ({'; '.join(e.incomplete)})")
             if e.units_without(head):
                 flags.append(f"{e.agent}/{e.group}: no {head.label} on {len(e.units_without(head))} unit(s)")
         rows.append({"trial": d.name, "run_seed": (manifest or {}).get("protocol", {}).get("run_seed"),

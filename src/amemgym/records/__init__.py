@@ -3,8 +3,8 @@
 One module per record family: :mod:`.manifest`, :mod:`.session` (``sessions.jsonl``), :mod:`.evaluation`
 (period evaluations and upper bound), :mod:`.results` (metrics, usage, failures) and :mod:`.checkpoint`
 (resume state and period snapshots), :mod:`.evolve` (self-evolution cycles), :mod:`.units` (the root
-files, unit records and checkpoints of a family run on :mod:`amemgym.engine`). See :mod:`.base` for
-versioning and migration.
+files, unit records and checkpoints of a family run on :mod:`amemgym.engine`), :mod:`.budget` (a budget
+episode's record). See :mod:`.base` for versioning and migration.
 """
 
 from .base import RUN_FORMAT_VERSION, UNVERSIONED, RunFile, as_dict, parse_record, read_record, versioned
@@ -41,9 +41,9 @@ def build_models() -> None:
     """
     from pydantic import BaseModel
 
-    from . import base, checkpoint, evaluation, evolve, manifest, results, session, units
+    from . import base, budget, checkpoint, evaluation, evolve, manifest, results, session, units
 
-    for module in (base, checkpoint, evaluation, evolve, manifest, results, session, units):
+    for module in (base, budget, checkpoint, evaluation, evolve, manifest, results, session, units):
         for obj in vars(module).values():
             if isinstance(obj, type) and issubclass(obj, BaseModel) and obj.__module__ == module.__name__:
                 obj.model_rebuild()

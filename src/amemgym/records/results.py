@@ -14,11 +14,11 @@ class _Part(BaseModel):
 
 
 class Stat(_Part):
-    """A mean with its 95 % interval over users (None where undefined)."""
+    """A mean with its 95 % interval over users (None where undefined, never NaN or infinite)."""
 
-    mean: float | None
-    lo: float | None = None
-    hi: float | None = None
+    mean: float | None = Field(allow_inf_nan=False)
+    lo: float | None = Field(default=None, allow_inf_nan=False)
+    hi: float | None = Field(default=None, allow_inf_nan=False)
 
 
 class Overall(_Part):
@@ -48,7 +48,8 @@ class Metrics(RunFile):
     overall: Overall
     per_period: list[dict[str, Any]] = Field(default_factory=list)
     per_user: dict[str, dict[str, dict[str, Any]]] = Field(default_factory=dict)
-    complete: bool
+    #: A JSON boolean only: ``"yes"`` or ``1`` is refused, not read as true.
+    complete: bool = Field(strict=True)
     missing: list[dict[str, Any]] = Field(default_factory=list)
     agent: str | None = None
     usage: dict[str, Any] = Field(default_factory=dict)

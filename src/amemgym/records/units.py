@@ -72,7 +72,8 @@ class UnitMetrics(RunFile):
     agent: str | None = None
     per_unit: dict[str, dict[str, Any]] = Field(default_factory=dict)
     groups: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    complete: bool
+    #: A JSON boolean only: ``"yes"`` or ``1`` is refused, not read as true.
+    complete: bool = Field(strict=True)
     missing: list[str] = Field(default_factory=list)
     definitions: dict[str, str] = Field(default_factory=dict)
     usage: dict[str, Any] = Field(default_factory=dict)
@@ -127,17 +128,21 @@ class UnitCheckpoint(RunFile):
 
 
 def parse_unit_record(raw: Any, where: str) -> UnitRecord:
-    """Validate a unit record; a budget ``results.json`` of format 1 (its own content version, written before
-    run files were versioned) is read as unversioned with that number as ``results_version``.
+    """Validate a unit record (a budget one as :class:`~.budget.BudgetRecord`); a budget ``results.json`` of
+    format 1 (its own content version, written before run files were versioned) is read as unversioned with that
+    number as ``results_version``.
 
     Raises:
         RunError: wrong shape or an unknown format version, naming ``where``.
     """
     from .base import parse_record
+    from .budget import BudgetRecord
 
     if isinstance(raw, dict) and raw.get("format_version") == 1 and "results_version" not in raw:
         raw = {**{k: v for k, v in raw.items() if k != "format_version"}, "results_version": 1}
-    return parse_record(raw, UnitRecord, where)
+    # A family whose record has fields of its own is validated with them (a budget episode's scores).
+    model = BudgetRecord if isinstance(raw, dict) and raw.get("family") == "budget" else UnitRecord
+    return parse_record(raw, model, where)
 
 
 def run_family(root: Path) -> str | None:

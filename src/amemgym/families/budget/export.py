@@ -63,7 +63,8 @@ def export_budget_run(run_dir: Path, out: Path, *, fmt: str = "openai-chat", uni
                           "(leave it out, or pass --unit event)")
     root = Path(run_dir)
     require_results([root], FAMILY, "episodes")
-    found, planned = load_found([root], FAMILY)
+    found, pending = load_found([root], FAMILY)
+    planned = [p for p in pending if p.unit is not None]
     lines: list[dict[str, Any]] = []
     counts: dict[str, int] = {}
     details = []

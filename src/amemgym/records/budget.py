@@ -1,0 +1,48 @@
+"""A budget episode's ``results.json``: the unit record with its score blocks range-checked.
+
+The board, report and ``compare`` read the axes and composite from ``score``; a value outside [0, 1], not a
+number or not finite (a hand edit) is refused with the file and field named, never averaged.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .units import UnitRecord
+
+__all__ = ["BudgetRecord", "EpisodeScores"]
+
+#: A share in [0, 1]: a JSON number (not a string or a boolean), finite.
+Share = Annotated[float, Field(ge=0.0, le=1.0, strict=True, allow_inf_nan=False)]
+#: A count of writes or questions.
+Count = Annotated[int, Field(ge=0)]
+
+
+class EpisodeScores(BaseModel):
+    """One episode's axes, composite and the counts behind them (``families/budget/scoring.EpisodeScore``)."""
+
+    model_config = ConfigDict(extra="allow", defer_build=True)
+
+    breadth: Share | None = None
+    maintenance: Share | None = None
+    reasoning: Share | None = None
+    efficiency: Share | None = None
+    composite: Share | None = None
+    abstention: Share | None = None
+    accuracy: Share | None = None
+    storage_gate: Share | None = None
+    writes_used: Count | None = None
+    reference_writes: Count | None = None
+    questions: Count | None = None
+    skipped: Count | None = None
+
+
+class BudgetRecord(UnitRecord):
+    """A budget episode's record: the rule scores (``score``) and, with the judge, ``score_judged``."""
+
+    kind: ClassVar[str] = "budget results"
+
+    score: EpisodeScores | None = None
+    score_judged: EpisodeScores | None = None
