@@ -297,3 +297,14 @@ async def test_new_run_writes_its_manifest_before_any_other_file(
     others = [p for p in rundir.rglob("*") if p.is_file() and p.name not in ("manifest.json", ".amemgym.lock")]
     assert any(p.name == "sessions.jsonl" for p in others) and any(p.name == "upper_bound.json" for p in others)
     assert all(p.stat().st_mtime_ns >= manifest_at for p in others), [p.name for p in others]
+
+
+@pytest.mark.parametrize("command", ["report", "export", "audit-sim"])
+def test_a_garbled_session_line_before_others_is_refused_naming_the_line(
+        run: Path, tmp_path: Path, command: str) -> None:
+    path = run / USER / "sessions.jsonl"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    lines[1] = "garbage{"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    args = {**commands(run, tmp_path), "audit-sim": ["audit-sim", str(run), "--env", str(FIXTURE)]}[command]
+    refused(args, "sessions.jsonl line 2", "damaged")
