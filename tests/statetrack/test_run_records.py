@@ -308,3 +308,10 @@ def test_a_garbled_session_line_before_others_is_refused_naming_the_line(
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     args = {**commands(run, tmp_path), "audit-sim": ["audit-sim", str(run), "--env", str(FIXTURE)]}[command]
     refused(args, "sessions.jsonl line 2", "damaged")
+
+
+def test_audit_sim_on_another_environment_is_refused_and_writes_nothing(run: Path) -> None:
+    from amemgym.families.statetrack.generate.procedural import tiny_environment_path
+
+    refused(["audit-sim", str(run), "--env", str(tiny_environment_path())], "does not match the run", "sha256")
+    assert not (run / "sim_audit.json").exists()
