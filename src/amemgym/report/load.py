@@ -73,7 +73,8 @@ def load_run(root: Path, label: str | None = None) -> RunRecord:
     """Read ``manifest.json`` and ``metrics.json`` of one run directory, validated against their models.
 
     Raises:
-        RunError: the directory is not a run with metrics, or a file has the wrong shape or format version.
+        RunError: the directory is not a run with metrics, a file has the wrong shape or format version, or the
+            manifest's periods differ from the periods the metrics score.
     """
     root = Path(root)
     if not root.is_dir():
@@ -84,6 +85,10 @@ def load_run(root: Path, label: str | None = None) -> RunRecord:
     manifest = as_dict(read_record(rd.manifest, Manifest))
     # A run resumed on another model carries the flag in every reader (board, compare, report), never ranked.
     metrics = with_flag(as_dict(read_record(rd.metrics, Metrics)), model_change_flag(manifest.get("model_changes")))
+    scored = len(metrics.get("per_period") or [])
+    if scored and manifest["periods"] != scored:
+        raise RunError(f"{rd.manifest}: periods is {manifest['periods']} but metrics.json scores {scored} periods; "
+                       "the manifest is damaged")
     return RunRecord(root=root, label=label or root.name, manifest=manifest, metrics=metrics)
 
 
