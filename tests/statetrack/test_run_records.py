@@ -362,3 +362,31 @@ def test_export_of_a_trials_directory_names_one_trial(run: Path, tmp_path: Path)
     shutil.copytree(run, trials / "trial_1")
     shutil.copytree(run, trials / "trial_2")
     refused(["export", str(trials), "--out", str(tmp_path / "x.jsonl")], "--trials output", "trial_1")
+
+
+def _question_999(d: dict[str, Any]) -> None:
+    d["questions"][0]["question"] = 999
+
+
+def test_an_out_of_range_question_is_refused_on_resume_naming_the_file(run: Path, tmp_path: Path) -> None:
+    edit(run / USER / "eval/period_00.json", _question_999)
+    (run / "metrics.json").unlink()
+    refused(commands(run, tmp_path)["run"], "period_00.json", "questions[0].question is 999")
+
+
+@pytest.mark.parametrize("command", ["report", "leaderboard", "compare"])
+def test_an_out_of_range_question_in_a_trial_is_refused_or_not_boarded(
+        run: Path, tmp_path: Path, command: str) -> None:
+    trials = tmp_path / "trials"
+    shutil.copytree(run, trials / "trial_1")
+    shutil.copytree(run, trials / "trial_2")
+    edit(trials / "trial_2" / USER / "eval/period_00.json", _question_999)
+    args = {"report": ["report", str(trials), "--out", str(tmp_path / "r.html")],
+            "leaderboard": ["leaderboard", str(trials), str(run)],
+            "compare": ["compare", str(trials), str(run)]}[command]
+    if command == "leaderboard":
+        result = invoke(args)
+        assert result.exit_code == 0, result.output
+        assert "not boarded" in result.output and "period_00.json" in result.output
+    else:
+        refused(args, "period_00.json", "questions[0].question is 999")
