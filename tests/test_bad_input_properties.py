@@ -28,7 +28,7 @@ from amemgym.agents import resolve_agent
 from amemgym.cli import app
 from amemgym.config import load_config
 from amemgym.engine.lock import LOCK_NAME
-from amemgym.errors import ConfigError, DataError
+from amemgym.errors import ConfigError, DataError, RunError
 from amemgym.families.statetrack.data import load_environment
 from amemgym.families.statetrack.generate.procedural import tiny_environment_path
 from amemgym.storage import append_jsonl, atomic_write_json, read_jsonl
@@ -363,3 +363,14 @@ def test_torn_jsonl_line_is_skipped_and_the_next_append_starts_clean(tmp_path: P
     assert list(read_jsonl(path)) == [{"session": 0}, {"session": 1}]
     append_jsonl(path, [{"session": 2}])
     assert list(read_jsonl(path)) == [{"session": 0}, {"session": 1}, {"session": 2}]
+    assert b"messa" not in path.read_bytes()  # the torn line was cut off, not left inside the file
+
+
+def test_a_broken_line_followed_by_others_is_damage_naming_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "sessions.jsonl"
+    append_jsonl(path, [{"session": 0}])
+    with open(path, "ab") as fh:
+        fh.write(b"garbage{\n")
+    append_jsonl(path, [{"session": 2}])
+    with pytest.raises(RunError, match=r"sessions.jsonl line 2: damaged"):
+        list(read_jsonl(path))

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from .errors import RunError
 from .redact import redact_content
 
 
@@ -110,7 +111,7 @@ def append_jsonl(path: Path, records: list[dict[str, Any]]) -> None:
     """Append records as JSON lines and fsync.
 
     A kill mid-append can leave a partial last line; :func:`read_jsonl` drops it, and the next append
-    starts on a fresh line, so the file stays readable.
+    cuts it off first, so a torn line never ends up in the middle of the file.
     """
     append_text(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
 
@@ -121,29 +122,46 @@ def append_text(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     payload = redact_content(text)
     with open(path, "a+b") as fh:
-        fh.seek(0, os.SEEK_END)
-        if fh.tell() > 0:
-            fh.seek(-1, os.SEEK_END)
-            if fh.read(1) != b"\n":
-                fh.write(b"\n")
+        end = fh.seek(0, os.SEEK_END)
+        keep = _complete_length(fh, end)
+        if keep < end:
+            fh.truncate(keep)  # the torn line of a killed append: it never landed
         fh.write(payload.encode("utf-8"))
         fh.flush()
         os.fsync(fh.fileno())
 
 
+def _complete_length(fh: Any, end: int) -> int:
+    """The length of the file's whole lines: ``end`` less a last line without its newline."""
+    pos = end
+    while pos > 0:
+        start = max(0, pos - 65536)
+        fh.seek(start)
+        block = fh.read(pos - start)
+        cut = block.rfind(b"\n")
+        if cut >= 0:
+            return start + cut + 1
+        pos = start
+    return 0
+
+
 def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    """Yield the complete records of a JSONL file, skipping a torn line left by a kill."""
+    """Yield the records of a JSONL file; a last line without its newline (a killed append) is dropped.
+
+    Raises:
+        RunError: a complete line is not JSON, or the file is not UTF-8 (naming the file and line): that
+            is damage, not a kill, since an append never leaves a torn line before others.
+    """
     path = Path(path)
     if not path.exists():
         return
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            if not line.endswith("\n"):
+    with open(path, "rb") as fh:
+        for n, raw in enumerate(fh, start=1):
+            if not raw.endswith(b"\n"):
                 break
-            line = line.strip()
-            if not line:
+            if not raw.strip():
                 continue
             try:
-                yield json.loads(line)
-            except json.JSONDecodeError:
-                continue
+                yield json.loads(raw)
+            except (ValueError, RecursionError):
+                raise RunError(f"{path} line {n}: damaged (a complete line that is not JSON)") from None

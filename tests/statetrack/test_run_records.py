@@ -312,3 +312,96 @@ async def test_new_run_writes_its_manifest_before_any_other_file(
     others = [p for p in rundir.rglob("*") if p.is_file() and p.name not in ("manifest.json", ".amemgym.lock")]
     assert any(p.name == "sessions.jsonl" for p in others) and any(p.name == "upper_bound.json" for p in others)
     assert all(p.stat().st_mtime_ns >= manifest_at for p in others), [p.name for p in others]
+
+
+@pytest.mark.parametrize("command", ["report", "export", "audit-sim"])
+def test_a_garbled_session_line_before_others_is_refused_naming_the_line(
+        run: Path, tmp_path: Path, command: str) -> None:
+    path = run / USER / "sessions.jsonl"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    lines[1] = "garbage{"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    args = {**commands(run, tmp_path), "audit-sim": ["audit-sim", str(run), "--env", str(FIXTURE)]}[command]
+    refused(args, "sessions.jsonl line 2", "damaged")
+
+
+def test_audit_sim_on_another_environment_is_refused_and_writes_nothing(run: Path) -> None:
+    from amemgym.families.statetrack.generate.procedural import tiny_environment_path
+
+    refused(["audit-sim", str(run), "--env", str(tiny_environment_path())], "does not match the run", "sha256")
+    assert not (run / "sim_audit.json").exists()
+
+
+def _cut_sessions(run: Path, keep: int) -> None:
+    path = run / USER / "sessions.jsonl"
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    path.write_text("".join(lines[:keep]), encoding="utf-8")
+
+
+@pytest.mark.parametrize("damage", ["user folder", "sessions cut", "evaluation"])
+def test_export_refuses_a_run_missing_records_its_manifest_plans(run: Path, tmp_path: Path, damage: str) -> None:
+    if damage == "user folder":
+        shutil.rmtree(run / USER)
+        needle = "the manifest plans user"
+    elif damage == "sessions cut":
+        _cut_sessions(run, 1)
+        needle = "sessions.jsonl"
+    else:
+        (run / USER / "eval/period_01.json").unlink()
+        needle = "period_01.json: missing"
+    refused(commands(run, tmp_path)["export"], needle)
+    assert not (tmp_path / "x.jsonl").exists()
+
+
+@pytest.mark.parametrize("keep", [0, 1])
+def test_resume_refuses_a_checkpoint_whose_session_records_are_gone(run: Path, tmp_path: Path, keep: int) -> None:
+    _cut_sessions(run, keep)
+    refused(commands(run, tmp_path)["run"], "sessions.jsonl", "were played but are not recorded", "delete")
+
+
+@pytest.mark.parametrize("command", ["report", "export"])
+def test_manifest_periods_that_differ_from_the_run_are_refused(run: Path, tmp_path: Path, command: str) -> None:
+    edit(run / "manifest.json", lambda d: d.update(periods=10**30))
+    refused(commands(run, tmp_path)[command], "manifest.json", "periods is")
+
+
+def test_export_of_damaged_metrics_says_damaged_not_unfinished(run: Path, tmp_path: Path) -> None:
+    path = run / "metrics.json"
+    path.write_bytes(path.read_bytes()[:50])
+    line = refused(commands(run, tmp_path)["export"], "metrics.json", "truncated or not JSON")
+    assert "not finished" not in line
+
+
+def test_export_of_a_trials_directory_names_one_trial(run: Path, tmp_path: Path) -> None:
+    trials = tmp_path / "trials"
+    shutil.copytree(run, trials / "trial_1")
+    shutil.copytree(run, trials / "trial_2")
+    refused(["export", str(trials), "--out", str(tmp_path / "x.jsonl")], "--trials output", "trial_1")
+
+
+def _question_999(d: dict[str, Any]) -> None:
+    d["questions"][0]["question"] = 999
+
+
+def test_an_out_of_range_question_is_refused_on_resume_naming_the_file(run: Path, tmp_path: Path) -> None:
+    edit(run / USER / "eval/period_00.json", _question_999)
+    (run / "metrics.json").unlink()
+    refused(commands(run, tmp_path)["run"], "period_00.json", "questions[0].question is 999")
+
+
+@pytest.mark.parametrize("command", ["report", "leaderboard", "compare"])
+def test_an_out_of_range_question_in_a_trial_is_refused_or_not_boarded(
+        run: Path, tmp_path: Path, command: str) -> None:
+    trials = tmp_path / "trials"
+    shutil.copytree(run, trials / "trial_1")
+    shutil.copytree(run, trials / "trial_2")
+    edit(trials / "trial_2" / USER / "eval/period_00.json", _question_999)
+    args = {"report": ["report", str(trials), "--out", str(tmp_path / "r.html")],
+            "leaderboard": ["leaderboard", str(trials), str(run)],
+            "compare": ["compare", str(trials), str(run)]}[command]
+    if command == "leaderboard":
+        result = invoke(args)
+        assert result.exit_code == 0, result.output
+        assert "not boarded" in result.output and "period_00.json" in result.output
+    else:
+        refused(args, "period_00.json", "questions[0].question is 999")

@@ -8,8 +8,7 @@ from typing import Any
 
 from ..engine.ranking_flags import model_change_flag, with_flag
 from ..engine.trials import is_trials_dir, trial_run_dirs
-from ..errors import AMemGymError, RunError
-from ..families.statetrack.data.io import load_environment
+from ..errors import RunError
 from ..families.statetrack.data.model import Environment
 from ..families.statetrack.layout import RunDir
 from ..families.statetrack.trials import pooled_metrics
@@ -74,7 +73,8 @@ def load_run(root: Path, label: str | None = None) -> RunRecord:
     """Read ``manifest.json`` and ``metrics.json`` of one run directory, validated against their models.
 
     Raises:
-        RunError: the directory is not a run with metrics, or a file has the wrong shape or format version.
+        RunError: the directory is not a run with metrics, a file has the wrong shape or format version, or the
+            manifest's periods differ from the periods the metrics score.
     """
     root = Path(root)
     if not root.is_dir():
@@ -85,6 +85,10 @@ def load_run(root: Path, label: str | None = None) -> RunRecord:
     manifest = as_dict(read_record(rd.manifest, Manifest))
     # A run resumed on another model carries the flag in every reader (board, compare, report), never ranked.
     metrics = with_flag(as_dict(read_record(rd.metrics, Metrics)), model_change_flag(manifest.get("model_changes")))
+    scored = len(metrics.get("per_period") or [])
+    if scored and manifest["periods"] != scored:
+        raise RunError(f"{rd.manifest}: periods is {manifest['periods']} but metrics.json scores {scored} periods; "
+                       "the manifest is damaged")
     return RunRecord(root=root, label=label or root.name, manifest=manifest, metrics=metrics)
 
 
@@ -126,30 +130,11 @@ def load_runs(roots: list[Path]) -> list[RunRecord]:
 
 
 def load_run_environment(run: RunRecord, override: Path | None = None) -> tuple[Environment | None, str | None]:
-    """The environment a run was made on, or None with the reason it is not available.
+    """The environment a run was made on, or None with the reason it is not available (see
+    :func:`~amemgym.families.statetrack.cut.recorded_environment`)."""
+    from ..families.statetrack.cut import recorded_environment
 
-    The file named in the manifest (or ``override``) is used only when it is the run's environment: its hash
-    matches the run's, or, for a ``--limit`` run, it is the file the run was cut from, cut the same way
-    (:func:`amemgym.families.statetrack.cut.cut_as_recorded`).
-    """
-    from ..families.statetrack.cut import cut_as_recorded
-
-    name = override or run.manifest.get("environment_file")
-    if not name:
-        return None, "the run's manifest names no environment file"
-    path = Path(name)
-    if not path.exists():
-        return None, f"environment file {path} not found"
-    try:
-        if not run.environment_sha256:
-            return load_environment(path), None
-        env, why = cut_as_recorded(path, run.environment_sha256, run.manifest.get("environment_cut"),
-                                   len(run.users))
-    except AMemGymError as exc:
-        return None, f"environment file unusable: {exc}"
-    if env is None:
-        return None, f"environment file {path} does not match the run ({why})"
-    return env, None
+    return recorded_environment(run.manifest, override)
 
 
 def eval_records(run: RunRecord, user: str) -> dict[int, dict[str, Any]]:

@@ -30,8 +30,9 @@ from typing import Any
 from ..errors import ConfigError, RunError
 from ..families.statetrack.layout import RunDir
 from ..prompts import render
+from ..records import Metrics, as_dict, read_record
 from ..storage import atomic_write_text
-from .layout_reader import RecordedUser, read_run
+from .layout_reader import RecordedUser, check_planned, read_run
 
 FORMATS = ("openai-chat", "jsonl")
 UNITS = ("episode", "session")
@@ -48,6 +49,8 @@ class ExportSummary:
     evaluations: int
     #: Evaluation answers not written because nothing in them is a training target (wrong answers).
     left_out: int = 0
+    #: Why the sessions were not counted against the run's environment (None when they were).
+    unchecked: str | None = None
 
 
 def export_run(rundir: Path, out: Path, *, fmt: str = "openai-chat", with_evaluation: bool = False,
@@ -63,14 +66,16 @@ def export_run(rundir: Path, out: Path, *, fmt: str = "openai-chat", with_evalua
 
     Raises:
         ConfigError: unknown format or unit.
-        RunError: not a run directory, or no finished session in it.
+        RunError: not a run directory, not finished, missing a record its manifest plans, or no finished
+            session in it.
     """
     if fmt not in FORMATS:
         raise ConfigError(f"unknown export format {fmt!r}; known: {', '.join(FORMATS)}")
     if unit not in UNITS:
         raise ConfigError(f"unknown export unit {unit!r}; known: {', '.join(UNITS)}")
-    users = read_run(Path(rundir))
+    unchecked = check_planned(Path(rundir))
     refuse_unfinished(Path(rundir))
+    users = read_run(Path(rundir))
     n_sessions = sum(len(u.sessions) for u in users)
     if n_sessions == 0:
         raise RunError(f"{rundir}: the run has no finished session to export")
@@ -85,7 +90,7 @@ def export_run(rundir: Path, out: Path, *, fmt: str = "openai-chat", with_evalua
     atomic_write_text(Path(out), "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines))
     answers = [q for u in users for e in u.evaluations for q in e["questions"]] if with_evaluation else []
     written = len(answers) if fmt == "jsonl" else sum(1 for q in answers if _correct(q))
-    return ExportSummary(Path(out), len(lines), len(users), n_sessions, written, len(answers) - written)
+    return ExportSummary(Path(out), len(lines), len(users), n_sessions, written, len(answers) - written, unchecked)
 
 
 def refuse_unfinished(rundir: Path) -> None:
@@ -93,15 +98,12 @@ def refuse_unfinished(rundir: Path) -> None:
     family refuses an episode without ``results.json``).
 
     Raises:
-        RunError: ``metrics.json`` is missing or says the run is incomplete.
+        RunError: ``metrics.json`` is missing, damaged (naming what is wrong) or says the run is incomplete.
     """
     path = RunDir(rundir).metrics
     complete = False
     if path.exists():
-        try:
-            complete = bool(json.loads(path.read_text(encoding="utf-8")).get("complete"))
-        except (OSError, ValueError, AttributeError):
-            complete = False
+        complete = bool(as_dict(read_record(path, Metrics)).get("complete"))
     if not complete:
         raise RunError(f"{rundir}: the run has not finished (no complete metrics.json); re-run the same amemgym run "
                        "command to finish it, then export")

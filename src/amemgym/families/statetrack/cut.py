@@ -6,11 +6,11 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from ...errors import ConfigError
+from ...errors import AMemGymError, ConfigError
 from .data.io import environment_sha256
 from .data.model import Environment
 
-__all__ = ["cut_as_recorded", "environment_cut", "first_users"]
+__all__ = ["cut_as_recorded", "environment_cut", "first_users", "recorded_environment"]
 
 
 def first_users(env: Environment, limit: int | None) -> Environment:
@@ -69,3 +69,32 @@ def cut_as_recorded(path: Path, run_sha256: str, cut: dict[str, Any] | None,
     if 0 < run_users < len(whole.users) and environment_sha256(first_users(whole, run_users)) == run_sha256:
         return first_users(whole, run_users), ""
     return None, "different sha256"
+
+
+def recorded_environment(manifest: dict[str, Any], override: Path | None = None
+                         ) -> tuple[Environment | None, str | None]:
+    """The environment a run's ``manifest`` was made on, or None with the reason it is not available.
+
+    The file the manifest names (or ``override``) is used only when it is the run's environment: its hash
+    matches the run's, or, for a ``--limit`` run, it is the file the run was cut from, cut the same way
+    (:func:`cut_as_recorded`).
+    """
+    from .data.io import load_environment
+
+    name = override or manifest.get("environment_file")
+    if not name:
+        return None, "the run's manifest names no environment file"
+    path = Path(name)
+    if not path.exists():
+        return None, f"environment file {path} not found"
+    run_sha256 = (manifest.get("protocol") or {}).get("environment_sha256")
+    try:
+        if not run_sha256:
+            return load_environment(path), None
+        env, why = cut_as_recorded(path, run_sha256, manifest.get("environment_cut"),
+                                   len(manifest.get("users") or []))
+    except AMemGymError as exc:
+        return None, f"environment file unusable: {exc}"
+    if env is None:
+        return None, f"environment file {path} does not match the run ({why})"
+    return env, None

@@ -16,7 +16,7 @@ from ...agents.base import AgentContext, MemoryAgent
 from ...agents.registry import AgentSpec
 from ...config import AppConfig
 from ...engine.unit_writer import UnitWriter
-from ...errors import AMemGymError
+from ...errors import AMemGymError, RunError
 from ...llm.client import LLMClient
 from ...llm.limiter import background_calls
 from ...llm.redact import redact
@@ -41,6 +41,31 @@ def load_json(path: Any) -> Any:
 def recorded_sessions(rundir: RunDir, user_id: str) -> dict[tuple[int, int], list[dict[str, str]]]:
     """Finished sessions of a user, last record winning (a session redone after a kill replaces the first)."""
     return {key: rec["messages"] for key, rec in rundir.session_records(user_id).items()}
+
+
+def lost_sessions(rundir: RunDir, user: UserEnv, upto: tuple[int, int]) -> list[tuple[int, int]]:
+    """The sessions before (period, session) ``upto`` that have no record in the user's ``sessions.jsonl``."""
+    have = rundir.session_records(user.id)
+    return [(p, s) for p, period in enumerate(user.periods) for s in range(len(period.sessions))
+            if (p, s) < upto and (p, s) not in have]
+
+
+def refuse_lost_sessions(rundir: RunDir, user: UserEnv, upto: tuple[int, int], fix: str) -> None:
+    """Refuse a user whose files claim the sessions before ``upto`` were played when some are not recorded.
+
+    Raises:
+        RunError: naming the file, how many sessions are gone, the first of them, and ``fix``.
+    """
+    lost = lost_sessions(rundir, user, upto)
+    if lost:
+        p, s = lost[0]
+        raise RunError(f"{rundir.sessions(user.id)}: {len(lost)} session(s) of user {user.id!r} were played but "
+                       f"are not recorded (first: period {p} session {s}); {fix}")
+
+
+def lost_fix(rundir: RunDir, user: UserEnv) -> str:
+    """What a resume tells the user to do about sessions whose records are gone."""
+    return f"the conversation cannot be resumed: delete {rundir.user(user.id)} and run again to play this user anew"
 
 
 #: Called with (user, live agent, period, evaluation record or None) once a period's evaluation is done and
@@ -168,6 +193,7 @@ class Episode:
         start_p, start_s = 0, 0
         state = read_state(out)
         if state is not None:
+            refuse_lost_sessions(self.rundir, user, (state.period, state.session), lost_fix(self.rundir, user))
             agent.restore(state.snapshot)
             start_p, start_s = state.period, state.session
         recorded = recorded_sessions(self.off_policy, user.id) if self.off_policy else {}

@@ -249,6 +249,8 @@ class StateTrack:
         if s.left_out:
             notes = (f"left out {s.left_out} wrongly answered evaluation(s): no trainable target "
                      "(use --format jsonl to keep every answer with its reward)",)
+        if s.unchecked:
+            notes += (f"note: sessions not counted against the environment ({s.unchecked})",)
         return ExportResult(s.path, s.lines, f"{s.users} users, {s.sessions} sessions, {s.evaluations} evaluation "
                             "answers", notes)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...config import PROTOCOL_MAX_TOKENS, RunSettings
+from ...errors import RunError
 from ...records import EvaluationRecord, UpperBoundRecord, as_dict, read_record
 from .data.model import Environment, UserEnv
 from .episode import recorded_sessions
@@ -47,6 +48,9 @@ def outcomes_of(
 
     ``answer_rule`` picks which score of each answer (and of the upper bound) the outcomes carry: the strict
     one (an invalid reply is wrong) or the original release's (see ``original_rule_choice``).
+
+    Raises:
+        RunError: an evaluation file is unreadable, or names a question the user does not have.
     """
     outcomes: list[QuestionOutcome] = []
     records: list[dict[str, Any]] = []
@@ -56,7 +60,10 @@ def outcomes_of(
             continue
         rec = as_dict(read_record(path, EvaluationRecord))
         records.append(rec)
-        for q in rec["questions"]:
+        for i, q in enumerate(rec["questions"]):
+            if q["question"] >= len(user.qas):
+                raise RunError(f"{path}: questions[{i}].question is {q['question']} but user {user.id!r} has "
+                               f"{len(user.qas)} questions; the file is damaged")
             score, ub = q["score"], q.get("ub_score")
             if answer_rule == "original":
                 score = _original_score(q, "score_original_rule", "score_with_random_fallback")

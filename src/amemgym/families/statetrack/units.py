@@ -31,7 +31,7 @@ from ...engine.contract import AgentPlan, Unit, UnitFailed
 from ...errors import RunError
 from ...records import RUN_FORMAT_VERSION, Manifest, Metrics
 from .data.model import Environment, UserEnv
-from .episode import RUN_ROLES, PeriodHook
+from .episode import RUN_ROLES, PeriodHook, lost_fix, refuse_lost_sessions
 from .layout import RunDir, adopt_legacy_folders, folder_clashes, user_folder
 
 if TYPE_CHECKING:
@@ -117,7 +117,8 @@ def user_finished(rundir: RunDir, user: UserEnv) -> bool:
     for it).
 
     Raises:
-        RunError: the user is finished but its upper-bound answers do not read (the run cannot be scored).
+        RunError: the user is finished but its upper-bound answers do not read (the run cannot be scored), or
+            sessions its checkpoint counts as played are not recorded.
     """
     from ...records import UpperBoundRecord, read_record
 
@@ -132,6 +133,7 @@ def user_finished(rundir: RunDir, user: UserEnv) -> bool:
         return False  # the episode itself reports the broken file
     if state is None or state.period < len(user.periods) or state.session != 0:
         return False
+    refuse_lost_sessions(rundir, user, (state.period, state.session), lost_fix(rundir, user))
     read_record(rundir.upper_bound(user.id), UpperBoundRecord)
     return True
 

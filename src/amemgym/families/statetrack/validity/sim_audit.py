@@ -18,7 +18,6 @@ Every user message after the opening one (round >= 1) is checked for:
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -29,10 +28,10 @@ from ....errors import AMemGymError, RunError
 from ....llm.client import LLMClient
 from ....llm.redact import redact
 from ....prompts import render
+from ....records import Manifest, as_dict, read_record
 from ....textsim import jaccard, words
-from ..data.io import load_environment
 from ..data.model import Environment, Session, UserEnv
-from ..episode import load_json, recorded_sessions
+from ..episode import recorded_sessions
 from ..layout import RunDir
 from ..simulate.leaks import leaked_values
 
@@ -226,18 +225,21 @@ async def judge_turn(llm: LLMClient, user: UserEnv, period: int, session: Sessio
 
 
 def environment_of(rundir: RunDir, env_path: Path | None = None) -> Environment:
-    """The run's environment: ``env_path`` if given, else the manifest's ``environment_file``."""
-    if env_path is None:
-        if not rundir.manifest.exists():
-            raise RunError(f"{rundir.root}: not a run directory (no manifest.json)")
-        try:
-            recorded = load_json(rundir.manifest).get("environment_file")
-        except (OSError, json.JSONDecodeError) as exc:
-            raise RunError(f"{rundir.manifest}: unreadable manifest ({exc})") from None
-        if not recorded:
-            raise RunError(f"{rundir.manifest} names no environment_file; pass --env")
-        env_path = Path(recorded)
-    return load_environment(env_path)
+    """The run's environment: ``env_path`` if given, else the manifest's ``environment_file``; either must be
+    the environment the run was made on (its recorded sha256).
+
+    Raises:
+        RunError: not a run directory, or the environment is missing or is not the run's.
+    """
+    from ..cut import recorded_environment
+
+    if not rundir.manifest.exists():
+        raise RunError(f"{rundir.root}: not a run directory (no manifest.json)")
+    env, why = recorded_environment(as_dict(read_record(rundir.manifest, Manifest)), env_path)
+    if env is None:
+        hint = "" if env_path is not None else "; pass --env with the run's environment"
+        raise RunError(f"{rundir.root}: cannot audit: {why}{hint}")
+    return env
 
 
 async def audit_run(rundir: RunDir, env: Environment, *, llm: LLMClient | None = None) -> dict[str, Any]:
