@@ -133,6 +133,11 @@ def append_text(path: Path, text: str) -> None:
 
 def _complete_length(fh: Any, end: int) -> int:
     """The length of the file's whole lines: ``end`` less a last line without its newline."""
+    if end == 0:
+        return 0
+    fh.seek(end - 1)
+    if fh.read(1) == b"\n":  # the usual case: the last append completed
+        return end
     pos = end
     while pos > 0:
         start = max(0, pos - 65536)

@@ -401,3 +401,24 @@ def test_the_env_passes_the_train_checker() -> None:
     with BudgetEnv(tier="lite", domain="agent_teams", llm=scripted_client(lambda r: "unused")) as env:
         check_env(env, policy=policy, seed=1)
         check_env(env, seed=2)  # the default policy's prose: every call a protocol error, events time out
+
+
+@pytest.mark.parametrize("damage", ["cut", "deleted"])
+def test_a_trace_cut_short_or_deleted_is_refused_not_exported_in_part(ran: tuple, tmp_path: Path,
+                                                                       damage: str) -> None:
+    # Before: "wrote N lines" with fewer lines than the episode played, exit 0.
+    import shutil
+
+    from amemgym.errors import RunError
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(ran[0], run_dir)
+    trace = run_dir / "trace.jsonl"
+    if damage == "cut":
+        text = trace.read_text(encoding="utf-8")
+        trace.write_text(text[: len(text) // 3].rsplit("\n", 1)[0] + "\n", encoding="utf-8")
+    else:
+        trace.unlink()
+    with pytest.raises(RunError, match=r"trace\.jsonl: no line for \d+ of the episode's \d+ events"):
+        export_budget_run(run_dir, tmp_path / "out.jsonl")
+    assert not (tmp_path / "out.jsonl").exists()

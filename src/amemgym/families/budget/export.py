@@ -97,6 +97,11 @@ def _export_episode(unit_dir: Path, name: str, results: dict[str, Any], fmt: str
     """One finished episode's lines, the counts behind the notes, and its one-line description."""
     episode = _episode(unit_dir, results)
     trace = read_trace(unit_dir)
+    # Every played event leaves at least one trace line; a trace cut short or deleted would export silently less.
+    missing = sorted({ev.index for ev in episode.events} - {r.get("event") for r in trace})
+    if missing:
+        raise RunError(f"{unit_dir / 'trace.jsonl'}: no line for {len(missing)} of the episode's "
+                       f"{len(episode.events)} events (first: event {missing[0]}); the trace is incomplete")
     calls = [r for r in trace if r.get("reply") is not None]
     failed = len(trace) - len(calls)
     if any("prompt" not in r for r in calls):
