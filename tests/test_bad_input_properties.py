@@ -374,3 +374,21 @@ def test_a_broken_line_followed_by_others_is_damage_naming_the_line(tmp_path: Pa
     append_jsonl(path, [{"session": 2}])
     with pytest.raises(RunError, match=r"sessions.jsonl line 2: damaged"):
         list(read_jsonl(path))
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_a_run_file_that_is_a_pipe_or_a_device_is_refused_instead_of_hanging(kind: str, tmp_path: Path) -> None:
+    import os
+
+    from amemgym.errors import RunError
+    from amemgym.records.base import load_json_file
+    from amemgym.storage import read_jsonl
+
+    for name, read in (("manifest.json", load_json_file), ("sessions.jsonl", lambda p: list(read_jsonl(p)))):
+        path = tmp_path / name
+        if kind == "fifo":
+            os.mkfifo(path)
+        else:
+            path.symlink_to("/dev/zero")
+        with pytest.raises(RunError, match="not a regular file"):
+            read(path)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -150,6 +151,21 @@ def _complete_length(fh: Any, end: int) -> int:
     return 0
 
 
+def require_regular_file(path: Path) -> None:
+    """Refuse a run file that is a device, a pipe or a socket (following symlinks): opening or reading one could
+    block for ever or never end. A missing path is left to the caller's own error.
+
+    Raises:
+        RunError: ``path`` exists and is not a regular file or a directory.
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        raise RunError(f"{path}: not a regular file (a device, pipe or socket); a run file must be a file")
+
+
 def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
     """Yield the records of a JSONL file; a last line without its newline (a killed append) is dropped.
 
@@ -160,6 +176,7 @@ def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
     path = Path(path)
     if not path.exists():
         return
+    require_regular_file(path)
     with open(path, "rb") as fh:
         for n, raw in enumerate(fh, start=1):
             if not raw.endswith(b"\n"):

@@ -123,6 +123,9 @@ def load_json_file(path: Path) -> Any:
     Raises:
         RunError: missing, unreadable, truncated, not JSON, or nested too deeply, naming the file.
     """
+    from ..storage import require_regular_file
+
+    require_regular_file(path)
     try:
         with open(path, encoding="utf-8") as fh:
             return json.load(fh)
