@@ -354,9 +354,11 @@ def settings_yaml(text: str) -> Any:
     Raises:
         yaml.YAMLError: the text is not YAML.
     """
-    import yaml
-
-    return yaml.load(text, Loader=_settings_loader())  # noqa: S506 - a SafeLoader subclass
+    loader = _settings_loader()(text)
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
 
 
 @functools.cache

@@ -32,7 +32,7 @@ from ..families.statetrack.layout import RunDir
 from ..prompts import render
 from ..records import Metrics, as_dict, read_record
 from ..storage import atomic_write_text
-from .layout_reader import RecordedUser, check_planned, read_run
+from .layout_reader import RecordedUser, check_planned, read_run, run_manifest
 
 FORMATS = ("openai-chat", "jsonl")
 UNITS = ("episode", "session")
@@ -73,8 +73,9 @@ def export_run(rundir: Path, out: Path, *, fmt: str = "openai-chat", with_evalua
         raise ConfigError(f"unknown export format {fmt!r}; known: {', '.join(FORMATS)}")
     if unit not in UNITS:
         raise ConfigError(f"unknown export unit {unit!r}; known: {', '.join(UNITS)}")
-    unchecked = check_planned(Path(rundir))
+    run_manifest(Path(rundir))  # not a run directory, or a --trials output, is said first
     refuse_unfinished(Path(rundir))
+    unchecked = check_planned(Path(rundir))
     users = read_run(Path(rundir))
     n_sessions = sum(len(u.sessions) for u in users)
     if n_sessions == 0:

@@ -36,7 +36,7 @@ def read_run(root: Path) -> list[RecordedUser]:
     Raises:
         RunError: when ``root`` is not a run directory or a file in it is unreadable.
     """
-    rd, manifest = _manifest(root)
+    rd, manifest = run_manifest(root)
     users: list[RecordedUser] = []
     for uid in manifest.users:
         latest = {key: RecordedSession(key[0], key[1], rec.get("time"), list(rec["messages"]))
@@ -50,7 +50,7 @@ def read_run(root: Path) -> list[RecordedUser]:
     return users
 
 
-def _manifest(root: Path) -> tuple[RunDir, Manifest]:
+def run_manifest(root: Path) -> tuple[RunDir, Manifest]:
     """The run directory at ``root`` and its manifest.
 
     Raises:
@@ -79,7 +79,7 @@ def check_planned(root: Path) -> str | None:
     from ..families.statetrack.cut import recorded_environment
     from ..families.statetrack.episode import refuse_lost_sessions
 
-    rd, manifest = _manifest(root)
+    rd, manifest = run_manifest(root)
     env, why = recorded_environment(as_dict(manifest))
     if env is not None and env.num_periods != manifest.periods:
         raise RunError(f"{rd.manifest}: periods is {manifest.periods} but the run's environment has "
