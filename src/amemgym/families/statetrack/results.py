@@ -136,7 +136,8 @@ def protocol_settings(run: RunSettings) -> dict[str, Any]:
     differences = [f"{name} is {value} (the original allows {PROTOCOL_MAX_TOKENS})"
                    for name, value in caps.items() if value < PROTOCOL_MAX_TOKENS]
     if run.agent_system_prompt:
-        differences.append("the native agent sends amemgym's system prompt (the original sent none)")
+        differences.append("run.agent_system_prompt is on: an agent that honours it (the native agent does) opens "
+                           "with amemgym's system prompt, where the original sent none")
     return {**caps, "context_window": run.context_window, "agent_system_prompt": run.agent_system_prompt,
             "answer_rule": run.answer_rule, "differences_from_original": differences}
 
