@@ -116,3 +116,12 @@ def test_reader_outputs_never_overwrite_a_runs_files(tmp_path: Path, monkeypatch
     assert code == 0, text
     code, text = _cli("export", str(run), "--out", str(run / "sft.jsonl"))
     assert code == 0, text
+
+
+@pytest.mark.parametrize("setting", ["run.seed=yes", "run.serial=1", "llm.default.max_concurrency=true",
+                                     "env.num_periods=2.5"])
+def test_a_setting_of_the_wrong_kind_is_refused_not_coerced(setting: str) -> None:
+    # Before: YAML's yes was read as seed 1, and 1 as serial=True.
+    with pytest.raises(ConfigError, match=r"Input should be a valid (integer|boolean)"):
+        load_config("tiny", [setting])
+    assert load_config("tiny", ["llm.default.temperature=0"]).llm.default.temperature == 0.0  # an int is a float

@@ -32,7 +32,7 @@ HIGH_TEMPERATURE = 1.0
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, strict=True)
 
 
 class EnvConfig(_Strict):
