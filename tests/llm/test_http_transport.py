@@ -376,6 +376,17 @@ async def test_embeddings_that_do_not_match_their_inputs_are_malformed(serve, cl
     await be.aclose()
 
 
+async def test_one_vector_for_three_different_texts_is_malformed(serve, clean_env) -> None:
+    same = embeddings((0, [0.6, 0.8]), (1, [0.6, 0.8]), (2, [0.6, 0.8]))
+    srv = serve([same, same])
+    be = backend(srv.url)
+    with pytest.raises(TransientError, match="the same vector for every text") as err:
+        await be.embed(["first", "second", "third"])
+    assert err.value.kind == "malformed_body"
+    assert (await be.embed(["same text", "same text", ""])).shape == (3, 2)  # the same text may well agree
+    await be.aclose()
+
+
 async def test_embeddings_come_back_in_the_order_of_their_inputs(serve, clean_env) -> None:
     srv = serve([embeddings((1, [0.0, 2.0]), (0, [3.0, 0.0])), embeddings((None, [3.0, 0.0]), (None, [0.0, 2.0]))])
     be = backend(srv.url)

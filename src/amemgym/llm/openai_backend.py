@@ -339,8 +339,8 @@ class OpenAIBackend:
 
 def _embedding_problem(rows: list[Any], vecs: np.ndarray, texts: list[str]) -> str | None:
     """What is wrong with an embeddings reply for ``texts``, or None: one finite vector of two or more
-    dimensions per text, non-zero unless its text is blank, each ``index`` naming a distinct text when the
-    server gives them."""
+    dimensions per text, non-zero unless its text is blank, not one vector for all of three or more texts, each
+    ``index`` naming a distinct text when the server gives them."""
     n = len(texts)
     if len(rows) != n:
         return f"holds {len(rows)} vectors for {n} inputs"
@@ -354,6 +354,10 @@ def _embedding_problem(rows: list[Any], vecs: np.ndarray, texts: list[str]) -> s
         return "has values that are not finite numbers"
     if n and any(zero and text.strip() for zero, text in zip(~np.abs(vecs).any(axis=1), texts, strict=True)):
         return "has an all-zero vector for a text, which points nowhere"
+    # Three different texts with the very same vector: a server that embeds nothing (retrieval would then rank
+    # at random). Two could legitimately agree when the model cuts both at the same long shared prefix.
+    if len({t for t in texts if t.strip()}) >= 3 and bool((vecs == vecs[0]).all()):
+        return "gives the same vector for every text"
     return None
 
 
