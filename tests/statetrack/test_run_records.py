@@ -359,7 +359,7 @@ def test_resume_refuses_a_checkpoint_whose_session_records_are_gone(run: Path, t
     refused(commands(run, tmp_path)["run"], "sessions.jsonl", "were played but are not recorded", "delete")
 
 
-@pytest.mark.parametrize("command", ["report", "export"])
+@pytest.mark.parametrize("command", ["report", "export", "run"])
 def test_manifest_periods_that_differ_from_the_run_are_refused(run: Path, tmp_path: Path, command: str) -> None:
     edit(run / "manifest.json", lambda d: d.update(periods=10**30))
     refused(commands(run, tmp_path)[command], "manifest.json", "periods is")

@@ -222,16 +222,22 @@ class StatetrackUnits:
         """Statetrack's manifest: a resume keeps the first invocation's and updates only its models."""
         from ...prompts import template_hashes
 
-        if old is not None:
-            return {**old, "models": base["models"], "model_changes": base["model_changes"]}
         users: list[UserEnv] = [u.data for u in units]
+        periods = len(users[0].periods) if users else 0
+        if old is not None:
+            if users and old.get("periods") != periods:
+                # The environment's digest matched, so the manifest itself was changed: every reader would
+                # disagree with the records.
+                raise RunError(f"the run's manifest.json says periods is {old.get('periods')!r} but its environment "
+                               f"has {periods}; the manifest is damaged (use a new --out directory)")
+            return {**old, "models": base["models"], "model_changes": base["model_changes"]}
         options: EpisodeOptions = plan.options
         manifest = {
             "format_version": RUN_FORMAT_VERSION, "amemgym_version": __version__,
             "python": platform.python_version(), "created": base["created"],
             "environment_file": base["environment_file"], "users": [u.id for u in users],
             "user_folders": {u.id: user_folder(u.id) for u in users},
-            "periods": len(users[0].periods) if users else 0, "protocol": base["protocol"],
+            "periods": periods, "protocol": base["protocol"],
             "config": base["config"], "models": base["models"], "model_changes": base["model_changes"],
             "prompt_sha256": template_hashes(),
         }
