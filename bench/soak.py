@@ -114,10 +114,11 @@ def hostile(ep: FakeEndpoint, root: Path, reference: dict[str, Any]) -> dict[str
     procs = [start_run(ep, ["run", "--out", str(rundir), *SETTINGS], cache, api_key="soak-key",
                        pythonpath=ROOT / "src") for _ in range(2)]
     codes = sorted(p.wait(timeout=600) for p in procs)
-    for p in procs:
-        p.communicate()
+    outputs = [p.communicate()[0] for p in procs]
     ep.latency = 0.0
     bad["writers_not_refused"] += codes != [0, 2]
+    if codes != [0, 2]:
+        writers_said(procs, outputs)
     bad["mismatches"] += not _finish(ep, rundir, cache, reference)
     bad["damaged"] += len(damaged_files(rundir))
     # A 401 that echoes the key.
@@ -298,6 +299,13 @@ def usage_problem(rundir: Path, served: int, counted: int, last: int) -> str | N
     return None
 
 
+def writers_said(procs: list[subprocess.Popen[str]], outputs: list[str | None]) -> None:
+    """Print what two concurrent writers that did not end as 0 and 2 said (their exit codes and last lines)."""
+    for p, out in zip(procs, outputs, strict=True):
+        tail = " | ".join((out or "").strip().splitlines()[-3:])
+        print(f"note: a concurrent writer exited {p.returncode}: {tail}", flush=True)
+
+
 def budget_hostile(env: Path, responder: Any, root: Path, reference: dict[str, Any]) -> dict[str, int]:
     """The concurrent-writer and echoed-key cases on a budget run; counts of what went wrong (all 0 = pass)."""
     bad = {"writers_not_refused": 0, "keys_leaked": 0, "success_keys_leaked": 0, "mismatches": 0, "damaged": 0}
@@ -319,9 +327,10 @@ def budget_hostile(env: Path, responder: Any, root: Path, reference: dict[str, A
             time.sleep(0.05)
         ep.latency = HOSTILE_LATENCY  # one has ended (the refused one, unless the lock failed): finish quickly
         codes = sorted(p.wait(timeout=600) for p in procs)
-        for p in procs:
-            p.communicate()
+        outputs = [p.communicate()[0] for p in procs]
         bad["writers_not_refused"] += codes != [0, 2]
+        if codes != [0, 2]:
+            writers_said(procs, outputs)
         finish(ep, rundir, cache)
     # A 401 that echoes the key, from the first chat call (the tool probe) on.
     key = "soak-budget-echoed-key-4e1d7"
