@@ -300,18 +300,11 @@ class OpenAIBackend:
         if self._answered is None:
             self._answered = answered
         elif answered != self._answered:
-            if self._answered_before:
-                raise PermanentError(
-                    "model_changed",
-                    f"{self.base_url} now answers as model {answered!r}; an earlier invocation of this run was "
-                    f"answered by {self._answered!r} (use a new --out directory, or pass --allow-model-change "
-                    "to continue with the new model)",
-                )
-            raise PermanentError(
-                "model_changed",
-                f"{self.base_url} now answers as model {answered!r} (earlier in this run: {self._answered!r}); "
-                "the served model changed during the run",
-            )
+            before = (f"; an earlier invocation of this run was answered by {self._answered!r} (use a new --out "
+                      "directory, or pass --allow-model-change to continue with the new model)"
+                      if self._answered_before else
+                      f" (earlier in this run: {self._answered!r}); the served model changed during the run")
+            raise PermanentError("model_changed", f"{self.base_url} now answers as model {answered!r}{before}")
 
     async def embed(self, texts: list[str]) -> np.ndarray:
         """Embeddings from the server's ``/embeddings`` route, L2-normalised."""
@@ -392,7 +385,7 @@ def _chat_result(resp: Any, model: str, seconds: float) -> ChatResult:
     processed = timings.get("prompt_n") if isinstance(timings, dict) else None
     return ChatResult(
         text=text,
-        model=resp.get("model") or model,
+        model=answered or model,
         prompt_tokens=_token_count(usage.get("prompt_tokens"), "prompt_tokens"),
         completion_tokens=_token_count(usage.get("completion_tokens"), "completion_tokens"),
         seconds=seconds,
