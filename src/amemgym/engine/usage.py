@@ -49,9 +49,8 @@ class UsageBook:
 
     def answered(self) -> dict[str, str]:
         """Per role the model the replies named in the latest invocation counted in ``usage.json``."""
-        roles = self.cumulative().get("cumulative") or {}
-        return {role: str(d["answered"]) for role, d in roles.items()
-                if role != "total" and isinstance(d, dict) and d.get("answered")}
+        total = UsageLedger.from_dict(self.cumulative().get("cumulative") or {})
+        return {role: u.answered for role, u in total.roles.items() if u.answered}
 
     def save(self, invocation: str, spent: UsageLedger) -> None:
         """Add ``spent`` (the invocation ``invocation``'s usage) to the cumulative count, once."""

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .usage import UsageLedger
+
 #: Attempt faults that mean "the server answered, but not with a usable reply".
 UNUSABLE_FAULTS = ("empty_reply", "empty_choices", "malformed_body", "reply_too_large")
 #: Fewer attempts than this say too little to judge an endpoint.
@@ -40,14 +42,14 @@ def endpoint_problems(usage: dict[str, Any], share: float = 0.5) -> list[dict[st
 def truncation_note(usage: dict[str, Any]) -> str | None:
     """A console line when fresh replies were cut at their token limit, from a ledger's ``to_dict()``: a cut
     reply can lose the answer it was building to, which a low score would otherwise hide."""
-    cut = {role: int(c.get("truncated") or 0) for role, c in usage.items() if role != "total" and isinstance(c, dict)}
-    cut = {role: n for role, n in cut.items() if n}
+    ledger = UsageLedger.from_dict(usage)
+    cut = {role: u.truncated for role, u in sorted(ledger.roles.items()) if u.truncated}
     if not cut:
         return None
-    calls = sum(int(c.get("calls") or 0) for role, c in usage.items() if role != "total" and isinstance(c, dict))
-    roles = ", ".join(f"{role} {n}" for role, n in sorted(cut.items()))
-    return (f"note: {sum(cut.values())} of {calls} fresh replies were cut at their token limit ({roles}); a cut "
-            "reply may lack its answer: raise the limit (run.*_max_tokens, llm.*.max_tokens) if scores depend on it")
+    roles = ", ".join(f"{role} {n}" for role, n in cut.items())
+    return (f"note: {sum(cut.values())} of {ledger.totals().calls} fresh replies were cut at their token limit "
+            f"({roles}); a cut reply may lack its answer: raise the limit (run.*_max_tokens, llm.*.max_tokens) if "
+            "scores depend on it")
 
 
 def describe(problem: dict[str, Any]) -> str:
