@@ -1,6 +1,7 @@
 """amemgym: an on-policy gym for the memory of LLM assistants.
 
-The public API is re-exported here lazily, so ``import amemgym`` stays cheap and has no side effects.
+The public API is re-exported on first access (PEP 562): every ``amemgym.*`` module imports this package first,
+so re-exporting eagerly would import each module of the API, and the optional extras some need, on any import.
 """
 
 from __future__ import annotations

@@ -6,15 +6,16 @@ import errno
 import functools
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
+from rich.console import Console
 
+from .config import load_config
 from .errors import AMemGymError, ConfigError
+from .redact import redact, redact_content
 
 if TYPE_CHECKING:
-    from rich.console import Console
-
     from .config import AppConfig
 
 
@@ -24,10 +25,6 @@ def new_console(**options: Any) -> Console:
     Every console amemgym prints to is made here, so a key a server echoed (in a model name, a reply) never
     reaches the terminal or a captured log.
     """
-    from rich.console import Console
-
-    from .redact import redact_content
-
     class _RedactingConsole(Console):
         def _render_buffer(self, buffer: Any) -> str:
             return redact_content(super()._render_buffer(buffer))
@@ -35,23 +32,8 @@ def new_console(**options: Any) -> Console:
     return _RedactingConsole(**options)
 
 
-class _LazyConsole:
-    """A rich ``Console`` made on first use: importing rich costs a run about 40 ms before its first call."""
-
-    def __init__(self, **options: Any) -> None:
-        self._options = options
-        self._console: Console | None = None
-
-    def __getattr__(self, name: str) -> Any:
-        console = self._console
-        if console is None:
-            console = self._console = new_console(**self._options)
-        return getattr(console, name)
-
-
-# Typed as the consoles they stand for; every use is an attribute of the real one.
-out = cast("Console", _LazyConsole())
-err = cast("Console", _LazyConsole(stderr=True))
+out = new_console()
+err = new_console(stderr=True)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -82,8 +64,6 @@ def handled(fn: F) -> F:
             return fn(*args, **kwargs)
         except AMemGymError as exc:
             # soft_wrap: a long message stays one line instead of being wrapped at the terminal width.
-            from .redact import redact
-
             err.print(f"error: {one_line(redact(str(exc)))}", highlight=False, markup=False, soft_wrap=True)
             raise typer.Exit(exc.exit_code) from None
         except OSError as exc:
@@ -131,9 +111,7 @@ def check_output(path: Path | None, flag: str) -> None:
 
 
 def app_config(config: str | None, sets: list[str] | None) -> AppConfig:
-    """The config of a command; imported here so that ``--help`` never loads pydantic models."""
-    from .config import load_config
-
+    """The config of a command: ``--config`` (a preset name or a file) with each ``--set key=value`` applied."""
     return load_config(config, sets)
 
 

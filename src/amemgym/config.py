@@ -7,20 +7,20 @@ variable (or a key file) that holds its key.
 
 from __future__ import annotations
 
+import datetime
 import functools
 import json
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
+import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .errors import ConfigError
-
-if TYPE_CHECKING:
-    import yaml
+from .urls import base_url_problem, public_url
 
 Role = Literal["generator", "simulator", "agent", "memory", "judge", "embedder"]
 ROLES: tuple[Role, ...] = ("generator", "simulator", "agent", "memory", "judge", "embedder")
@@ -59,8 +59,6 @@ class EnvConfig(_Strict):
     @field_validator("start_date")
     @classmethod
     def _a_calendar_date(cls, v: str) -> str:
-        import datetime
-
         try:
             datetime.date.fromisoformat(v)
         except ValueError:
@@ -164,8 +162,6 @@ class EndpointConfig(_Strict):
     @field_validator("base_url")
     @classmethod
     def _no_secrets_in_url(cls, v: str | None) -> str | None:
-        from .llm.urls import base_url_problem
-
         problem = base_url_problem(v) if v else None
         if problem is not None:
             raise ValueError(problem)
@@ -300,8 +296,6 @@ class AppConfig(_Strict):
     def recorded(self) -> dict[str, Any]:
         """The settings as a run directory records them: every endpoint's ``base_url`` without its query string
         or fragment, where some services take a key (keys themselves are never settings)."""
-        from .llm.urls import public_url
-
         data: dict[str, Any] = json.loads(self.model_dump_json())
         llm = data["llm"]
         for endpoint in (llm["default"], *llm["roles"].values()):
@@ -363,8 +357,6 @@ def settings_yaml(text: str) -> Any:
 
 @functools.cache
 def _settings_loader() -> type:
-    import yaml
-
     class _Loader(yaml.SafeLoader):
         pass
 
@@ -376,8 +368,6 @@ def _settings_loader() -> type:
 
 
 def _yaml_file(name: str, text: str) -> Any:
-    import yaml
-
     try:
         return settings_yaml(text)
     except yaml.YAMLError as exc:
@@ -396,7 +386,6 @@ def set_value(raw: str) -> Any:
     """The value of ``--set KEY=RAW``: YAML's reading of ``RAW``, or ``RAW`` itself where YAML fails."""
     if _PLAIN_VALUE.fullmatch(raw) and not raw.endswith(":") and raw not in _YAML_WORDS:
         return raw
-    import yaml
 
     try:
         return settings_yaml(raw)

@@ -52,17 +52,23 @@ from inspect_ai.util import JSONSchema
 
 from .agents.registry import resolve_agent
 from .config import load_config
+from .engine.play import play_file
+from .engine.rundir import UnitRunDir
 from .errors import ConfigError
+from .families import family_for_env, get_family
+from .families.statetrack.command import generated_with
 from .families.statetrack.cut import first_users
 from .families.statetrack.data.io import load_environment
 from .families.statetrack.data.model import Environment
+from .families.statetrack.driver import default_environment
 from .families.statetrack.layout import RunDir
 from .families.statetrack.metrics import result_flags
 from .families.statetrack.runner import Runner
+from .families.statetrack.validity.sim_audit import DEGENERATE_WARN
 from .llm.backends import TransientError
 from .llm.client import LLMClient
 from .llm.types import ChatRequest, ChatResult
-from .scoring.registry import in_display_order
+from .scoring.registry import in_display_order, unit_metrics
 
 __all__ = ["InspectBackend", "amemgym_memory", "score_keys", "unit_score"]
 
@@ -159,8 +165,6 @@ def task_flags(means: dict[str, float | None], samples: list[dict[str, Any]]) ->
     ``means`` are the user means; each sample's score metadata carries its cells without a memory score and
     its simulator's degenerate turns, pooled here as the run pools them.
     """
-    from .families.statetrack.validity.sim_audit import DEGENERATE_WARN
-
     undefined = sum(int(m.get("undefined_cells") or 0) for m in samples)
     total = sum(int(m.get("total_cells") or 0) for m in samples)
     turns = sum(int(m.get("simulator_turns") or 0) for m in samples)
@@ -217,8 +221,6 @@ def memory_score() -> Any:
 
 def _family_units(env_path: Path) -> Any:
     """The engine contract of the environment's family, or None for the statetrack family."""
-    from .families import family_for_env
-
     return getattr(family_for_env(env_path), "units", None)
 
 
@@ -228,9 +230,6 @@ def amemgym_unit(family: str, agent: str, config: str | None, out: str) -> Any:
     ``config`` is the preset or config file (see :func:`_config_ref`)."""
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
-        from .engine.runner import play_file
-        from .families import get_family
-
         cfg = load_config(config)
         backend = InspectBackend(get_model())
         llm = LLMClient(cfg.llm, backends={"agent": backend, "memory": backend})
@@ -265,15 +264,11 @@ def unit_mean(keys: list[str]) -> Any:
 
 def unit_score(family: str) -> Any:
     """The scorer of a unit family: its registered unit metrics, read from the record the engine wrote."""
-    from .scoring.registry import unit_metrics
-
     keys = [m.name for m in unit_metrics(family)]
 
     @scorer(metrics=[unit_mean(keys)], name=f"{family}_unit_metrics")
     def unit_metrics_scorer() -> Any:
         async def score(state: TaskState, target: Target) -> Score:
-            from .engine.rundir import UnitRunDir
-
             record = UnitRunDir(Path(state.metadata["unit_dir"])).record(".") or {}
             value = {m.name: m.fn(record) for m in unit_metrics(family)}
             return Score(value=value, answer=None,  # type: ignore[arg-type]
@@ -318,9 +313,6 @@ def amemgym_memory(env: str | None = None, agent: str = "native", config: str | 
         out: where the per-user run directories go (default: a fresh temporary directory).
         limit_users: only the first N users (the first N units of a unit family's environment).
     """
-    from .families.statetrack.command import generated_with
-    from .families.statetrack.driver import default_environment
-
     env_path = Path(env) if env else default_environment()
     units = _family_units(env_path)
     if units is not None:  # a family on the engine's unit contract: one sample per unit

@@ -273,7 +273,7 @@ def test_the_cli_runs_a_folder_with_a_models_file(envs: tuple[Path, list[Episode
 def test_episode_views_share_one_client_but_count_their_own_usage() -> None:
     import asyncio
 
-    from amemgym.engine.runner import counted_view as _counted_view
+    from amemgym.engine.play import counted_view as _counted_view
     from amemgym.testing.scripted_model import HashEmbedder
 
     made = []

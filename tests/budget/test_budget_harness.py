@@ -15,8 +15,8 @@ from amemgym.cli import app
 from amemgym.families.budget.generate import build_episode
 from amemgym.families.budget.io import save_episode
 from amemgym.families.budget.model import Episode
-from amemgym.families.budget.run import run_episode
 from amemgym.families.budget.stream import shown_kind
+from amemgym.families.budget.units import run_episode
 from amemgym.llm.backends import PermanentError
 from amemgym.llm.client import LLMClient
 from amemgym.llm.types import ChatRequest

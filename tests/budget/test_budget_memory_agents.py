@@ -18,8 +18,8 @@ from amemgym.families.budget.generate import build_episode
 from amemgym.families.budget.io import save_episode
 from amemgym.families.budget.memory_agents import shape_problem
 from amemgym.families.budget.model import Episode, Question
-from amemgym.families.budget.run import run_episode
 from amemgym.families.budget.units import protocol_label as protocol_of
+from amemgym.families.budget.units import run_episode
 from amemgym.families.budget.world import render_date
 from amemgym.llm.types import ChatRequest
 from amemgym.testing.fake_endpoint import FakeEndpoint

@@ -17,7 +17,6 @@ from amemgym.families.budget.generate import build_episode
 from amemgym.families.budget.io import save_episode
 from amemgym.families.budget.model import Episode
 from amemgym.families.budget.protocol import TOOLS, ProtocolError, function_tools, parse_call
-from amemgym.families.budget.run import run_episode
 from amemgym.families.budget.stream import shown_kind
 from amemgym.families.budget.tool_agents import (
     _PROBED,
@@ -27,6 +26,7 @@ from amemgym.families.budget.tool_agents import (
     probe_native,
     to_native,
 )
+from amemgym.families.budget.units import run_episode
 from amemgym.llm.cache import ResponseCache
 from amemgym.llm.client import LLMClient
 from amemgym.llm.types import ChatRequest, ChatResult, ToolCallOut

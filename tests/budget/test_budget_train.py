@@ -27,7 +27,7 @@ from amemgym.families.budget.gym_env import BudgetEnv
 from amemgym.families.budget.harness import system_prompt
 from amemgym.families.budget.io import save_episode
 from amemgym.families.budget.model import Episode
-from amemgym.families.budget.run import run_episode
+from amemgym.families.budget.units import run_episode
 from amemgym.llm.types import ChatRequest
 from amemgym.testing.budget import OPENING as _OPENING
 from amemgym.testing.budget import tool_call as call

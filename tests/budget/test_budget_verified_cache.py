@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from amemgym.errors import DataError
-from amemgym.families.budget import generate, integrity
+from amemgym.families.budget import integrity
 from amemgym.families.budget.generate import build_episode
 from amemgym.families.budget.io import load_episode, save_episode
 
@@ -23,13 +23,13 @@ def saved(tmp_path: Path) -> Path:
 
 def _count_builds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     calls: list[int] = []
-    real = generate.build_episode
+    real = integrity.build_episode
 
     def counted(*args: object, **kwargs: object) -> object:
         calls.append(1)
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(generate, "build_episode", counted)
+    monkeypatch.setattr(integrity, "build_episode", counted)  # the regeneration the check makes
     return calls
 
 

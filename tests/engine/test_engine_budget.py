@@ -324,7 +324,7 @@ def test_a_trials_folder_exports_every_episode_of_every_trial(env: tuple[Path, l
 
 # ---- files written before the engine ------------------------------------------------------------------------
 def test_a_checkpoint_written_before_the_engine_resumes(env: tuple[Path, list[Any]], tmp_path: Path) -> None:
-    from amemgym.families.budget.run import run_episode
+    from amemgym.families.budget.units import run_episode
     from amemgym.llm.client import LLMClient
     from amemgym.testing.scripted_model import ScriptedBackend
 
@@ -353,16 +353,16 @@ def test_budget_episodes_on_two_worker_processes_score_and_count_as_on_one(env: 
                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     # The engine's process executor with a real family: the same records and the same usage as one process,
     # with every call the workers made in usage.json (their reports and their journal lines).
-    import amemgym.engine.processes as processes
+    import amemgym.engine.runner as runner  # where the executor is chosen
 
     handed: list[int] = []
 
-    class Spy(processes.ProcessUnitExecutor):
+    class Spy(runner.ProcessUnitExecutor):
         async def play(self, ctx: Any, units: list[Any]) -> list[dict[str, Any]]:
             handed.append(self.workers)
             return await super().play(ctx, units)
 
-    monkeypatch.setattr(processes, "ProcessUnitExecutor", Spy)
+    monkeypatch.setattr(runner, "ProcessUnitExecutor", Spy)
     script = BudgetScript(env[1])
     runs: dict[int, tuple[dict[str, Any], int, int]] = {}
     with FakeEndpoint(responder=script.body_reply) as ep:

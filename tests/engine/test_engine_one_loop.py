@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 import amemgym
 from amemgym.cli import app
 from amemgym.engine import trials as engine_trials
+from amemgym.families.statetrack import command as statetrack_command
 from amemgym.testing.fake_endpoint import FakeEndpoint
 
 SRC = Path(amemgym.__file__).parent
@@ -54,7 +55,7 @@ def test_statetrack_trials_run_through_the_engine_loop(env_file: Path, tmp_path:
 
         return real(out_dir, trials, base_seed, watched, **kw)
 
-    monkeypatch.setattr(engine_trials, "run_trials", spy)
+    monkeypatch.setattr(statetrack_command, "run_trials", spy)  # the engine loop the statetrack command calls
     monkeypatch.setenv("AMEMGYM_CACHE_DIR", str(tmp_path / "cache"))
     out = tmp_path / "out"
     with FakeEndpoint() as ep:

@@ -172,16 +172,16 @@ def test_run_workers_spread_the_quizzes_over_processes_with_the_same_results(qui
         out = tmp_path / f"w{workers}"
         family = register().units
         if workers > 1:
-            import amemgym.engine.processes as processes
+            import amemgym.engine.runner as runner  # where the executor is chosen
 
-            original = processes.ProcessUnitExecutor
-            processes.ProcessUnitExecutor = Spy  # type: ignore[misc]
+            original = runner.ProcessUnitExecutor
+            runner.ProcessUnitExecutor = Spy  # type: ignore[misc]
         try:
             assert run_units(family, cfg, quizzes, out, RunOptions(agent="native"),
                              console=Console(file=io.StringIO())) == 0
         finally:
             if workers > 1:
-                processes.ProcessUnitExecutor = original  # type: ignore[misc]
+                runner.ProcessUnitExecutor = original  # type: ignore[misc]
         runs[workers] = json.loads((out / "metrics.json").read_text())
     assert handed == [2]  # run.workers=2 played on two processes; 1 on this loop
     assert runs[1]["per_unit"] == runs[2]["per_unit"] and runs[2]["complete"]

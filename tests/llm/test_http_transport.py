@@ -29,7 +29,7 @@ from amemgym.llm.backends import PermanentError, TransientError
 from amemgym.llm.client import LLMClient
 from amemgym.llm.openai_backend import OpenAIBackend, status_error
 from amemgym.llm.types import ChatRequest
-from amemgym.llm.urls import public_url
+from amemgym.urls import public_url
 
 CHAT = json.dumps({"model": "m", "choices": [{"message": {"content": "hello"}, "finish_reason": "stop"}],
                    "usage": {"prompt_tokens": 3, "completion_tokens": 1}}).encode()

@@ -19,9 +19,9 @@ from test_report_runs import cli, flat, make_run, two_user_env
 from typer.testing import CliRunner
 
 from amemgym.families.statetrack.data import load_environment
-from amemgym.families.statetrack.driver import print_summary
 from amemgym.families.statetrack.layout import RunDir
 from amemgym.families.statetrack.metrics import QuestionOutcome, aggregate
+from amemgym.families.statetrack.summary import print_summary
 from amemgym.families.statetrack.validity.sim_audit import audit_run, degenerate_flags
 from amemgym.llm.types import ChatRequest
 from amemgym.report.aggregate import Stat, Summary, user_period_grid

@@ -111,7 +111,7 @@ def test_chart_script_never_parses_strings_as_html(two_runs) -> None:
 
 def test_run_passes_its_environment_without_changing_the_page(two_runs) -> None:
     from amemgym.families.statetrack.data.io import load_environment
-    from amemgym.families.statetrack.runner import environment_hash
+    from amemgym.families.statetrack.protocol import environment_hash
 
     env_path, run_a, _ = two_runs
     env = load_environment(env_path)

@@ -6,8 +6,9 @@ import csv
 import io
 from pathlib import Path
 
+from amemgym.engine.read import unique_labels
 from amemgym.report.leaderboard import leaderboard, to_csv, to_markdown
-from amemgym.report.load import RunRecord, unique_labels
+from amemgym.report.load import RunRecord
 
 PROTO = {"environment_sha256": "a" * 64, "rounds": {"init": 1, "update": 2}, "run": {"seed": 0}, "off_policy": None}
 

@@ -8,21 +8,19 @@ defaults (2, 4, 30). An agent config file may instead (not additionally) set the
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import ConfigError
 from ..llm.client import LLMClient
+from .awe import AweAgent
+from .awi import AwiAgent, oracle_policy
 from .base import AgentContext, AgentFactory
+from .mem0_adapter import mem0_factory
 from .native import native
+from .rag import RagAgent
 from .registry import register
-
-if TYPE_CHECKING:
-    # The retrieval agents pull in NumPy; a run of the native agent never needs them (docs/design.md §6).
-    from .awe import AweAgent
-    from .awi import AwiAgent
-    from .rag import RagAgent
 
 
 class BufferOptions(BaseModel):
@@ -64,20 +62,14 @@ def _options(model: type[BaseModel], name: str, raw: dict[str, Any]) -> Any:
 
 
 def _build_rag(opts: RetrievalOptions, llm: LLMClient, ctx: AgentContext) -> RagAgent:
-    from .rag import RagAgent
-
     return RagAgent(llm, ctx, **opts.model_dump())
 
 
 def _build_awe(opts: AweOptions, llm: LLMClient, ctx: AgentContext) -> AweAgent:
-    from .awe import AweAgent
-
     return AweAgent(llm, ctx, **opts.model_dump())
 
 
 def _build_awi(opts: AwiOptions, oracle: bool, llm: LLMClient, ctx: AgentContext) -> AwiAgent:
-    from .awi import AwiAgent, oracle_policy
-
     kwargs = opts.model_dump()
     if oracle and kwargs["policy"] is None:
         kwargs["policy"] = oracle_policy(ctx.state_schema)
@@ -119,6 +111,4 @@ def _awi_oracle(**options: Any) -> AgentFactory:
 @register(r"mem0(?:-(?P<topk>\d+))?", "mem0[-TOPK] (the mem0ai library, optional extra 'mem0')",
           roles=("agent", "memory", "embedder"))
 def _mem0(**options: Any) -> AgentFactory:
-    from .mem0_adapter import mem0_factory
-
     return mem0_factory(**options)

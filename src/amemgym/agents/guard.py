@@ -34,6 +34,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..config import RunSettings
 from ..errors import AgentError, AMemGymError
 
 #: A plug-in call without a reply for this long is reported (as a model call waiting that long is).
@@ -58,8 +59,6 @@ def call_limit() -> float:
     """The per-call limit in force: the run's setting, else the config's default."""
     limit = _LIMIT.get()
     if limit is None:
-        from ..config import RunSettings
-
         limit = float(RunSettings.model_fields["agent_call_timeout"].default)
     return limit
 

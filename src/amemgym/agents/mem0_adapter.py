@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import os
+import uuid
 from importlib import metadata as importlib_metadata
 from typing import Any
 
@@ -138,8 +139,6 @@ class Mem0Agent(BufferedAgent):
         return memory
 
     def _insert(self, items: list[dict[str, Any]]) -> None:
-        import uuid
-
         vectors = [np.frombuffer(base64.b64decode(i["vector"]), dtype="<f4").tolist() for i in items]
         ids = [str(uuid.UUID(int=n + 1)) for n in range(len(items))]
         self._memory.vector_store.insert(vectors=vectors, ids=ids, payloads=[dict(i["payload"]) for i in items])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import importlib.util
 import json
@@ -13,12 +14,14 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import yaml
 from pydantic import ValidationError
 
 from ..config import ROLES, EndpointConfig, yaml_problem
 from ..errors import AMemGymError, ConfigError
 from ..llm.client import LLMClient
 from .base import AgentContext, AgentFactory, MemoryAgent
+from .plugin import GuardedAgent
 
 #: name pattern -> builder(match groups, options) -> factory, help line, roles. Filled by :func:`register`.
 _BUILDERS: list[tuple[re.Pattern[str], Callable[..., AgentFactory], str, tuple[str, ...] | None]] = []
@@ -78,8 +81,6 @@ class AgentSpec:
             raise ConfigError(f"agent {self.name!r}: its factory returned {type(agent).__name__}, not a memory agent "
                               "(needs reply, ingest, answer, snapshot, restore, memory_view and stats)")
         if self.plugin:
-            from .plugin import GuardedAgent
-
             return GuardedAgent(agent, self.name)  # type: ignore[return-value]
         return agent
 
@@ -167,8 +168,6 @@ def unknown_agent(name: str, also: Sequence[str] = ()) -> ConfigError:
     ``also`` are names the caller's environment family runs besides the registered agents (the budget
     family's tool agents), listed first.
     """
-    import difflib
-
     _load_builtins()
     # The bare name of each pattern's help line ("rag[-FREQ-NS-TOPK] (...)" -> "rag").
     builtin = [h.split()[0].split("[")[0] for _, _, h, _ in _BUILDERS]
@@ -232,7 +231,6 @@ def resolve_agent(spec: str, *, also: Sequence[str] = ()) -> AgentSpec:
     if path.suffix.lower() in (".json", ".yaml", ".yml"):
         if not path.exists():
             raise ConfigError(f"{spec}: agent config file not found")
-        import yaml
 
         try:
             text = path.read_text(encoding="utf-8")

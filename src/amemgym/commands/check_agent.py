@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated
 
 import typer
 
+from ..agents.checker import check_agent
+from ..agents.registry import resolve_agent
 from ..cli_common import handled, out
 
 
@@ -18,11 +21,6 @@ def register(app: typer.Typer) -> None:
         agent: Annotated[str, typer.Argument(help="Agent name (awe-2-4-30), module:factory, or config file.")],
     ) -> None:
         """Check that an agent honours the MemoryAgent contract (uses a scripted fake LLM; no endpoint needed)."""
-        import asyncio
-
-        from ..agents.checker import check_agent
-        from ..agents.registry import resolve_agent
-
         report = asyncio.run(check_agent(resolve_agent(agent)))
         for line in report.lines():
             out.print(line, highlight=False, markup=False)

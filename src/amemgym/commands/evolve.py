@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.table import Table
 
+from ..agents.registry import resolve_agent
 from ..cli_common import (
     AllowModelChangeOpt,
     ConfigOpt,
@@ -21,7 +24,19 @@ from ..cli_common import (
     handled,
     out,
 )
+from ..engine.flags import ModelFlags
+from ..engine.lock import run_lock
 from ..errors import ConfigError
+from ..evolve import LLMEvolver, LLMRecallJudge, PolicyLimits, evolve_loop, feedback_builder
+from ..families.statetrack.cut import first_users
+from ..families.statetrack.data.io import load_environment
+from ..families.statetrack.driver import default_environment, write_run_report
+from ..families.statetrack.metrics import FAILURE_GROUP
+from ..families.statetrack.progress import RunProgress
+from ..families.statetrack.summary import print_summary
+from ..llm.client import LLMClient
+from ..llm.preflight import preflight, run_roles
+from ..scoring.registry import registered
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -36,11 +51,6 @@ def _num(stat: Any) -> str:
 
 def print_cycles(console: Console, metrics: dict[str, Any], evolution: dict[str, Any]) -> None:
     """One row per cycle (period): memory score, failure rates, recall, and what happened to the policy."""
-    from rich.table import Table
-
-    from ..families.statetrack.metrics import FAILURE_GROUP
-    from ..scoring.registry import registered
-
     rates = [m for m in registered("pooled") if m.group == FAILURE_GROUP]
     status: dict[int, list[str]] = {}
     for cycles in evolution.get("users", {}).values():
@@ -68,15 +78,6 @@ def evolve_command(cfg: Any, env_path: Path | None, agent: str, feedback: str, o
     ``flags`` (a :class:`~amemgym.engine.flags.ModelFlags`) and ``limit`` (first N users) work as for ``run``;
     every role the loop will call is checked before the first model call.
     """
-    from ..agents.registry import resolve_agent
-    from ..engine.lock import run_lock
-    from ..evolve import LLMEvolver, LLMRecallJudge, PolicyLimits, evolve_loop, feedback_builder
-    from ..families.statetrack.data.io import load_environment
-    from ..families.statetrack.driver import default_environment, print_summary, write_run_report
-    from ..families.statetrack.progress import RunProgress
-    from ..llm.client import LLMClient
-    from ..llm.preflight import preflight, run_roles
-
     if evolver_role not in _ROLES:
         raise ConfigError(f"--evolver-role must be one of {', '.join(_ROLES)}, got {evolver_role!r}")
     if max_policy_chars < 100:
@@ -84,7 +85,6 @@ def evolve_command(cfg: Any, env_path: Path | None, agent: str, feedback: str, o
     builder = feedback_builder(feedback)
     spec = resolve_agent(agent)
     env_path = env_path or default_environment()
-    from ..families.statetrack.cut import first_users
 
     env = first_users(load_environment(env_path, limit=limit), limit)
     if spec.llm_overrides:
@@ -114,8 +114,6 @@ def evolve_command(cfg: Any, env_path: Path | None, agent: str, feedback: str, o
             finally:
                 progress.close()
                 await llm.aclose()
-
-        import asyncio
 
         outcome = asyncio.run(go())
         print_summary(console, outcome.metrics, out_dir)
@@ -158,8 +156,6 @@ def register(app: typer.Typer) -> None:
         limit: LimitOpt = None,
     ) -> None:
         """Self-evolution: the agent rewrites its memory policy after every period from the chosen feedback."""
-        from ..engine.flags import ModelFlags
-
         cfg = app_config(config if config or env else "tiny", set_)
         if serial:
             cfg.run.serial = True

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from ..cli_common import check_output, handled, out
+from ..families import family_for_run, training_method
 
 
 def register(app: typer.Typer) -> None:
@@ -31,8 +32,6 @@ def register(app: typer.Typer) -> None:
                                                  "each); a budget run has one line per event.")] = None,
     ) -> None:
         """Export the conversations of a run (and optionally its scored evaluations) for training."""
-        from ..families import family_for_run, training_method
-
         check_output(out_file, "--out")
         family = family_for_run(rundir)
         result = training_method(family, "export")(rundir, out_file, fmt=fmt, unit=unit,

@@ -11,6 +11,7 @@ import typer
 
 from ..cli_common import ConfigOpt, SetOpt, handled, out
 from ..errors import ConfigError
+from ..families import GenerateRequest, OptionValue, family_names, family_options, get_family
 
 
 class Generator(StrEnum):
@@ -57,8 +58,6 @@ def register(app: typer.Typer) -> None:
                                                "under OUT/<domain>/seed<N>/.")] = False,
     ) -> None:
         """Generate an environment: data.json plus a generation report (or a budget-family episode)."""
-        from ..families import GenerateRequest, OptionValue, family_names, family_options, get_family
-
         if family not in family_names():
             raise ConfigError(f"unknown --family {family!r} ({' or '.join(family_names())})")
         chosen = get_family(family)

@@ -6,14 +6,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich.table import Table
 
 from ..cli_common import check_output, handled, out
 from ..errors import ConfigError
+from ..families import get_family, group_runs
+from ..records.base import load_json_file
 from ..storage import atomic_write_text
 
 if TYPE_CHECKING:
-    from rich.table import Table
-
     from ..families import Board
 
 RunsArg = Annotated[list[Path], typer.Argument(help="Run directories (each with manifest.json and metrics.json), "
@@ -23,9 +24,6 @@ RunsArg = Annotated[list[Path], typer.Argument(help="Run directories (each with 
 def _one_family(runs: list[Path], what: str) -> tuple[str, list[Path]]:
     """The single family of ``runs`` and the runs; several families in one ``what`` is an error, and so is a
     run whose ``manifest.json`` cannot be read (it names the family, so it would be taken for a statetrack run)."""
-    from ..families import group_runs
-    from ..records.base import load_json_file
-
     for run in runs:
         if (run / "manifest.json").is_file():
             load_json_file(run / "manifest.json")
@@ -44,8 +42,6 @@ def report(
     = None,
 ) -> None:
     """Write one self-contained HTML report (tables, curves, diagnosis, heat maps, trace browser)."""
-    from ..families import get_family
-
     check_output(out_file, "--out")
     name, dirs = _one_family(list(runs), "report")
     raise typer.Exit(get_family(name).report(dirs, out_file, env=env, figures=figures, console=out))
@@ -57,8 +53,6 @@ def leaderboard_cmd(
     out_csv: Annotated[Path | None, typer.Option("--out-csv", help="Write the board as CSV.")] = None,
 ) -> None:
     """Rank runs within groups of the same family, environment or tier, and protocol."""
-    from ..families import get_family, group_runs
-
     check_output(out_md, "--out-md")
     check_output(out_csv, "--out-csv")
     boards = [get_family(name).leaderboard(dirs) for name, dirs in group_runs(list(runs)).items()]
@@ -88,8 +82,6 @@ def leaderboard_cmd(
 def _board_table(board: Board, width: int) -> Table:
     """The board as one table, or, when its columns cannot fit ``width`` without cutting values short, as
     one field/value block per row (every value stays readable in a narrow terminal or a captured log)."""
-    from rich.table import Table
-
     widths = [max(len(c), *(len(r[i]) for r in board.rows)) if board.rows else len(c)
               for i, c in enumerate(board.columns)]
     if sum(w + 3 for w in widths) + 1 <= width:
@@ -113,8 +105,6 @@ def compare(
     seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of the resampling.")] = 0,
 ) -> None:
     """Paired comparison of two runs on the same environment: mean score gain, 95 % CI, p-value."""
-    from ..families import get_family
-
     name, _ = _one_family([run_a, run_b], "comparison")
     raise typer.Exit(get_family(name).compare(run_a, run_b, bootstrap=bootstrap, seed=seed, console=out))
 

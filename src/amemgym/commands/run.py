@@ -21,6 +21,7 @@ from ..cli_common import (
     handled,
     out,
 )
+from ..families import OptionValue, RunRequest, family_for_env, family_options
 
 
 def run(
@@ -55,8 +56,6 @@ def run(
                                            "everything else goes to stderr.")] = False,
 ) -> None:
     """Run an agent on an environment (on-policy), evaluate every period, and write metrics."""
-    from ..families import OptionValue, RunRequest, family_for_env, family_options
-
     family = family_for_env(env)
     defaults = {name: p.default for name, p in inspect.signature(run).parameters.items()}
     own = {name: OptionValue(flag, value, value != defaults[param]) for name, flag, param, value in (

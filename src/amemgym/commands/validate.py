@@ -2,14 +2,28 @@
 
 from __future__ import annotations
 
+import asyncio
 import inspect
+import sys
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape as rich_escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
 
-from ..cli_common import ConfigOpt, SetOpt, app_config, check_output, handled, out
-from ..errors import ConfigError, LLMError
+from ..cli_common import ConfigOpt, SetOpt, app_config, check_output, handled, new_console, out
+from ..engine.lock import run_lock
+from ..errors import BackendUnavailable, ConfigError, LLMError
+from ..families import DEFAULT_FAMILY, OptionValue, ValidateRequest, family_for_env, family_for_run, family_options
+from ..families.statetrack.layout import RunDir
+from ..families.statetrack.validity.audit import CHECKS
+from ..families.statetrack.validity.sim_audit import DEGENERATE_WARN, audit_run, environment_of
+from ..families.statetrack.validity.suite import DECISION_RULE
+from ..llm.client import LLMClient
+from ..llm.embedder import MiniLMEmbedder, embedder_status
+from ..testing.scripted_model import HashEmbedder
 
 EMBEDDERS = ("auto", "minilm", "hash")
 
@@ -19,14 +33,9 @@ def pick_embedder(name: str) -> tuple[Any, str, str | None]:
 
     ``auto`` uses the embedded MiniLM when installed, else the hashing embedder; ``minilm`` requires it.
     """
-    from ..errors import BackendUnavailable
-    from ..testing.scripted_model import HashEmbedder
-
     if name not in EMBEDDERS:
         raise ConfigError(f"--embedder must be one of {', '.join(EMBEDDERS)}, got {name!r}")
     if name in ("auto", "minilm"):
-        from ..llm.embedder import MiniLMEmbedder, embedder_status
-
         ok, detail = embedder_status()
         if ok:
             return MiniLMEmbedder().embed, "minilm", None
@@ -39,8 +48,6 @@ def pick_embedder(name: str) -> tuple[Any, str, str | None]:
 
 def escape(text: str) -> str:
     """``text`` with rich markup disabled."""
-    from rich.markup import escape as rich_escape
-
     return rich_escape(text)
 
 
@@ -54,18 +61,11 @@ class ValidateProgress:
 
     def __init__(self, steps: int, console: Any = None, live: bool | None = None) -> None:
         """Show ``steps`` steps on ``console`` (default stderr), live when it is a terminal (or ``live``)."""
-        import sys
-
-        from rich.console import Console
-
-        # A real Console: rich's live display enters it as a context manager, which the CLI's lazy one is not.
-        self.console = console if console is not None else Console(stderr=True)
+        self.console = console if console is not None else new_console(stderr=True)
         self.steps = steps
         self.done = 0
         self._bar: Any = None
         if sys.stderr.isatty() if live is None else live:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
             self._bar = Progress(TextColumn("validate: {task.description}"), BarColumn(), MofNCompleteColumn(),
                                  TimeElapsedColumn(), console=self.console, transient=True)
             self._task = self._bar.add_task("starting", total=steps)
@@ -92,11 +92,6 @@ class ValidateProgress:
 
 def print_report(report: Any, max_rows: int = 20) -> None:
     """Tables for the strategies, the leaky questions and the audit warnings."""
-    from rich.table import Table
-
-    from ..families.statetrack.validity.audit import CHECKS
-    from ..families.statetrack.validity.suite import DECISION_RULE
-
     interval = next((s.interval for s in report.strategies if s.verdict != "info"), "")
     table = Table("strategy", "family", "accuracy", f"CI ({interval})", "baseline", "excess", "verdict",
                   title=f"validity: {report.users} users, {report.answers} answers, random baseline "
@@ -183,8 +178,6 @@ def register(app: typer.Typer) -> None:
                                            "domain at the file's tier.")] = 0,
     ) -> None:
         """Check that no memoryless strategy beats its baseline and that the reference agents hold (exit 1 if not)."""
-        from ..families import OptionValue, ValidateRequest, family_for_env, family_options
-
         check_output(json_out, "--json")
         family = family_for_env(env)
         defaults = {name: p.default for name, p in inspect.signature(validate).parameters.items()}
@@ -208,10 +201,6 @@ def register(app: typer.Typer) -> None:
         set_: SetOpt = None,
     ) -> None:
         """Check every simulator turn of a run for revealed values, goodbyes and copies; write sim_audit.json."""
-        from ..families import DEFAULT_FAMILY, family_for_run
-        from ..families.statetrack.layout import RunDir
-        from ..families.statetrack.validity.sim_audit import audit_run, environment_of
-
         family = family_for_run(rundir)
         if family.name != DEFAULT_FAMILY:
             raise ConfigError(f"{rundir}: a {family.name}-family run; audit-sim applies to {DEFAULT_FAMILY} runs only "
@@ -222,7 +211,6 @@ def register(app: typer.Typer) -> None:
         async def go() -> dict[str, Any]:
             if not judge:
                 return await audit_run(rd, environment)
-            from ..llm.client import LLMClient
 
             cfg = app_config(config, set_)
             llm = LLMClient.from_config(cfg.llm)
@@ -230,10 +218,6 @@ def register(app: typer.Typer) -> None:
                 return await audit_run(rd, environment, llm=llm)
             finally:
                 await llm.aclose()
-
-        import asyncio
-
-        from ..engine.lock import run_lock
 
         with run_lock(rd.root, "amemgym audit-sim"):
             result = asyncio.run(go())
@@ -247,10 +231,6 @@ def register(app: typer.Typer) -> None:
 
 def print_sim_audit(result: dict[str, Any], path: Path, max_rows: int = 30) -> None:
     """Rates per check and the offending turns."""
-    from rich.table import Table
-
-    from ..families.statetrack.validity.sim_audit import DEGENERATE_WARN
-
     table = Table("check", "flagged", "rate", title=f"simulator audit: {result['turns']} turns")
     for check, rate in result["rates"].items():
         table.add_row(check, str(result["counts"][check]), "n/a" if rate is None else f"{rate:.3f}")

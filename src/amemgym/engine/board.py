@@ -14,16 +14,15 @@ import io
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from ..errors import RunError
+from ..families import Board
 from ..scoring.registry import unit_metrics
 from .pool import Entry, build_entries
+from .ranking_flags import model_change_flag
 from .read import MAX_DEPTH, load_entries, load_found
 from .summary import headline_of
-
-if TYPE_CHECKING:
-    from ..families import Board
 
 __all__ = ["BoardPanel", "Pairing", "board_table", "cell", "competition_ranks", "csv_table", "entry_flags",
            "markdown_cell", "markdown_table", "pair_runs"]
@@ -84,8 +83,6 @@ class BoardPanel(Protocol):
 def board_table(family: str, run_dirs: Sequence[Path], panel: BoardPanel | None = None, *, noun: str = "units",
                 group_noun: str = "unit group") -> Board:
     """One row per folder given, agent (name, variant, served model), group and protocol (see the module)."""
-    from ..families import Board
-
     head = headline_of(family)
     others = [m for m in unit_metrics(family) if m.column and m is not head]
     entries = load_entries(list(run_dirs), family)
@@ -144,8 +141,6 @@ def entry_flags(e: Entry, head: Any, panel: BoardPanel | None, noun: str) -> tup
     """An entry's flags and whether it may be ranked (a unit without the headline, unfinished units, a run that
     did not finish, or a model changed during the run keep it off the ranking; the family's flags and repeated
     seeds do not)."""
-    from .ranking_flags import model_change_flag
-
     flags, rankable = [], True
     missing = e.units_without(head)
     if missing:

@@ -10,11 +10,22 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigError
+from rich.table import Table
+
+from ..cli_common import app_config
+from ..errors import AMemGymError, ConfigError
 from ..records import run_family
+from ..report.stats import paired_comparison, result_rows
+from ..storage import atomic_write_text
+from .board import board_table, pair_runs
 from .contract import UnitFamily
-from .read import family_of_tree, require_results, runs_under
+from .flags import ModelFlags
+from .models_file import apply_models_file
+from .ranking_flags import model_change_flag
+from .read import family_of_tree, load_found, require_results, runs_under
+from .report import build_unit_report
 from .runner import RunOptions, run_units
+from .summary import headline_of
 from .trials import run_unit_trials
 
 if TYPE_CHECKING:
@@ -54,16 +65,11 @@ class EngineFamily:
 
     def run(self, request: RunRequest[Any], console: Console) -> int:
         """Run (or resume) the units of ``--env`` into ``--out`` (``--trials N``: N times, one folder each)."""
-        from ..cli_common import app_config
-        from .flags import ModelFlags
-
         r = request
         if r.env is None:
             raise ConfigError(f"a {self.name}-family run needs --env (a file or a folder of them)")
         cfg = app_config(r.config, r.sets)
         if r.models is not None:
-            from .models_file import apply_models_file
-
             cfg.llm.roles = apply_models_file(cfg.llm.roles, r.models)  # type: ignore[arg-type, assignment]
         ModelFlags(r.model, r.user_model, r.judge_model, r.max_connections).apply(cfg)
         if r.no_cache:
@@ -80,10 +86,6 @@ class EngineFamily:
     def write_run_report(self, run_dir: Path, console: Console) -> None:
         """``RUNDIR/report.html`` after a run, as a statetrack run writes it (skipped, with a note, when no unit
         has finished)."""
-        from ..errors import AMemGymError
-        from ..storage import atomic_write_text
-        from .report import build_unit_report
-
         panels: Any = self.units if hasattr(self.units, "report_panels") else None
         try:
             page = build_unit_report(self.name, [run_dir], panels, noun=self.units.noun)
@@ -100,9 +102,6 @@ class EngineFamily:
     def report(self, run_dirs: list[Path], out_file: Path, *, env: Path | None, figures: Path | None,
                console: Console) -> int:
         """The metrics, means over units and the family's panels in one self-contained HTML file."""
-        from ..storage import atomic_write_text
-        from .report import build_unit_report
-
         if figures is not None:
             raise ConfigError(f"--figures is not supported for {self.name}-family runs (the report embeds its charts)")
         self.require_results(run_dirs)
@@ -113,8 +112,6 @@ class EngineFamily:
 
     def leaderboard(self, run_dirs: list[Path]) -> Board:
         """The headline ranking within groups of the same group, protocol and unit set."""
-        from .board import board_table
-
         self.require_results(run_dirs)
         panel: Any = self.units if hasattr(self.units, "board_flags") else None
         return board_table(self.name, run_dirs, panel, noun=self.units.noun,
@@ -122,12 +119,6 @@ class EngineFamily:
 
     def compare(self, run_a: Path, run_b: Path, *, bootstrap: int, seed: int, console: Console) -> int:
         """The headline difference B - A over the units both sides ran, units resampled."""
-        from rich.table import Table
-
-        from ..report.stats import paired_comparison, result_rows
-        from .board import pair_runs
-        from .summary import headline_of
-
         self.require_results([run_a, run_b])
         noun, head = self.units.noun, headline_of(self.name)
         p = pair_runs(self.name, run_a, run_b, noun=noun, group_noun=getattr(self.units, "group_noun", "unit group"))
@@ -151,8 +142,6 @@ class EngineFamily:
                               highlight=False, markup=False)
         if p.protocols[0] != p.protocols[1]:
             console.print("note: the two sides ran under different protocols", highlight=False, markup=False)
-        from .ranking_flags import model_change_flag
-        from .read import load_found
 
         for side, run in (("A", run_a), ("B", run_b)):
             found, _ = load_found([run], self.name)

@@ -56,6 +56,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ..errors import AMemGymError, RunError
+from .metrics import unit_run_metrics
+from .rundir import UnitRunDir
+from .summary import print_run_summary
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -222,8 +225,6 @@ def default_finished(unit: Unit, root: Path) -> dict[str, Any] | None:
     Raises:
         RunError: the unit's folder holds the record of another file.
     """
-    from .rundir import UnitRunDir
-
     rd = UnitRunDir(root)
     record = rd.record(unit.id)
     if record is None:
@@ -246,9 +247,6 @@ def default_progress(units: Sequence[Unit], root: Path) -> None:
 def _default_run_metrics(name: str) -> Callable[..., dict[str, Any]]:
     def run_metrics(units: Sequence[Unit], root: Path, found: Sequence[Found], cfg: AppConfig) -> dict[str, Any]:
         """Every registered unit metric per unit and per group (``units`` planned in the manifest order)."""
-        from .metrics import unit_run_metrics
-        from .rundir import UnitRunDir
-
         manifest = UnitRunDir(root).manifest() or {}
         return unit_run_metrics(name, found, [u["id"] for u in manifest.get("units") or []])
 
@@ -258,8 +256,6 @@ def _default_run_metrics(name: str) -> Callable[..., dict[str, Any]]:
 def _default_run_summary(family: UnitFamily) -> Callable[..., None]:
     def run_summary(console: Console, root: Path, outcome: RunOutcome) -> None:
         """The unit table, the family's lines, the means per group and the usage."""
-        from .summary import print_run_summary
-
         print_run_summary(console, family, root, outcome.rows, outcome.found, outcome.usage, outcome.seconds)
 
     return run_summary

@@ -3,7 +3,7 @@
 :func:`amemgym.engine.runner.run_units` decides what to play (the units without a finished record) and owns
 everything around it (lock, manifest, models, usage, failures, metrics, summary); an executor only plays the
 units it is handed and returns the failures to record. Every executor leaves the same files in the run
-directory: each unit is played through :func:`amemgym.engine.runner.play_failures` (locally, or in the worker
+directory: each unit is played through :func:`amemgym.engine.play.play_failures` (locally, or in the worker
 that runs it), its usage merged into the run's ledger, ``progress.unit_done`` called once per unit.
 
 - :class:`LocalExecutor`: the units concurrently on this event loop, up to ``run.user_concurrency`` (one when
@@ -23,6 +23,9 @@ import asyncio
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
+
+from .play import play_failures
+from .ray import play_on_ray
 
 if TYPE_CHECKING:
     from ..config import AppConfig
@@ -82,7 +85,7 @@ class LocalExecutor:
 
     async def play(self, ctx: PlayContext, units: list[Unit]) -> list[dict[str, Any]]:
         """Play each unit on a view of the run's client."""
-        from .runner import play_failures
+
 
         gate = asyncio.Semaphore(max(1, self.concurrency))
         failures: list[dict[str, Any]] = []
@@ -121,8 +124,6 @@ class RayUnitExecutor:
 
     async def play(self, ctx: PlayContext, units: list[Unit]) -> list[dict[str, Any]]:
         """Play the units as Ray tasks; their usage merged into the run's ledger."""
-        from .ray import play_on_ray
-
         return await play_on_ray(ctx.family, units, ctx.plan, ctx.pins, ctx.cfg, ctx.rd.root, ctx.models,
                                  ctx.run_fields, address=self.address, ledger=ctx.llm.ledger,
                                  make_client=self.make_client or ctx.make_client, on_done=ctx.on_done,

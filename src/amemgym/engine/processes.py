@@ -4,7 +4,7 @@ One event loop plays every unit, and at a few hundred calls a second its CPU (th
 reply JSON, records) fills one core before a busy server's slots are full (docs/design.md §10). With
 ``run.workers`` above 1, :func:`amemgym.engine.runner.run_units` plays a unit family's units on that many
 processes instead: unit ``i`` goes to group ``i % workers``, and each group plays its units concurrently with
-:func:`amemgym.engine.runner.play_failures` (the local executor's code) on its own client, built from the
+:func:`amemgym.engine.play.play_failures` (the local executor's code) on its own client, built from the
 run's config with every endpoint's ``max_concurrency`` divided between the groups. A unit's files do not
 depend on which process played it, so the run directory is the same as from one process.
 
@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import multiprocessing
 import os
 import queue
+import signal
 import sys
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
@@ -31,6 +33,10 @@ from typing import TYPE_CHECKING, Any
 
 from ..llm.redact import redact
 from ..llm.usage import COUNTERS, CallJournal, RoleUsage, UsageLedger
+from .contract import hook
+from .play import play_failures
+from .ray import UnitJob, default_client
+from .rundir import UnitRunDir
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence
@@ -40,7 +46,6 @@ if TYPE_CHECKING:
     from ..llm.client import LLMClient
     from .contract import Unit
     from .executor import PlayContext
-    from .ray import UnitJob
 
 __all__ = ["USAGE_REPORT_SECONDS", "ProcessUnitExecutor", "group_config", "in_worker", "run_in_workers",
            "run_unit_group", "usage_delta", "worker_client"]
@@ -61,9 +66,6 @@ def _set_reports(q: Any, driver: int) -> None:
     global _reports, _driver
     _reports, _driver = q, driver
     if sys.platform.startswith("linux"):
-        import ctypes
-        import signal
-
         with contextlib.suppress(OSError, AttributeError):
             ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
     if os.getppid() != _driver:
@@ -184,9 +186,6 @@ def worker_client(make_client: Callable[[AppConfig], LLMClient], cfg: AppConfig,
 
 def run_unit_group(jobs: list[UnitJob], group: int = 0) -> dict[str, Any]:
     """Play a group's units concurrently on one event loop in this process (the worker's entry point)."""
-    from .rundir import UnitRunDir
-    from .runner import play_failures
-
     async def go() -> dict[str, Any]:
         cfg = jobs[0].cfg
         llm = worker_client(jobs[0].make_client, cfg, jobs[0].journal)
@@ -216,9 +215,6 @@ class ProcessUnitExecutor:
 
     async def play(self, ctx: PlayContext, units: list[Unit]) -> list[dict[str, Any]]:
         """Split the units into groups, play each group in a worker, merge usage and failures."""
-        from .contract import hook
-        from .ray import UnitJob, default_client
-
         if not units:
             return []
         workers = max(1, min(self.workers, len(units)))

@@ -14,13 +14,13 @@ import asyncio
 import sys
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from ..cli_common import new_console
 from ..llm.usage import UsageLedger
-
-if TYPE_CHECKING:
-    from rich.console import Console
-    from rich.progress import Progress
 
 __all__ = ["CPU_HINT", "LOG_EVERY_SECONDS", "Display", "STALL_SECONDS", "TICK_SECONDS", "PlainLog", "UnitProgress",
            "ledger_info", "poll_forever", "stall_text"]
@@ -124,7 +124,7 @@ class UnitProgress:
 
     def __init__(self, console: Console | None = None, *, noun: str = "units", live: bool | None = None,
                  tick_seconds: float = TICK_SECONDS, stall_seconds: float = STALL_SECONDS - TICK_SECONDS) -> None:
-        self._console = console
+        self.console = console if console is not None else new_console(stderr=True)
         self.noun = noun
         self.live = sys.stderr.isatty() if live is None else live
         self.tick_seconds = tick_seconds
@@ -137,23 +137,12 @@ class UnitProgress:
         self.done = 0
         self.total = 0
 
-    @property
-    def console(self) -> Console:
-        """Where the display goes (stderr unless given)."""
-        if self._console is None:
-            from rich.console import Console
-
-            self._console = Console(stderr=True)
-        return self._console
-
     def start(self, total: int, ledger: UsageLedger | Callable[[], UsageLedger]) -> None:
         """Show ``total`` units to go, counting the calls of ``ledger`` (or of the ledger it returns, read at
         each refresh); ticks while the event loop runs."""
         self.total = total
         self._source = ledger if callable(ledger) else (lambda: ledger)
         if self.live:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
             self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                       TimeElapsedColumn(), TextColumn("{task.fields[info]}"), console=self.console)
             self._progress.start()

@@ -9,7 +9,7 @@ tasks in flight, a task whose worker died retried by Ray (it resumes from its ch
 retries handed back as lost, an optional watcher polled while the tasks run.
 
 Each unit is one picklable :class:`UnitJob`, played in the worker by :func:`run_unit_job`, whose body is
-:func:`amemgym.engine.runner.play_failures`, the same as a local run's, for every family. Each task builds
+:func:`amemgym.engine.play.play_failures`, the same as a local run's, for every family. Each task builds
 its own client from the task config and mixes the run seed into every call, and first checks that each
 pinned role still serves the model the driver pinned.
 
@@ -23,18 +23,18 @@ import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..config import AppConfig
 from ..errors import ConfigError, RunError
+from ..llm.client import LLMClient
 from ..llm.redact import redact
 from ..llm.usage import UsageLedger
 from .contract import AgentPlan, RemoteUnit, Unit, UnitFamily
 from .models import ModelPins
+from .play import play_failures
 from .progress import poll_forever
-
-if TYPE_CHECKING:
-    from ..llm.client import LLMClient
+from .rundir import UnitRunDir
 
 __all__ = ["RemoteUnit", "UnitJob", "check_endpoints", "default_client", "import_ray", "play_on_ray", "run_on_ray",
            "run_unit_job", "start_ray", "task_config", "task_slots"]
@@ -54,8 +54,6 @@ def import_ray() -> Any:
 
 def default_client(cfg: AppConfig) -> LLMClient:
     """The client a task uses unless told otherwise: the run's config and its persistent cache."""
-    from ..llm.client import LLMClient
-
     return LLMClient.from_config(cfg.llm, serial=cfg.run.serial)
 
 
@@ -184,8 +182,7 @@ class UnitJob:
 
 def run_unit_job(job: UnitJob) -> dict[str, Any]:
     """Play one unit to its end in this process; its usage and failures (none when it finished) as plain data."""
-    from .rundir import UnitRunDir
-    from .runner import play_failures
+
 
     async def go() -> dict[str, Any]:
         llm = job.make_client(job.cfg)

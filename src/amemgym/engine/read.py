@@ -7,17 +7,20 @@ given is one label: its records form their own entries (``pool.py``).
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 from ..errors import RunError
+from ..families import get_family
 from ..records import run_family
 from ..records.units import peek_family
+from .checkpoint import CHECKPOINT_FILE
 from .pool import Entry, Found, Pending, build_entries
 from .rundir import RECORD_FILE, UnitRunDir, read_unit_record
 
 __all__ = ["MAX_DEPTH", "bare_records", "checkpoint_family", "family_of_tree", "load_entries", "load_found",
-           "require_results", "runs_under", "unfinished_runs"]
+           "require_results", "runs_under", "unfinished_runs", "unique_labels"]
 
 #: How deep below a given folder run directories are looked for.
 MAX_DEPTH = 4
@@ -50,10 +53,6 @@ def family_of_tree(root: Path) -> str | None:
 
 def checkpoint_family(unit_dir: Path) -> str | None:
     """The family of a unit folder that holds only a checkpoint (a unit started and not finished)."""
-    import json
-
-    from .checkpoint import CHECKPOINT_FILE
-
     try:
         data = json.loads((unit_dir / CHECKPOINT_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -99,6 +98,18 @@ def run_unfinished(rd: UnitRunDir) -> tuple[set[str], str | None]:
     return {str(u) for u in metrics.get("missing") or []}, f"{rd.metrics_path} says the run is not complete"
 
 
+def unique_labels(roots: list[Path]) -> list[str]:
+    """Directory names, prefixed with parents where two runs share a name."""
+    labels = [r.name for r in roots]
+    depth = 1
+    while len(set(labels)) < len(labels) and depth < 6:
+        depth += 1
+        labels = ["/".join(r.resolve().parts[-depth:]) for r in roots]
+    if len(set(labels)) < len(labels):
+        labels = [f"{lab} #{i + 1}" for i, lab in enumerate(labels)]
+    return labels
+
+
 def load_found(roots: list[Path], family: str | None = None) -> tuple[list[Found], list[Pending]]:
     """Every unit record below the given folders, each labelled by its folder (labels made unique), and the work
     their runs have not finished: planned units without a record (or listed missing by ``metrics.json``), and,
@@ -107,8 +118,6 @@ def load_found(roots: list[Path], family: str | None = None) -> tuple[list[Found
     Raises:
         RunError: a folder holds no run of the family, or a record or ``metrics.json`` is unreadable.
     """
-    from ..report.load import unique_labels
-
     paths = [Path(r) for r in roots]
     found: list[Found] = []
     pending: list[Pending] = []
@@ -161,8 +170,6 @@ def bare_records(root: Path, family: str | None = None) -> list[tuple[Path, dict
 def described(record: dict[str, Any]) -> dict[str, Any]:
     """A record with the engine's pooling fields, derived again from its content when the family can (so an
     edited record pools by what it says, and a record written on its own gets them)."""
-    from ..families import get_family
-
     units = getattr(get_family(str(record["family"])), "units", None)
     describe = getattr(units, "describe", None)
     return {**record, **describe(record)} if callable(describe) else record

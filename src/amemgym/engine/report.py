@@ -13,6 +13,7 @@ from html import escape
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..report.html import render_page
 from ..scoring.registry import unit_metrics
 from .board import entry_flags
 from .pool import build_entries
@@ -112,8 +113,6 @@ def build_unit_report(family: str, run_dirs: list[Path], panels: ReportPanels | 
                       noun: str = "units") -> str:
     """The HTML of a report over a unit family's runs: every unit's metrics, each entry's means over units,
     and the family's panels per unit."""
-    from ..report.html import render_page
-
     found, planned = load_found(run_dirs, family)
     metrics = [m for m in unit_metrics(family) if m.column]
     head = headline_of(family)

@@ -33,7 +33,8 @@ from ..records import (
     versioned,
 )
 from ..records.base import RunFile, load_json_file
-from .unit_writer import UnitWriter
+from ..storage import fsync_dir
+from .unit_writer import UnitWriter, check_name
 
 __all__ = ["RECORD_FILE", "UnitRunDir", "move_unit"]
 
@@ -71,9 +72,6 @@ def move_unit(root: Path, old: str, new: str) -> None:
     Raises:
         RunError: either name leaves the run directory, or ``new`` exists already.
     """
-    from ..storage import fsync_dir
-    from .unit_writer import check_name
-
     source, target = Path(root) / check_name(old), Path(root) / check_name(new)
     if target.exists():
         raise RunError(f"{target}: exists already; cannot move {old} there")

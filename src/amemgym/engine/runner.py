@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import copy
 import platform
 import time
 import uuid
@@ -29,20 +28,24 @@ from typing import TYPE_CHECKING, Any
 from .. import __version__
 from ..agents.guard import set_call_limit
 from ..config import AppConfig
-from ..errors import AMemGymError, ConfigError, DataError, RunError
+from ..errors import ConfigError, RunError
+from ..families.folders import natural_key
 from ..llm.client import LLMClient
 from ..llm.health import endpoint_problems
-from ..llm.redact import redact
+from ..llm.preflight import preflight
 from ..llm.usage import UsageLedger
-from ..records import UnitManifest, UnitMetrics
+from ..records import UnitManifest, UnitMetrics, run_family
 from ..storage import remove_stale_temps
-from .checkpoint import Checkpoint
-from .contract import AgentPlan, Unit, UnitFailed, UnitFamily, UnitRow, default_finished, hook
+from .contract import AgentPlan, Unit, UnitFamily, UnitRow, hook
 from .executor import LocalExecutor, PlayContext, RayUnitExecutor, UnitExecutor
+from .lock import run_lock
 from .models import ModelPins, pin_models
+from .play import finished_record
 from .pool import Found
+from .processes import ProcessUnitExecutor
 from .progress import Display, UnitProgress
-from .rundir import UnitRunDir
+from .ray import check_endpoints, import_ray
+from .rundir import UnitRunDir, prepare_out_dir
 from .usage import LiveUsage, UsageBook
 
 if TYPE_CHECKING:
@@ -66,15 +69,6 @@ class RunOptions:
     ray_address: str | None = None
 
 
-def counted_view(llm: LLMClient) -> LLMClient:
-    """The same client (backends, limiters, cache, in-flight calls) counting into its own ledger, so units share
-    one limiter while each record reports its own usage."""
-    view = copy.copy(llm)
-    view.ledger = UsageLedger()
-    view.embedder = llm.embedder  # type: ignore[method-assign]  # one embedding model for every unit
-    return view
-
-
 def check_protocol(family: UnitFamily, rd: UnitRunDir, protocol: Mapping[str, Any]) -> dict[str, Any] | None:
     """The manifest already in the run directory (None for a new run), checked by the family's ``check_resume``
     hook against ``protocol``.
@@ -82,8 +76,6 @@ def check_protocol(family: UnitFamily, rd: UnitRunDir, protocol: Mapping[str, An
     Raises:
         RunError: the directory holds another family's run, or one whose protocol differs (naming the setting).
     """
-    from ..records import run_family
-
     if rd.manifest_path.exists():
         found = run_family(rd.root) or "statetrack"  # statetrack's manifest names no family
         if found != family.name:
@@ -95,23 +87,6 @@ def check_protocol(family: UnitFamily, rd: UnitRunDir, protocol: Mapping[str, An
     return dict(hook(family, "check_resume")(old, protocol, rd.root))
 
 
-def _identity(family: str, unit: Unit, plan: AgentPlan) -> dict[str, str]:
-    """Who writes a unit's checkpoint: the family, the unit's file, the agent and the plan's text settings."""
-    return {"family": family, "digest": unit.digest, "agent": plan.agent,
-            **{k: v for k, v in plan.protocol.items() if isinstance(v, str)}}
-
-
-def finished_record(rd: UnitRunDir, unit: Unit, family: UnitFamily | None = None) -> dict[str, Any] | None:
-    """A unit's record when it needs no more play under this run (None otherwise): the family's ``finished``
-    hook, by default its ``results.json``.
-
-    Raises:
-        RunError: the unit's folder holds the record of another file.
-    """
-    finished = hook(family, "finished") if family is not None else default_finished
-    return finished(unit, rd.root)  # type: ignore[no-any-return]
-
-
 def _manifest(family: UnitFamily, env: Path | None, units: list[Unit], old: dict[str, Any] | None,
               protocol: Mapping[str, Any], cfg: AppConfig, models: dict[str, Any],
               changes: list[dict[str, Any]], pins: Mapping[str, Any]) -> dict[str, Any]:
@@ -119,7 +94,6 @@ def _manifest(family: UnitFamily, env: Path | None, units: list[Unit], old: dict
     planned = {u["id"]: u for u in (old or {}).get("units") or []}
     for u in units:
         planned[u.id] = {"id": u.id, "sha256": u.digest, "group": u.group, "label": u.label, **u.info}
-    from ..families.folders import natural_key
 
     base = old or {"created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "python": platform.python_version()}
     return {**base, "family": family.name, "amemgym_version": __version__,
@@ -136,15 +110,12 @@ def _executor(family: UnitFamily, opts: RunOptions, cfg: AppConfig, units: list[
     if executor is not None:
         return executor  # type: ignore[no-any-return]
     if opts.executor == "ray":
-        from .ray import check_endpoints, import_ray
-
         import_ray()
         check_endpoints(cfg, plan.roles)
         return RayUnitExecutor(opts.ray_address)
+    # Worker processes only when every role has an HTTP endpoint: the embedded model's server belongs to one process.
     if cfg.run.workers > 1 and not serial and not scripted \
             and all(cfg.llm.chat_base_url(r) for r in plan.roles):  # type: ignore[arg-type]
-        from .processes import ProcessUnitExecutor  # (the embedded model's server belongs to one process)
-
         return ProcessUnitExecutor(cfg.run.workers)
     return LocalExecutor(1 if serial else max(1, cfg.run.user_concurrency))
 
@@ -167,8 +138,6 @@ def run_units(family: UnitFamily, cfg: AppConfig, env: Path, out_dir: Path, opts
         RunError: ``out_dir`` is in use, or holds a run of another family, protocol or model.
         BackendUnavailable: a role's endpoint is unreachable, rejects the key or does not serve the model.
     """
-    from .lock import run_lock
-
     if opts.executor not in ("local", "ray"):
         raise ConfigError(f"unknown executor {opts.executor!r}; use 'local' or 'ray'")
     if opts.ray_address and opts.executor != "ray":
@@ -191,8 +160,6 @@ def run_units(family: UnitFamily, cfg: AppConfig, env: Path, out_dir: Path, opts
             raise mismatch from None
     executor = _executor(family, opts, cfg, units, plan, serial, make_client is not None)
     if make_client is None:
-        from ..llm.preflight import preflight
-
         preflight(cfg.llm, plan.roles)
     with run_lock(out_dir, "amemgym run"):  # which also prepares out_dir: one line for a file or a read-only place
         for note in (*notes, embedded_note(cfg, plan.roles) if make_client is None else None):
@@ -263,8 +230,6 @@ async def play_units(family: UnitFamily, units: list[Unit], plan: AgentPlan, llm
     Raises:
         RunError: ``out_dir`` holds a run of another family, protocol or model.
     """
-    from .rundir import prepare_out_dir
-
     t0 = time.perf_counter()
     rd = UnitRunDir(out_dir)
     prepare_out_dir(out_dir)
@@ -334,66 +299,3 @@ async def play_units(family: UnitFamily, units: list[Unit], plan: AgentPlan, llm
     return RunOutcome(metrics, written, rows, found, llm.ledger, time.perf_counter() - t0)
 
 
-async def play_failures(family: UnitFamily, unit: Unit, plan: AgentPlan, pins: Mapping[str, Any], llm: LLMClient,
-                        cfg: AppConfig, rd: UnitRunDir, run_fields: Mapping[str, Any],
-                        live: LiveUsage | None = None) -> list[dict[str, Any]]:
-    """Play one unit on a view of ``llm`` and write its record; the failures to record (none when it finished).
-
-    A :class:`UnitFailed` from the family gives its own entries; any other error is one entry naming the unit.
-
-    Raises:
-        ConfigError, DataError: bad input is one line and exit 2, not one failed unit among others.
-    """
-    try:
-        await play_and_write(family, unit, plan, pins, llm, cfg, rd, run_fields, live)
-    except (ConfigError, DataError):
-        raise
-    except UnitFailed as failed:
-        return [{k: redact(v) if isinstance(v, str) else v for k, v in f.items()} for f in failed.failures]
-    except AMemGymError as exc:
-        return [{"user": unit.id, "stage": family.noun.rstrip("s"), "label": unit.label, "error": redact(str(exc))}]
-    return []
-
-
-async def play_and_write(family: UnitFamily, unit: Unit, plan: AgentPlan, pins: Mapping[str, Any], llm: LLMClient,
-                         cfg: AppConfig, rd: UnitRunDir, run_fields: Mapping[str, Any],
-                         live: LiveUsage | None = None) -> dict[str, Any] | None:
-    """Play one unit on a view of ``llm`` (its calls merged into ``llm``'s ledger at the end, and seen by ``live``
-    meanwhile) and write its record; a ``play`` that returns None wrote its files already, and what its family's
-    ``finished`` hook reads back is returned."""
-    view = counted_view(llm)
-    checkpoint = Checkpoint(rd.unit_dir(unit.id), _identity(family.name, unit, plan), run_dir=rd.root,
-                            ledger=view.ledger)
-    try:
-        with live.unit(view.ledger) if live is not None else contextlib.nullcontext(view.ledger):
-            record = await family.play(unit, plan, pins, view, cfg, checkpoint)
-    except AMemGymError:
-        checkpoint.keep_usage()
-        raise
-    finally:
-        llm.ledger.merge(view.ledger)
-    if record is None:
-        return finished_record(rd, unit, family)
-    # Every invocation that played the unit (the earlier ones up to their last checkpoint), not only this one.
-    full = {**record, "family": family.name, "unit": unit.id, "group": unit.group, "label": unit.label,
-            "usage": checkpoint.usage().to_dict(), **run_fields}
-    rd.write_record(unit.id, full)
-    return rd.record(unit.id) or full
-
-
-async def play_file(family: UnitFamily, env: Path, agent: str, out_dir: Path, llm: LLMClient,
-                    cfg: AppConfig) -> dict[str, Any]:
-    """Play (or resume) the one unit file ``env`` into ``out_dir`` without a run directory around it (no lock,
-    manifest or usage files): a Gym-style or test use. Returns the record written to ``out_dir``.
-
-    Raises:
-        AMemGymError: whatever the unit's play raised.
-    """
-    (unit,) = family.units(env, None)
-    set_call_limit(cfg.run.agent_call_timeout)
-    plan = family.plan(agent, cfg, llm, unit)
-    pins = await family.pins(plan, cfg, llm, {})
-    record = await play_and_write(family, unit, plan, pins, llm, cfg, UnitRunDir(out_dir), {"run_seed": cfg.run.seed})
-    if record is None:
-        raise RunError(f"{out_dir}: {unit.label} was played but its family reads no finished record back")
-    return record

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from rich.table import Column, Table
+
 from ..llm.health import truncation_note
 from ..llm.usage import UsageLedger
 from ..scoring.registry import Metric, unit_metrics
-from .contract import UnitFamily, UnitRow
 from .pool import Entry, Found, build_entries
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     from rich.console import Console
+
+    from .contract import UnitFamily, UnitRow
 
 __all__ = ["ci_text", "headline_of", "print_run_summary"]
 
@@ -47,8 +50,6 @@ def print_run_summary(console: Console, family: UnitFamily, out_dir: Path, rows:
                       ledger: UsageLedger, seconds: float) -> None:
     """The unit table (every metric of a lone unit), the family's lines, each entry's headline with its
     interval over units, then what this invocation spent."""
-    from rich.table import Column, Table
-
     metrics = [m for m in unit_metrics(family.name) if m.column]
     if len(rows) == 1 and rows[0].record is not None:
         r = rows[0]

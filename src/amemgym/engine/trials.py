@@ -22,7 +22,9 @@ from typing import TYPE_CHECKING, Any
 from ..config import AppConfig
 from ..storage import atomic_write_json
 from .contract import UnitFamily
+from .lock import LOCK_NAME, run_lock
 from .read import load_entries
+from .rundir import UnitRunDir
 from .runner import ClientFactory, RunOptions, run_units
 from .summary import headline_of
 
@@ -60,8 +62,6 @@ def run_trials(out_dir: Path, trials: int, base_seed: int, play: Callable[[int, 
     starts beside the trials; each trial holds its own folder. A set refused before its first trial wrote
     anything (bad input found by the family's run) leaves no ``OUT`` behind.
     """
-    from .lock import LOCK_NAME, run_lock
-
     created = not Path(out_dir).exists()
     codes = []
     try:
@@ -111,8 +111,6 @@ def run_unit_trials(family: UnitFamily, cfg: AppConfig, env: Path, out_dir: Path
 
 def trial_summary(family: str, out_dir: Path, trials: int) -> dict[str, Any]:
     """Per trial its seed, completeness, per-entry headline and flags; pooled, the spread and pass^k."""
-    from .rundir import UnitRunDir
-
     head = headline_of(family)
     rows = []
     for d in trial_dirs(out_dir, trials):

@@ -21,12 +21,14 @@ from __future__ import annotations
 import importlib
 import inspect
 import json
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from ..errors import ConfigError, DataError
+from .folders import episode_files, folder_family
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -285,8 +287,6 @@ def family_for_env(path: Path | None) -> Family:
     if path is None:
         return get_family(DEFAULT_FAMILY)
     if path.is_dir():
-        from .folders import episode_files, folder_family
-
         return get_family(folder_family(path, {f: declared_family(f) or DEFAULT_FAMILY for f in episode_files(path)}))
     name = declared_family(path)
     if name is None:
@@ -348,8 +348,6 @@ def check_family(family: object) -> list[str]:
         if missing:
             problems.append(f"{method}() lacks parameter(s) {', '.join(missing)}")
     if not problems:
-        import tempfile
-
         with tempfile.TemporaryDirectory() as empty:
             try:
                 if family.owns_run(Path(empty)):  # type: ignore[attr-defined]

@@ -18,13 +18,17 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type
 from ..config import ROLE_TEMPERATURE, EndpointConfig, LLMConfig
 from ..errors import BackendUnavailable, LLMError, MalformedOutput
 from ..seeding import derive_seed
+from ..urls import check_base_url
 from .backends import ChatBackend, EmbedBackend, PermanentError, TransientError
 from .cache import ResponseCache
+from .embedded import get_embedded_server
+from .embedded_model import embedded_identity
+from .embedder import MiniLMEmbedder
 from .limiter import AdaptiveLimiter
 from .openai_backend import OpenAIBackend, OpenAIEmbedBackend, public_url
+from .parsing import parse_json_reply
 from .redact import redact, redact_content, register_secret
 from .types import ChatMessage, ChatRequest, ChatResult, ToolCallOut
-from .urls import check_base_url
 from .usage import CallJournal, UsageLedger
 
 if TYPE_CHECKING:
@@ -241,8 +245,6 @@ class LLMClient:
         ep = self.endpoint(role)
         url = self.base_url(role)
         if url is None:
-            from .embedded import get_embedded_server
-
             emb = self.config.embedded
             server = await asyncio.to_thread(
                 get_embedded_server, emb.model, emb.ctx_per_slot, emb.parallel, emb.threads
@@ -277,8 +279,6 @@ class LLMClient:
                 return self._identities[role]
             ep = self.endpoint(role)
             if role not in self._backends and self.base_url(role) is None:
-                from .embedded_model import embedded_identity
-
                 identity = embedded_identity(self.config.embedded.model)
             else:
                 backend = await self.backend(role)
@@ -324,7 +324,6 @@ class LLMClient:
             http = OpenAIBackend(url, ep.model, read_api_key(ep), **_http_limits(ep))
             self._owned.append(http)
             return OpenAIEmbedBackend(http)
-        from .embedder import MiniLMEmbedder
 
         return _LocalEmbed(MiniLMEmbedder())
 
@@ -539,8 +538,6 @@ class LLMClient:
             MalformedOutput: if no attempt produced valid output.
             LLMError: if a call itself failed.
         """
-        from .parsing import parse_json_reply
-
         last = ""
         base_seed = kwargs.pop("seed", None)
         temperature = kwargs.pop("temperature", None)
@@ -618,8 +615,6 @@ class _EmbeddedChat:
             raise PermanentError(exc.kind, f"{exc}{advice}") from exc
 
     async def model_identity(self) -> str:
-        from .embedded_model import embedded_identity
-
         return embedded_identity(self.backend_id.removeprefix("embedded:"))
 
     def expect_answered(self, model: str) -> None:

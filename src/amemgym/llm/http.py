@@ -29,9 +29,9 @@ from urllib.request import getproxies_environment, proxy_bypass_environment  # t
 
 import httpx
 
+from ..urls import public_url
 from .redact import register_secret
 from .timeouts import Timeouts
-from .urls import public_url
 
 _USER_AGENT = "amemgym"
 

@@ -21,12 +21,12 @@ import httpx
 import numpy as np
 import orjson
 
+from ..urls import REDIRECT_ADVICE, public_url
 from .backends import PermanentError, TransientError
 from .http import ReplyTooLarge, Response, SetupError, Transport
 from .redact import redact, register_secret
 from .timeouts import resolve_timeouts
 from .types import ChatRequest, ChatResult, ToolCallOut
-from .urls import REDIRECT_ADVICE, public_url
 
 __all__ = ["DEFAULT_MAX_REPLY_BYTES", "OpenAIBackend", "OpenAIEmbedBackend", "classify", "public_url",
            "status_error"]

@@ -18,13 +18,13 @@ from typing import Any
 
 from ..config import EndpointConfig, LLMConfig
 from ..errors import BackendUnavailable, ConfigError
+from ..urls import REDIRECT_ADVICE, check_base_url, public_url
 from .backends import PermanentError, TransientError
 from .client import read_api_key
 from .embedded_model import model_status
 from .embedder import embedder_status
 from .http import Response
 from .openai_backend import OpenAIBackend
-from .urls import REDIRECT_ADVICE, check_base_url, public_url
 
 __all__ = ["RoleCheck", "check_roles", "preflight", "run_roles"]
 

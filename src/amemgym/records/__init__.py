@@ -7,7 +7,11 @@ files, unit records and checkpoints of a family run on :mod:`amemgym.engine`), :
 episode's record). See :mod:`.base` for versioning and migration.
 """
 
+from pydantic import BaseModel
+
+from . import base, budget, checkpoint, evaluation, evolve, manifest, results, session, units
 from .base import RUN_FORMAT_VERSION, UNVERSIONED, RunFile, as_dict, parse_record, read_record, versioned
+from .budget import parse_unit_record
 from .checkpoint import Snapshot, State
 from .evaluation import EvaluationRecord, QuestionResult, UpperBoundAnswer, UpperBoundRecord
 from .evolve import EvolutionCycle
@@ -20,7 +24,6 @@ from .units import (
     UnitManifest,
     UnitMetrics,
     UnitRecord,
-    parse_unit_record,
     run_family,
 )
 
@@ -39,10 +42,6 @@ def build_models() -> None:
     A run calls this in a worker thread while it waits on the network, so that reading its files at the end
     does not pay for it; pydantic serialises concurrent builds of one model.
     """
-    from pydantic import BaseModel
-
-    from . import base, budget, checkpoint, evaluation, evolve, manifest, results, session, units
-
     for module in (base, budget, checkpoint, evaluation, evolve, manifest, results, session, units):
         for obj in vars(module).values():
             if isinstance(obj, type) and issubclass(obj, BaseModel) and obj.__module__ == module.__name__:

@@ -17,6 +17,7 @@ from typing import Any, ClassVar, TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..errors import RunError
+from ..storage import require_regular_file
 
 #: The run-file format this amemgym writes.
 RUN_FORMAT_VERSION = 2
@@ -123,8 +124,6 @@ def load_json_file(path: Path) -> Any:
     Raises:
         RunError: missing, unreadable, truncated, not JSON, or nested too deeply, naming the file.
     """
-    from ..storage import require_regular_file
-
     require_regular_file(path)
     try:
         with open(path, encoding="utf-8") as fh:

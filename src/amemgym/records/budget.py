@@ -1,18 +1,20 @@
 """A budget episode's ``results.json``: the unit record with its score blocks range-checked.
 
 The board, report and ``compare`` read the axes and composite from ``score``; a value outside [0, 1], not a
-number or not finite (a hand edit) is refused with the file and field named, never averaged.
+number or not finite (a hand edit) is refused with the file and field named, never averaged. Every unit
+record is read through :func:`parse_unit_record`, which picks this model for a budget episode's record.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar
+from typing import Annotated, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .base import parse_record
 from .units import UnitRecord
 
-__all__ = ["BudgetRecord", "EpisodeScores"]
+__all__ = ["BudgetRecord", "EpisodeScores", "parse_unit_record"]
 
 #: A share in [0, 1]: a JSON number (not a string or a boolean), finite.
 Share = Annotated[float, Field(ge=0.0, le=1.0, strict=True, allow_inf_nan=False)]
@@ -46,3 +48,18 @@ class BudgetRecord(UnitRecord):
 
     score: EpisodeScores | None = None
     score_judged: EpisodeScores | None = None
+
+
+def parse_unit_record(raw: Any, where: str) -> UnitRecord:
+    """Validate a unit record (a budget one as :class:`BudgetRecord`); a budget ``results.json`` of
+    format 1 (its own content version, written before run files were versioned) is read as unversioned with that
+    number as ``results_version``.
+
+    Raises:
+        RunError: wrong shape or an unknown format version, naming ``where``.
+    """
+    if isinstance(raw, dict) and raw.get("format_version") == 1 and "results_version" not in raw:
+        raw = {**{k: v for k, v in raw.items() if k != "format_version"}, "results_version": 1}
+    # A family whose record has fields of its own is validated with them (a budget episode's scores).
+    model = BudgetRecord if isinstance(raw, dict) and raw.get("family") == "budget" else UnitRecord
+    return parse_record(raw, model, where)

@@ -127,24 +127,6 @@ class UnitCheckpoint(RunFile):
                 "state": {k: v for k, v in raw.items() if k not in ids}}
 
 
-def parse_unit_record(raw: Any, where: str) -> UnitRecord:
-    """Validate a unit record (a budget one as :class:`~.budget.BudgetRecord`); a budget ``results.json`` of
-    format 1 (its own content version, written before run files were versioned) is read as unversioned with that
-    number as ``results_version``.
-
-    Raises:
-        RunError: wrong shape or an unknown format version, naming ``where``.
-    """
-    from .base import parse_record
-    from .budget import BudgetRecord
-
-    if isinstance(raw, dict) and raw.get("format_version") == 1 and "results_version" not in raw:
-        raw = {**{k: v for k, v in raw.items() if k != "format_version"}, "results_version": 1}
-    # A family whose record has fields of its own is validated with them (a budget episode's scores).
-    model = BudgetRecord if isinstance(raw, dict) and raw.get("family") == "budget" else UnitRecord
-    return parse_record(raw, model, where)
-
-
 def run_family(root: Path) -> str | None:
     """The family ``root/manifest.json`` names; None when it names none (a statetrack run) or is missing."""
     return peek_family(Path(root) / "manifest.json")

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..families.statetrack.metrics import FAILURE_GROUP, HEADLINE
+from ..families.statetrack.metrics import FAILURE_GROUP, HEADLINE, result_flags
 from ..scoring.registry import Metric, find, in_display_order, registered
 
 #: The extra curve of self-evolution runs (memory factual recall per period), drawn after the registered ones.
@@ -175,8 +175,6 @@ def cell_counts(metrics: dict[str, Any]) -> tuple[int | None, int | None]:
 
 def degeneracy_flags(metrics: dict[str, Any]) -> tuple[str, ...]:
     """A run's degeneracy flags, recomputed from its numbers (so runs written before the flags get them too)."""
-    from ..families.statetrack.metrics import result_flags
-
     ov = dict(metrics.get("overall") or {})
     excluded, total = cell_counts(metrics)
     if total is not None:

@@ -23,6 +23,7 @@ from .aggregate import (
 from .browser import browser_run
 from .charts import curves_chart, diagnosis_chart, heatmap_chart, is_large
 from .extras import has_recall, leak_guard, read_sim_audit
+from .figures import curves_figure, diagnosis_figure, heatmap_figure
 from .html import FigureImage, SimulatorRow, render_report
 from .leaderboard import trials_flag
 from .load import RunRecord, eval_records, load_run_environment, load_runs, session_records
@@ -62,8 +63,6 @@ def _safe(label: str) -> str:
 
 def run_figures(runs: list[RunRecord]) -> dict[str, Figure]:
     """Curves (with a memory-recall panel when a run carries recall), diagnosis bars and per-run heat maps."""
-    from .figures import curves_figure, diagnosis_figure, heatmap_figure
-
     panels = curve_panels() + ((RECALL_CURVE,) if any(has_recall(r.metrics) for r in runs) else ())
     figures: dict[str, Figure] = {
         "curves": curves_figure({r.label: {n: period_series(r.metrics, n) for n, _ in panels} for r in runs},

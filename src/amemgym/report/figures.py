@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from ..errors import BackendUnavailable
 from ..storage import atomic_write_bytes
 from .aggregate import Grid, Stat, curve_panels, failure_kinds, signed
@@ -101,8 +103,6 @@ def diagnosis_figure(rates: Mapping[str, Mapping[str, Sequence[float | None]]]) 
 
 def heatmap_figure(grid: Grid, title: str, *, vmin: float = 0.0, vmax: float = 1.0, cmap: str = "viridis") -> Figure:
     """A heat map of a labelled grid; missing cells are left blank, values written in small grids."""
-    import numpy as np
-
     rows, cols = max(1, len(grid.rows)), max(1, len(grid.cols))
     undefined = [(r, c) for r, row in enumerate(grid.undefined) for c, flag in enumerate(row) if flag]
     # The legend of undefined cells sits under the axes and needs room of its own.

@@ -7,8 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from ..engine.ranking_flags import model_change_flag, with_flag
+from ..engine.read import unique_labels
 from ..engine.trials import is_trials_dir, trial_run_dirs
 from ..errors import RunError
+from ..families.statetrack.cut import recorded_environment
 from ..families.statetrack.data.model import Environment
 from ..families.statetrack.layout import RunDir
 from ..families.statetrack.trials import pooled_metrics
@@ -110,18 +112,6 @@ def _load_trials(root: Path, label: str | None) -> RunRecord:
                      trials=tuple(t.root for t in trials))
 
 
-def unique_labels(roots: list[Path]) -> list[str]:
-    """Directory names, prefixed with parents where two runs share a name."""
-    labels = [r.name for r in roots]
-    depth = 1
-    while len(set(labels)) < len(labels) and depth < 6:
-        depth += 1
-        labels = ["/".join(r.resolve().parts[-depth:]) for r in roots]
-    if len(set(labels)) < len(labels):
-        labels = [f"{lab} #{i + 1}" for i, lab in enumerate(labels)]
-    return labels
-
-
 def load_runs(roots: list[Path]) -> list[RunRecord]:
     """Load several runs with unique labels."""
     if not roots:
@@ -132,8 +122,6 @@ def load_runs(roots: list[Path]) -> list[RunRecord]:
 def load_run_environment(run: RunRecord, override: Path | None = None) -> tuple[Environment | None, str | None]:
     """The environment a run was made on, or None with the reason it is not available (see
     :func:`~amemgym.families.statetrack.cut.recorded_environment`)."""
-    from ..families.statetrack.cut import recorded_environment
-
     return recorded_environment(run.manifest, override)
 
 

@@ -21,12 +21,15 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..families.budget.generate import build_episode
+from ..families.budget.io import save_episode
+from ..llm.client import LLMClient
 from ..llm.types import ChatRequest, ChatResult, ToolCallOut
+from .scripted_model import ScriptedBackend
 
 if TYPE_CHECKING:
     from ..config import AppConfig
     from ..families.budget.model import Episode
-    from ..llm.client import LLMClient
 
 __all__ = ["OPENING", "BudgetScript", "NativeBudgetScript", "client_factory", "native_body", "native_result",
            "served_episode", "tool_call", "write_episodes"]
@@ -124,8 +127,6 @@ def native_result(reply: str, call_id: str = "c1") -> ChatResult:
 def served_episode(episode: Episode, root: Path, script: BudgetScript | None = None,
                    ) -> tuple[Path, Callable[[dict[str, Any]], str]]:
     """``episode`` saved as ``root/data.json``, and a FakeEndpoint responder playing ``script`` on it (text)."""
-    from ..families.budget.io import save_episode
-
     env = root / "data.json"
     save_episode(episode, env)
     return env, (script or BudgetScript([episode])).body_reply
@@ -140,17 +141,11 @@ def native_body(reply: str, call_id: str = "x") -> dict[str, Any]:
 
 def client_factory(script: BudgetScript) -> Callable[[AppConfig], LLMClient]:
     """A ``make_client`` for a budget run: every run role is answered by ``script``."""
-    from ..llm.client import LLMClient
-    from .scripted_model import ScriptedBackend
-
     return lambda cfg: LLMClient(backends={"agent": ScriptedBackend(script)})
 
 
 def write_episodes(root: Path, specs: Sequence[tuple[str, str, int]]) -> list[Episode]:
     """Generate ``(tier, domain, seed)`` episodes into ``root/<domain>/seed<N>/data.json``; the episodes."""
-    from ..families.budget.generate import build_episode
-    from ..families.budget.io import save_episode
-
     out = []
     for tier, domain, seed in specs:
         ep = build_episode(tier, domain, seed)

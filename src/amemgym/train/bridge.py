@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from ..errors import ConfigError, RunError
+from ..llm.client import LLMClient
 
 if TYPE_CHECKING:
     from ..config import AppConfig
-    from ..llm.client import LLMClient
 
 T = TypeVar("T")
 
@@ -241,8 +241,6 @@ class BridgedEnv:
 
     def _client(self) -> LLMClient:
         if self._llm is None:
-            from ..llm.client import LLMClient
-
             self._llm = LLMClient.from_config(self.config.llm)
         return self._llm
 

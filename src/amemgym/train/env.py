@@ -28,10 +28,11 @@ import random
 from pathlib import Path
 from typing import Any
 
-from ..config import AppConfig
+from ..config import AppConfig, env_preset
 from ..errors import ConfigError, DataError, RunError
 from ..families.statetrack.data.io import load_environment
 from ..families.statetrack.data.model import Environment, UserEnv
+from ..families.statetrack.generate.procedural import generate_procedural, tiny_environment_path
 from ..llm.client import LLMClient
 from .bridge import BridgedEnv, LoopThread
 from .episode import EpisodeOptions, PolicyEpisode
@@ -42,9 +43,6 @@ _OPTION_KEYS = frozenset({"user", "upper_bound", "probes", "max_steps"})
 
 def default_environment() -> Environment:
     """The bundled tiny procedural environment (regenerated from its seed if the file is not installed)."""
-    from ..config import env_preset
-    from ..families.statetrack.generate.procedural import generate_procedural, tiny_environment_path
-
     path = tiny_environment_path()
     if path.exists():
         return load_environment(path)

@@ -6,7 +6,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..engine.trials import trial_run_dirs
 from ..errors import RunError
+from ..families.statetrack.cut import recorded_environment
+from ..families.statetrack.episode import refuse_lost_sessions
 from ..families.statetrack.layout import RunDir
 from ..records import EvaluationRecord, Manifest, as_dict, read_record
 
@@ -57,8 +60,6 @@ def run_manifest(root: Path) -> tuple[RunDir, Manifest]:
         RunError: ``root`` is not a run directory (a ``--trials`` output is named as one), or the manifest is
             unreadable.
     """
-    from ..engine.trials import trial_run_dirs
-
     rd = RunDir(root)
     if not rd.manifest.exists():
         trials = trial_run_dirs(root) if Path(root).is_dir() else []
@@ -76,9 +77,6 @@ def check_planned(root: Path) -> str | None:
     Raises:
         RunError: naming the first missing record, or a manifest whose periods differ from the environment's.
     """
-    from ..families.statetrack.cut import recorded_environment
-    from ..families.statetrack.episode import refuse_lost_sessions
-
     rd, manifest = run_manifest(root)
     env, why = recorded_environment(as_dict(manifest))
     if env is not None and env.num_periods != manifest.periods:

@@ -21,6 +21,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..config import load_config
+from ..families import family_names, get_family, training_method
+from ..families.statetrack.generate.procedural import generate_procedural
 from .env import MemoryEnv
 
 __all__ = ["ENV_IDS", "family_env_ids", "make_preset_env", "register_envs"]
@@ -44,8 +46,6 @@ def make_preset_env(preset: str, seed: int = 42, **kwargs: Any) -> MemoryEnv:
         **kwargs: passed to :class:`MemoryEnv`; ``config`` defaults to the preset's own settings, and an
             ``environment`` given here replaces the preset's.
     """
-    from ..families.statetrack.generate.procedural import generate_procedural
-
     config = kwargs.pop("config", None) or load_config(preset)
     if "environment" in kwargs:  # an explicit environment wins over the preset's
         return MemoryEnv(config=config, **kwargs)
@@ -57,8 +57,6 @@ def make_preset_env(preset: str, seed: int = 42, **kwargs: Any) -> MemoryEnv:
 
 def family_env_ids() -> dict[str, dict[str, Any]]:
     """Gymnasium id -> keyword arguments of :func:`amemgym.families.make_env`, for every family offering ids."""
-    from ..families import family_names, get_family, training_method
-
     ids: dict[str, dict[str, Any]] = {}
     for name in family_names():
         family = get_family(name)

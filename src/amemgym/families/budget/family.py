@@ -8,7 +8,11 @@ from typing import TYPE_CHECKING, Any
 
 from ...engine.commands import EngineFamily
 from .. import ExportResult, GenerateRequest, RunRequest, ValidateRequest
+from .commands import generate, validate
+from .export import export_budget_run
+from .legacy import adopt_legacy_runs
 from .options import GenerateOptions, ValidateOptions
+from .tiers import EMBEDDED_CTX_PER_SLOT, TIERS
 from .units import UNITS
 
 if TYPE_CHECKING:
@@ -28,8 +32,6 @@ class Budget(EngineFamily):
 
     def generate(self, request: GenerateRequest[GenerateOptions], console: Console) -> int:
         """One episode, or every domain x the official seeds with ``--official``."""
-        from .commands import generate
-
         o = request.options
         generate(request.out_dir, tier=o.tier, domain=o.domain, seed=request.seed or 0, salt=request.salt,
                  official=o.official, console=console, packs=o.packs)
@@ -37,15 +39,11 @@ class Budget(EngineFamily):
 
     def validate(self, request: ValidateRequest[ValidateOptions], console: Console) -> int:
         """Scripted strategies, attacks and invariants on the file and on seeds 0..N-1 of every domain."""
-        from .commands import validate
-
         return validate(request.env, seeds=request.options.seeds, json_out=request.json_out, console=console)
 
     def run(self, request: RunRequest[Any], console: Console) -> int:
         """The engine's run, after adopting a run directory an earlier version wrote (``legacy.py``): its pinned
         model, agent, run seed and tool protocol become the manifest's, so the engine's resume checks hold."""
-        from .legacy import adopt_legacy_runs
-
         for root in adopt_legacy_runs(request.out_dir, allow_model_change=request.allow_model_change):
             console.print(f"adopted {root}: a run directory of an earlier amemgym (its model.json, batch.json and "
                           "tool_protocol.json now pinned in manifest.json)", highlight=False)
@@ -54,8 +52,6 @@ class Budget(EngineFamily):
     def configure(self, cfg: AppConfig, request: RunRequest[Any]) -> None:
         """``--judge-model`` turns the optional judge on (as ``budget.judge`` does), and the embedded model gets
         slots of :data:`~.tiers.EMBEDDED_CTX_PER_SLOT` tokens unless the config sets ``llm.embedded.ctx_per_slot``."""
-        from .tiers import EMBEDDED_CTX_PER_SLOT
-
         if request.judge_model is not None:
             cfg.budget.judge = True
         if "ctx_per_slot" not in cfg.llm.embedded.model_fields_set:
@@ -64,6 +60,7 @@ class Budget(EngineFamily):
     def make_env(self, env: Path | None, **options: Any) -> Any:
         """:class:`~amemgym.families.budget.gym_env.BudgetEnv` on the episode file ``env`` (None: a generated
         episode from ``tier``, ``domain``, ``seed``, ``salt`` in ``options``)."""
+        # Imported on use: importing amemgym.train registers every family's Gymnasium ids, which loads this module.
         from .gym_env import BudgetEnv
 
         return BudgetEnv(env, **options)
@@ -71,14 +68,10 @@ class Budget(EngineFamily):
     def export(self, run_dir: Path, out_file: Path, *, fmt: str, unit: str | None,
                with_evaluation: bool) -> ExportResult:
         """Each event's conversation (``openai-chat``) or each tool call (``jsonl``) from the trace and results."""
-        from .export import export_budget_run
-
         return export_budget_run(run_dir, out_file, fmt=fmt, unit=unit, with_evaluation=with_evaluation)
 
     def env_ids(self) -> dict[str, dict[str, Any]]:
         """``amemgym/Budget-<tier>-v0`` for every tier: a generated episode (``seed`` picks which)."""
-        from .tiers import TIERS
-
         return {f"amemgym/Budget-{name}-v0": {"tier": name} for name in TIERS}
 
 

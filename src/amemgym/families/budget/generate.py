@@ -16,6 +16,7 @@ from .domain import DomainTemplate, domain_names, load_domain, pools, resolve_do
 from .model import Change, DomainPack, EntityRecord, Episode, Event, Question
 from .questions import Context, make_question, reasoning_question, retrieval_spec
 from .solve import REASONING_KINDS
+from .strategies import coverage_writes
 from .stream import changed_value, correction_notice, document, documents_text, memo
 from .tiers import ABSENT_NAMES, BATCH_SIZE, NOTE_CHARS, Tier, get_tier
 from .views import final_view
@@ -242,7 +243,6 @@ def build_episode(tier_name: str, domain_name: str, seed: int, salt: int = 0,
                       note_chars=NOTE_CHARS, entity_names=sorted(order), absent_names=world.absent_names,
                       entities=records, changes=changes, events=events, questions=questions, reference_writes=0,
                       domain_pack=pack)
-    from .strategies import coverage_writes
 
     return episode.model_copy(update={"reference_writes": min(tier.writes, coverage_writes(episode))})
 

@@ -42,7 +42,8 @@ from .generate import build_episode
 from .harness import Harness, system_prompt
 from .io import load_episode
 from .model import Episode, Event
-from .run import policy_of, score_harness
+from .policies import policy_of
+from .run import score_harness
 from .tiers import get_tier
 from .validity import judge
 

@@ -23,7 +23,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from ... import seeding
 from ...errors import AMemGymError
+from ...llm.client import default_cache_dir
+from .generate import build_episode
 from .model import Episode
 
 #: Longest rendering of a differing value in the message.
@@ -70,8 +73,6 @@ def regenerate_command(episode: Episode) -> str:
 
 def mismatch(episode: Episode) -> str | None:
     """Why ``episode`` is not the episode generated from its (tier, domain, seed, salt), or None when it is."""
-    from .generate import build_episode
-
     header = (f"tier {episode.tier.name}, domain {episode.domain}, seed {episode.seed}, salt {episode.salt}")
     try:
         fresh = build_episode(episode.tier.name, episode.domain, episode.seed, episode.salt, episode.domain_pack)
@@ -88,8 +89,6 @@ def mismatch(episode: Episode) -> str | None:
 def generator_digest() -> str:
     """The sha256 over every file that decides what an episode is (the budget family's source, its built-in
     pack, the seeding helpers), in a fixed order: verified files are remembered per digest."""
-    from ... import seeding
-
     package = Path(__file__).parent
     files = sorted(package.rglob("*.py")) + sorted(Path(str(resources.files("amemgym.packs"))).joinpath(
         "budget").glob("*.yaml")) + [Path(seeding.__file__)]
@@ -100,8 +99,6 @@ def generator_digest() -> str:
 
 
 def _marker(raw: bytes) -> Path:
-    from ...llm.client import default_cache_dir
-
     return default_cache_dir() / "budget-verified" / generator_digest() / hashlib.sha256(raw).hexdigest()
 
 

@@ -35,6 +35,7 @@ from ...prompts import render
 from .domain import episode_domain
 from .harness import env_digest, wall_clock
 from .model import Episode, Event
+from .policies import AGENTS
 from .scoring import DEFINITIONS, score_episode
 from .store import LedgerEntry
 from .stream import shown_kind
@@ -321,8 +322,6 @@ def plan_agent(name: str, llm: LLMClient) -> Plan:
         ConfigError: for unknown agents, and for agents whose memory the harness cannot meter (mem0, the
             AWI oracle ablation, plug-ins that do not build their store with ``ctx.store_factory``).
     """
-    from .run import AGENTS
-
     spec = resolve_agent(name, also=tuple(AGENTS))  # an unknown name is offered the family's tool agents too
     if spec.llm_overrides:
         raise ConfigError(f"agent {name!r}: per-agent llm settings are not supported for budget-family runs; "

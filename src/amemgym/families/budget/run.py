@@ -12,29 +12,15 @@ from .checker import Verdict
 from .harness import Harness, ToolAgent, env_digest, wall_clock
 from .io import load_episode
 from .judging import judge_answers, judge_identity, merged
+from .memory_agents import Meter, MeteredVectorStore, run_memory_episode
 from .model import Episode
+from .policies import AGENTS
 from .scoring import DEFINITIONS, EpisodeScore, score_episode
 from .tool_agents import EpisodeView, ProtocolChoice, ToolAgentContext, builtin_tool_agent, resolve_tool_agent
 from .validity import judge as rule_verdicts
 
-#: Agent names this family runs -> (harness policy, store): the tool-using LLM agent with the notes store
-#: (hybrid BM25 + embedder search) or the vector store, and the long-context reference.
-AGENTS = {"native": ("budget", "notes"), "llm": ("budget", "notes"), "vector": ("budget", "vector"),
-          "long-context": ("long-context", "notes")}
+#: The version of the results record an episode writes.
 RESULTS_VERSION = 1
-
-
-def policy_of(agent: str) -> tuple[str, str]:
-    """The harness policy and store mode of an ``--agent`` name.
-
-    Raises:
-        ConfigError: for agents this family cannot run yet.
-    """
-    try:
-        return AGENTS[agent]
-    except KeyError:
-        raise ConfigError(f"agent {agent!r} cannot run a budget-family episode yet; use one of: "
-                          f"{', '.join(AGENTS)}") from None
 
 
 def score_harness(harness: Harness) -> tuple[dict[str, Verdict], EpisodeScore]:
@@ -61,8 +47,6 @@ def plugin_context(episode: Episode) -> ToolAgentContext:
     Deciding which contract a plug-in implements means building it once; the store it may build then is a
     throwaway with no budget (the memory path builds the agent again with the episode's meter).
     """
-    from .memory_agents import Meter, MeteredVectorStore
-
     return ToolAgentContext(user_id=f"{episode.domain}-seed{episode.seed}", episode=EpisodeView.of(episode),
                             store_factory=lambda: MeteredVectorStore(Meter(0, 1)))
 
@@ -107,8 +91,6 @@ async def play_episode(env: Path, agent: str, llm: LLMClient, checkpoint: Checkp
     plugin = None if agent in AGENTS else resolve_tool_agent(agent, llm, plugin_context(episode))
     if agent not in AGENTS and plugin is None:  # a MemoryAgent: metered by the harness (memory_agents.py)
         refuse_judge(judge)
-        from .memory_agents import run_memory_episode
-
         return await run_memory_episode(env, episode, raw, agent, checkpoint.dir, llm, checkpoint)
     judge_model = await judge_identity(llm) if judge else None
     policy, store_mode, tool_agent = await tool_agent_for(agent, plugin, llm, choice)
@@ -150,21 +132,3 @@ async def play_episode(env: Path, agent: str, llm: LLMClient, checkpoint: Checkp
                                         "(rule verdicts elsewhere); null without a judge or when a judge call "
                                         "failed"},
     }
-
-
-async def run_episode(env: Path, agent: str, out_dir: Path, llm: LLMClient, *, tools: str = "text",
-                      judge: bool = False) -> dict[str, Any]:
-    """Play (or resume) the one episode file ``env`` into ``out_dir`` through the engine, without a run directory
-    around it (a Gym-style or test use); returns the record the engine wrote to ``out_dir/results.json``.
-
-    Raises:
-        ConfigError: for an agent this family cannot run, or the judge asked of a memory agent's run.
-    """
-    from ...config import AppConfig
-    from ...engine.runner import play_file
-    from .units import UNITS
-
-    cfg = AppConfig()
-    cfg.budget.tools = tools  # type: ignore[assignment]
-    cfg.budget.judge = judge
-    return await play_file(UNITS, env, agent, out_dir, llm, cfg)

@@ -13,7 +13,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ...agents.base import AgentContext
+from ...agents.base import AgentContext, MemoryAgent
+from ...agents.guard import call_plugin
+from ...agents.registry import plugin_failure, resolve_agent
 from ...errors import AMemGymError, ConfigError, LLMError, RunError
 from ...llm.client import LLMClient
 from ...llm.types import ChatMessage, ToolCallOut
@@ -274,8 +276,6 @@ class PluginToolAgent:
 
     async def act(self, messages: list[dict[str, str]], *, event: Event) -> str:
         """The plug-in's next reply."""
-        from ...agents.guard import call_plugin
-
         copies = [dict(m) for m in messages]
         return await call_plugin(self.name, "act", self.inner.act, copies,  # type: ignore[no-any-return]
                                  event=EventView.of(event), expect=str)
@@ -307,8 +307,6 @@ def resolve_tool_agent(name: str, llm: LLMClient, ctx: ToolAgentContext) -> Tool
     """
     if ":" not in name:
         return None
-    from ...agents.base import MemoryAgent
-    from ...agents.registry import plugin_failure, resolve_agent
 
     spec = resolve_agent(name)
     try:

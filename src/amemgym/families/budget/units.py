@@ -16,25 +16,33 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ...config import AppConfig
 from ...engine.checkpoint import Checkpoint, read_trace
 from ...engine.contract import AgentPlan, Unit, UnitRow
+from ...engine.play import play_file
 from ...engine.pool import Entry
 from ...engine.report import Panel, SeriesPanel, TablePanel, TracePanel
+from ...engine.summary import ci_text
 from ...errors import ConfigError
+from ...scoring.intervals import mean_ci
+from ..folders import episode_files
 from . import metrics as _metrics  # noqa: F401  (registers the axes and composite)
 from .harness import env_digest
 from .io import load_episode
+from .judging import judge_identity
+from .memory_agents import plan_agent
 from .model import FAMILY
-from .run import AGENTS, RESULTS_VERSION, interface_of, play_episode, refuse_judge
+from .policies import AGENTS
+from .run import RESULTS_VERSION, interface_of, play_episode, refuse_judge
+from .tiers import get_tier
 from .tool_agents import ProtocolChoice, choose_protocol, keep_choice
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from ...config import AppConfig
     from ...llm.client import LLMClient
 
-__all__ = ["UNITS", "BudgetUnits", "protocol_label"]
+__all__ = ["UNITS", "BudgetUnits", "protocol_label", "run_episode"]
 
 
 def protocol_label(record: Mapping[str, Any]) -> str:
@@ -61,8 +69,6 @@ class BudgetUnits:
             ConfigError: for a ``limit`` below 1.
             DataError: for a folder without episodes, or any episode file that does not load.
         """
-        from ..folders import episode_files
-
         if limit is not None and limit < 1:
             raise ConfigError(f"--limit must be at least 1, got {limit}")
         if env.is_dir():
@@ -86,8 +92,6 @@ class BudgetUnits:
         interface = interface_of(agent, first.path, llm)
         roles = ["agent"]
         if interface == "memory":
-            from .memory_agents import plan_agent
-
             refuse_judge(judge)
             plan = plan_agent(agent, llm)
             if "memory" in (plan.spec.roles or ("memory",)):
@@ -100,8 +104,6 @@ class BudgetUnits:
     async def pins(self, plan: AgentPlan, cfg: AppConfig, llm: LLMClient, pinned: Mapping[str, Any]) -> dict[str, Any]:
         """The tool protocol (kept from ``pinned`` on resume); the judge refused when it is the model under test."""
         if plan.options["judge"]:
-            from .judging import judge_identity
-
             await judge_identity(llm)
         if plan.protocol["interface"] != "tool":
             return {}
@@ -130,9 +132,6 @@ class BudgetUnits:
     # ---- panels --------------------------------------------------------------------------------------
     def summary(self, console: Console, rows: list[UnitRow]) -> None:
         """Tool protocol, judge, meter and, per tier, abstention (reported apart from the composite)."""
-        from ...engine.summary import ci_text
-        from ...scoring.intervals import mean_ci
-
         done = [r.record for r in rows if r.record is not None]
         protocols = sorted({f"{r['tool_protocol']} ({r.get('tool_protocol_reason')})" for r in done
                             if "tool_protocol" in r})
@@ -185,8 +184,6 @@ class BudgetUnits:
 
     def report_panels(self, unit_dir: Path, record: Mapping[str, Any]) -> list[Panel]:
         """Accuracy per question kind, writes over time against the budget, the answers and the tool calls."""
-        from .tiers import get_tier
-
         kinds = TablePanel("Accuracy per question kind", ("kind", "correct"),
                            [(k, f"{v['correct']}/{v['total']}") for k, v in (record.get("per_kind") or {}).items()])
         budget = None if record.get("policy") == "long-context" else get_tier(str(record["tier"])).writes
@@ -208,3 +205,17 @@ class BudgetUnits:
 
 #: The registered instance.
 UNITS = BudgetUnits()
+
+
+async def run_episode(env: Path, agent: str, out_dir: Path, llm: LLMClient, *, tools: str = "text",
+                      judge: bool = False) -> dict[str, Any]:
+    """Play (or resume) the one episode file ``env`` into ``out_dir`` through the engine, without a run directory
+    around it (a Gym-style or test use); returns the record the engine wrote to ``out_dir/results.json``.
+
+    Raises:
+        ConfigError: for an agent this family cannot run, or the judge asked of a memory agent's run.
+    """
+    cfg = AppConfig()
+    cfg.budget.tools = tools  # type: ignore[assignment]
+    cfg.budget.judge = judge
+    return await play_file(UNITS, env, agent, out_dir, llm, cfg)

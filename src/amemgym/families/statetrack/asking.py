@@ -9,6 +9,7 @@ from typing import Any
 
 from ...llm.parsing import parse_choice, parse_json_reply
 from ...prompts import render
+from ...seeding import derive_seed
 from .data.model import QA, UserEnv
 
 
@@ -106,8 +107,6 @@ def score_overall(user: UserEnv, period: int, q: int, reply: str, seed: int) -> 
     ``seed`` is the per-user seed; the original rule's random draw is derived from it, the period and the
     question. ``score`` follows the strict rule, ``score_original_rule`` the original release's.
     """
-    from ...seeding import derive_seed
-
     qa = user.qas[q]
     ans = parse_answer(reply, len(qa.answer_choices), derive_seed(seed, "overall", period, q))
     truth = [user.periods[period].state[v] for v in qa.required_info]

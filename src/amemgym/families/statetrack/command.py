@@ -11,16 +11,29 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rich.table import Table
+
+from ...agents.registry import resolve_agent
+from ...cli_common import app_config, err
 from ...config import PRESETS, AppConfig
+from ...engine.flags import ModelFlags
+from ...engine.models_file import apply_models_file
+from ...engine.trials import run_trials, trial_dirs, trial_run_dirs
 from ...errors import ConfigError
+from ...llm.preflight import run_roles
 from ...records import FailuresFile, Metrics, as_dict, read_record
+from ...scoring.registry import in_display_order, registered
+from .cut import first_users
+from .data.io import load_environment
 from .data.model import Environment
+from .driver import default_environment, run_command
+from .estimate import estimate_run
 from .layout import RunDir
+from .trials import write_trial_summary
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from ...engine.flags import ModelFlags
     from .. import RunRequest
     from .options import RunOptions
 
@@ -57,8 +70,6 @@ def refuse_mixed_layout(out_dir: Path, trials: int) -> None:
     Raises:
         ConfigError: ``out_dir`` holds the other layout.
     """
-    from ...engine.trials import trial_run_dirs
-
     if trials > 1 and RunDir(out_dir).manifest.exists():
         raise ConfigError(f"{out_dir} holds a single run (manifest.json); --trials {trials} would add trial "
                           "folders that readers of this directory never see; use a new --out directory")
@@ -73,14 +84,6 @@ def run_request(r: RunRequest[RunOptions], console: Console) -> int:
 
     With ``--json`` every human-readable line goes to stderr and stdout carries one JSON summary.
     """
-    from ...agents.registry import resolve_agent
-    from ...cli_common import app_config, err
-    from ...engine.flags import ModelFlags
-    from ...llm.preflight import run_roles
-    from .cut import first_users
-    from .data.io import load_environment
-    from .driver import default_environment, run_command
-
     if r.options.json:
         console = err
     flags = ModelFlags(r.model, r.user_model, r.judge_model, r.max_connections)
@@ -118,8 +121,6 @@ def run_request(r: RunRequest[RunOptions], console: Console) -> int:
         if r.options.json:
             _emit(run_summary(r.out_dir, code))
         return code
-    from ...engine.trials import run_trials, trial_dirs
-    from .trials import write_trial_summary
 
     dirs = trial_dirs(r.out_dir, r.trials)
     summary: dict[str, Any] = {}
@@ -150,13 +151,7 @@ def run_request(r: RunRequest[RunOptions], console: Console) -> int:
 def dry_run(cfg: AppConfig, env: Environment, agent_roles: tuple[str, ...] | None, r: RunRequest[RunOptions],
             flags: ModelFlags, console: Console, note: str | None) -> int:
     """Print (or emit as JSON) the estimate of :func:`.estimate.estimate_run`; no call, no file."""
-    from rich.table import Table
-
-    from .estimate import estimate_run
-
     if r.models is not None:
-        from ...engine.models_file import apply_models_file
-
         cfg.llm.roles = apply_models_file(cfg.llm.roles, r.models)  # type: ignore[arg-type, assignment]
     flags.apply(cfg)
     estimate = estimate_run(env, cfg, agent_roles, replay=r.options.off_policy is not None, trials=r.trials)
@@ -187,8 +182,6 @@ def dry_run(cfg: AppConfig, env: Environment, agent_roles: tuple[str, ...] | Non
 
 def run_summary(rundir: Path, code: int) -> dict[str, Any]:
     """One run's machine-readable summary, read from its ``metrics.json`` (what ``--json`` prints)."""
-    from ...scoring.registry import in_display_order, registered
-
     metrics = as_dict(read_record(RunDir(rundir).metrics, Metrics))
     o = metrics["overall"]
     flags = list(o.get("flags") or [])

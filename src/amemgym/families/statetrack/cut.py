@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import AMemGymError, ConfigError
-from .data.io import environment_sha256
+from .data.io import environment_sha256, load_environment
 from .data.model import Environment
 
 __all__ = ["cut_as_recorded", "environment_cut", "first_users", "recorded_environment"]
@@ -55,8 +55,6 @@ def cut_as_recorded(path: Path, run_sha256: str, cut: dict[str, Any] | None,
     Raises:
         DataError: the file does not load.
     """
-    from .data.io import load_environment
-
     if cut:
         limit = int(cut["limit"])
         part = load_environment(path, limit=limit)
@@ -79,8 +77,6 @@ def recorded_environment(manifest: dict[str, Any], override: Path | None = None
     matches the run's, or, for a ``--limit`` run, it is the file the run was cut from, cut the same way
     (:func:`cut_as_recorded`).
     """
-    from .data.io import load_environment
-
     name = override or manifest.get("environment_file")
     if not name:
         return None, "the run's manifest names no environment file"

@@ -1,19 +1,49 @@
 """The statetrack family (the original AMemGym setting) seen through the :class:`~amemgym.families.Family` protocol.
 
 The family's code lives beside this module (``data/``, ``generate/``, ``runner.py``, ``validity/``, ...) and in
-the shared ``report/``; this module only forwards each command to it, importing lazily so that choosing a
-family costs nothing. Its own options of each command are in ``options.py``.
+the shared ``report/``; this module only forwards each command to it. Its own options of each command are in
+``options.py``.
 """
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...errors import AMemGymError, ConfigError, RunError
+from rich.markup import escape
+from rich.table import Table
+
+from ...cli_common import app_config, err
+from ...commands.validate import ValidateProgress, pick_embedder, print_report
+from ...engine.board import markdown_cell
+from ...engine.lock import run_lock
+from ...engine.ranking_flags import shown
+from ...engine.read import unique_labels
+from ...engine.trials import is_trials_dir
+from ...errors import AMemGymError, BackendUnavailable, ConfigError, RunError
+from ...llm.client import LLMClient
+from ...llm.preflight import preflight
+from ...report.aggregate import cell_counts, degeneracy_flags
+from ...report.build import build_report
+from ...report.figures import write_figures
+from ...report.leaderboard import display_columns, display_rows, leaderboard, to_csv, to_markdown, trials_flag
+from ...report.load import load_run, load_runs
+from ...report.stats import cell_differences, paired_comparison, result_rows
 from ...storage import atomic_write_json, atomic_write_text
+from ...urls import public_url
 from .. import Board, ExportResult, GenerateRequest, RunRequest, ValidateRequest
+from .command import run_request
+from .data.io import load_environment, save_environment
+from .generate.llm.base import STAGES, Limits
+from .generate.llm.pipeline import generate_llm
+from .generate.personas import load_personas
+from .generate.procedural import generate_procedural, select_domains
+from .generate.progress import GenerationProgress
 from .options import GenerateOptions, RunOptions, ValidateOptions
+from .validity import FAMILIES, TextVectors, run_suite
+from .validity.exposure import recognise_pack
+from .validity.reading import TextJudge, judge_mode, judge_note, llm_judge
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -29,28 +59,17 @@ class StateTrack:
 
     def owns_run(self, run_dir: Path) -> bool:
         """A statetrack run directory has a ``manifest.json``; a ``--trials`` output has one per trial."""
-        from ...engine.trials import is_trials_dir
-
         return (run_dir / "manifest.json").is_file() or is_trials_dir(run_dir)
 
     def generate(self, request: GenerateRequest[GenerateOptions], console: Console) -> int:
         """The procedural generator or the LLM pipeline: ``data.json`` plus ``generation_report.json``."""
-        from ...cli_common import app_config
-        from ...engine.lock import run_lock
-        from .data.io import save_environment
-        from .generate.personas import load_personas
-
         r, o, out_dir = request, request.options, request.out_dir
         cfg = app_config(r.config, r.sets)
         pool = load_personas(o.personas) if o.personas else None
         if o.generator != "procedural":
-            from ...llm.preflight import preflight
-
             preflight(cfg.llm, ["generator"])  # a wrong model name stops here, not after the first user's calls
         with run_lock(out_dir, "amemgym generate"):
             if o.generator == "procedural":
-                from .generate.procedural import generate_procedural, select_domains
-
                 names = [n.strip() for n in o.domains.split(",") if n.strip()] if o.domains is not None else None
                 if names == []:
                     raise ConfigError("--domains names no domain; leave it out for every built-in domain")
@@ -62,10 +81,6 @@ class StateTrack:
                 console.print(f"wrote {out_dir / 'data.json'} ({len(env.users)} users, {env.num_periods} periods) "
                               f"and {out_dir / 'generation_report.json'}")
                 return 0
-            from ...llm.client import LLMClient
-            from .generate.llm.base import STAGES, Limits
-            from .generate.llm.pipeline import generate_llm
-            from .generate.progress import GenerationProgress
 
             llm = LLMClient.from_config(cfg.llm, serial=cfg.run.serial)
             progress = GenerationProgress(o.users or cfg.env.num_user_profiles, len(STAGES), llm.ledger)
@@ -79,8 +94,6 @@ class StateTrack:
                 finally:
                     progress.close()
                     await llm.aclose()
-
-            import asyncio
 
             result = asyncio.run(go())
             failed = getattr(result, "failed", [])
@@ -104,11 +117,6 @@ class StateTrack:
 
     def validate(self, request: ValidateRequest[ValidateOptions], console: Console) -> int:
         """Shortcut strategies against random, the reference agents, the data audit; 1 if any check fails."""
-        from ...cli_common import app_config, err
-        from ...commands.validate import ValidateProgress, pick_embedder, print_report
-        from .data.io import load_environment
-        from .validity import FAMILIES, TextVectors, run_suite
-
         r, o = request, request.options
         if not 0 <= o.margin < 1:
             raise ConfigError(f"--margin must be in [0, 1), got {o.margin}")
@@ -116,8 +124,6 @@ class StateTrack:
         embed, name, note = pick_embedder(o.embedder)
         if note:
             err.print(note, highlight=False, markup=False)
-        from .validity.exposure import recognise_pack
-        from .validity.reading import judge_mode
 
         mode = judge_mode(o.judge)
         judge = None if mode == "never" else _judge(app_config(r.config, r.sets).llm)
@@ -140,16 +146,11 @@ class StateTrack:
 
     def run(self, request: RunRequest[RunOptions], console: Console) -> int:
         """The on-policy (or replayed) run with per-period evaluation, optionally as several trials."""
-        from .command import run_request
-
         return run_request(request, console)
 
     def report(self, run_dirs: list[Path], out_file: Path, *, env: Path | None, figures: Path | None,
                console: Console) -> int:
         """Tables, curves, diagnosis, heat maps and the trace browser in one HTML file (plus figures)."""
-        from ...report.build import build_report
-        from ...report.figures import write_figures
-
         rep = build_report(list(run_dirs), env_override=env)
         atomic_write_text(out_file, rep.html)
         for note in rep.notes:
@@ -162,12 +163,6 @@ class StateTrack:
 
     def leaderboard(self, run_dirs: list[Path]) -> Board:
         """Memory-score ranking within groups of the same environment and protocol."""
-        from rich.markup import escape
-
-        from ...engine.board import markdown_cell
-        from ...report.leaderboard import display_columns, display_rows, leaderboard, to_csv, to_markdown
-        from ...report.load import load_run, unique_labels
-
         # One unreadable folder (of a glob like runs/*) is listed with its reason; the others are still boarded.
         runs, skipped = [], []
         for root, label in zip(run_dirs, unique_labels(list(run_dirs)), strict=True):
@@ -191,13 +186,6 @@ class StateTrack:
 
     def compare(self, run_a: Path, run_b: Path, *, bootstrap: int, seed: int, console: Console) -> int:
         """Memory-score difference over shared (user, period) cells, users resampled."""
-        from rich.table import Table
-
-        from ...engine.ranking_flags import shown
-        from ...report.aggregate import cell_counts, degeneracy_flags
-        from ...report.load import load_runs
-        from ...report.stats import cell_differences, paired_comparison, result_rows
-
         a, b = load_runs([run_a, run_b])
         if a.environment_sha256 != b.environment_sha256:
             raise RunError(f"{a.root} and {b.root} were run on different environments (sha256 "
@@ -218,7 +206,6 @@ class StateTrack:
                 table.add_row(f"cells excluded from {name}'s memory score (UB <= R)", f"{excluded}/{total}")
             flags = degeneracy_flags(run.metrics)
             table.add_row(f"flags of {name}", "; ".join(shown(f) for f in flags) or "-")
-        from ...report.leaderboard import trials_flag
 
         for name, run in (("A", a), ("B", b)):
             if run.metrics.get("trials"):
@@ -235,6 +222,7 @@ class StateTrack:
 
     def make_env(self, env: Path | None, **options: Any) -> Any:
         """:class:`~amemgym.train.MemoryEnv` on the file ``env`` (None: the bundled tiny environment)."""
+        # Imported on use: importing amemgym.train registers every family's Gymnasium ids, which loads this module.
         from ...train.env import MemoryEnv
 
         return MemoryEnv(env, **options)
@@ -242,6 +230,7 @@ class StateTrack:
     def export(self, run_dir: Path, out_file: Path, *, fmt: str, unit: str | None,
                with_evaluation: bool) -> ExportResult:
         """Conversations (and optionally scored evaluations) per user or session (:mod:`amemgym.train.export`)."""
+        # Imported on use, as in make_env.
         from ...train.export import export_run
 
         s = export_run(run_dir, out_file, fmt=fmt, with_evaluation=with_evaluation, unit=unit or "episode")
@@ -261,11 +250,6 @@ def _judge(cfg: Any) -> Any:
     When the judge cannot be reached the command stops with one line (exit 2): a demanding user never gets
     an exit 0 on a file whose text nobody could read unless they asked for that with ``--no-judge``.
     """
-    from ...errors import BackendUnavailable, ConfigError
-    from ...llm.preflight import preflight
-    from ...llm.urls import public_url
-    from .validity.reading import TextJudge, judge_note, llm_judge
-
     url = cfg.chat_base_url("judge")
     model = cfg.endpoint("judge").model or ("(server default)" if url else cfg.embedded.model)
     where = f"{model} at {public_url(url)}" if url else f"embedded {model}"
@@ -278,8 +262,6 @@ def _judge(cfg: Any) -> Any:
             raise type(exc)(f"the judge role cannot read this file's openings ({exc}); give it a reachable model "
                             "(llm.roles.judge or OPENAI_BASE_URL; the embedded model needs amemgym[local]), or "
                             "pass --no-judge to accept exposure UNCHECKED") from None
-        from ...cli_common import err
-        from ...llm.client import LLMClient
 
         periods = sum(len(u.periods) for u in env.users if u.id in users)
         err.print(f"exposure: the judge role ({where}) reads {periods} period(s) of {len(users)} user(s), one call "

@@ -15,6 +15,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from ...cli_common import new_console
 from ...engine.progress import (
     LOG_EVERY_SECONDS,
     STALL_SECONDS,
@@ -30,7 +33,6 @@ from .layout import RunDir
 
 if TYPE_CHECKING:
     from rich.console import Console
-    from rich.progress import Progress
 
 #: Re-exported: the display of every family counts calls and stalls the same way (``amemgym.engine.progress``).
 __all__ = ["LOG_EVERY_SECONDS", "STALL_SECONDS", "TICK_SECONDS", "FileProgress", "RunProgress", "stall_text"]
@@ -88,7 +90,7 @@ class RunProgress:
     """Counts sessions and evaluated periods, with tokens, cache hits and errors so far."""
 
     def __init__(self, console: Console | None = None, *, live: bool | None = None) -> None:
-        self._console = console
+        self.console = console if console is not None else new_console(stderr=True)
         self.live = sys.stderr.isatty() if live is None else live
         self._progress: Progress | None = None
         self._ledger: Callable[[], UsageLedger] | None = None
@@ -100,15 +102,6 @@ class RunProgress:
         self._root = Path()
         self.total_sessions = self.total_evals = self.done_sessions = self.done_evals = 0
         self.stall_seconds = STALL_SECONDS
-
-    @property
-    def console(self) -> Console:
-        """Where the display goes (stderr unless given); made on first use, rich being slow to import."""
-        if self._console is None:
-            from ...cli_common import new_console
-
-            self._console = new_console(stderr=True)
-        return self._console
 
     def watch(self, users: list[Any], root: Path) -> RunProgress:
         """Count the sessions and evaluations of ``users`` in the run directory ``root`` (returns itself)."""
@@ -122,8 +115,6 @@ class RunProgress:
         the calls of ``ledger`` (or of the ledger it returns); polls the run directory while the loop runs."""
         self._ledger = ledger if callable(ledger) else (lambda: ledger)
         if self.live:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
             self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                       TimeElapsedColumn(), TextColumn("{task.fields[info]}"), console=self.console)
             self._progress.start()

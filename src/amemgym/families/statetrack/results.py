@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 from typing import Any
 
 from ...config import PROTOCOL_MAX_TOKENS, RunSettings
@@ -9,8 +11,10 @@ from ...errors import RunError
 from ...records import EvaluationRecord, UpperBoundRecord, as_dict, read_record
 from .data.model import Environment, UserEnv
 from .episode import recorded_sessions
-from .layout import RunDir
+from .layout import TRACE, RunDir
 from .metrics import QuestionOutcome, aggregate, result_flags
+from .validity.exposure import unchecked_reason
+from .validity.sim_audit import degenerate_summary
 
 
 def changed_at(user: UserEnv, period: int, variable: str) -> int:
@@ -116,13 +120,11 @@ def compute_metrics(env: Environment, rundir: RunDir, answer_rule: str = "strict
         },
     }
     metrics["agent_stats"] = agent_stats
-    from .validity.sim_audit import degenerate_summary
 
     # Lexical and cheap: every run records how often its simulator stopped playing the user.
     metrics["simulator"] = degenerate_summary(env, rundir)
     metrics["overall"]["flags"] = result_flags(metrics["overall"], metrics["simulator"])
     metrics["overall"]["degenerate"] = bool(metrics["overall"]["flags"])
-    from .validity.exposure import unchecked_reason
 
     # A file whose openings no text reader can check must never look fully validated (docs/design.md §8).
     metrics["exposure_unchecked"] = unchecked_reason(env)
@@ -144,10 +146,6 @@ def protocol_settings(run: RunSettings) -> dict[str, Any]:
 
 async def write_trace(user: UserEnv, rundir: RunDir) -> None:
     """Assemble ``trace.jsonl`` (see :func:`trace_text`) off the event loop and hand it to the user's writer."""
-    import asyncio
-
-    from .layout import TRACE
-
     out = rundir.writer(user.id)
     out.put_text(TRACE, await asyncio.to_thread(trace_text, user, rundir))
     await out.flush()
@@ -155,8 +153,6 @@ async def write_trace(user: UserEnv, rundir: RunDir) -> None:
 
 def trace_text(user: UserEnv, rundir: RunDir) -> str:
     """A user's ``trace.jsonl``: every message with its position, then every evaluation, in period order."""
-    import json
-
     sessions = recorded_sessions(rundir, user.id)
     ub_path = rundir.upper_bound(user.id)
     ub = as_dict(read_record(ub_path, UpperBoundRecord))["answers"] if ub_path.exists() else {}

@@ -26,13 +26,23 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ... import __version__
+from ...agents import resolve_agent
 from ...agents.registry import AgentSpec
 from ...engine.contract import AgentPlan, Unit, UnitFailed
-from ...errors import RunError
-from ...records import RUN_FORMAT_VERSION, Manifest, Metrics
+from ...engine.processes import ProcessUnitExecutor
+from ...errors import DataError, RunError
+from ...llm.preflight import run_roles
+from ...prompts import template_hashes
+from ...records import RUN_FORMAT_VERSION, Manifest, Metrics, UpperBoundRecord, read_record
+from .cut import first_users
+from .data.io import environment_sha256, load_environment
 from .data.model import Environment, UserEnv
-from .episode import RUN_ROLES, PeriodHook, lost_fix, refuse_lost_sessions
+from .episode import RUN_ROLES, Episode, EpisodeEvents, PeriodHook, lost_fix, refuse_lost_sessions
 from .layout import RunDir, adopt_legacy_folders, folder_clashes, user_folder
+from .progress import RunProgress
+from .protocol import check_manifest, protocol_of
+from .results import compute_metrics, protocol_settings, write_trace
+from .summary import print_summary
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -43,7 +53,6 @@ if TYPE_CHECKING:
     from ...engine.executor import UnitExecutor
     from ...engine.runner import RunOptions, RunOutcome
     from ...llm.client import LLMClient
-    from .progress import RunProgress
 
 __all__ = ["STATETRACK_UNITS", "USERS_PER_WORKER", "EpisodeOptions", "StatetrackUnits", "auto_workers",
            "environment_of", "statetrack_plan", "units_of", "user_finished"]
@@ -120,8 +129,6 @@ def user_finished(rundir: RunDir, user: UserEnv) -> bool:
         RunError: the user is finished but its upper-bound answers do not read (the run cannot be scored), or
             sessions its checkpoint counts as played are not recorded.
     """
-    from ...records import UpperBoundRecord, read_record
-
     # The files' existence first: the engine asks this of every user while a run goes on, and the checkpoint
     # holds the agent's whole snapshot.
     needed = [rundir.upper_bound(user.id), *(rundir.evaluation(user.id, p) for p in range(len(user.periods)))]
@@ -148,18 +155,11 @@ class StatetrackUnits:
 
     def units(self, env: Path, limit: int | None) -> list[Unit]:
         """The users of the environment file ``env`` (its first ``limit``)."""
-        from .cut import first_users
-        from .data.io import environment_sha256, load_environment
-
         data = first_users(load_environment(env, limit=limit), limit)
         return units_of(data, environment_sha256(data))
 
     def plan(self, agent: str, cfg: AppConfig, llm: LLMClient, first: Unit) -> AgentPlan:
         """An on-policy run of the registered agent ``agent``."""
-        from ...agents import resolve_agent
-        from ...llm.preflight import run_roles
-        from .runner import protocol_of
-
         spec = resolve_agent(agent)
         return statetrack_plan(spec, protocol_of(first.digest, spec, cfg, None), run_roles(spec.roles))
 
@@ -176,10 +176,6 @@ class StatetrackUnits:
                 is on disk and a re-run resumes from it.
             DataError: a record in the user's folder does not read.
         """
-        from ...errors import DataError
-        from .episode import Episode, EpisodeEvents
-        from .results import write_trace
-
         options: EpisodeOptions = plan.options
         rundir = RunDir(checkpoint.run_dir)
         events = EpisodeEvents()
@@ -206,8 +202,6 @@ class StatetrackUnits:
 
     def check_resume(self, old: Mapping[str, Any], protocol: Mapping[str, Any], root: Path) -> dict[str, Any]:
         """Every protocol entry must match; a run setting added since, at its default, is no change."""
-        from .runner import check_manifest
-
         return check_manifest(old, protocol, root)
 
     def adopt(self, old: Mapping[str, Any], units: Sequence[Unit], root: Path) -> dict[str, Any]:
@@ -220,8 +214,6 @@ class StatetrackUnits:
     def manifest(self, base: Mapping[str, Any], old: Mapping[str, Any] | None, units: Sequence[Unit],
                  plan: AgentPlan, cfg: AppConfig) -> dict[str, Any]:
         """Statetrack's manifest: a resume keeps the first invocation's and updates only its models."""
-        from ...prompts import template_hashes
-
         users: list[UserEnv] = [u.data for u in units]
         periods = len(users[0].periods) if users else 0
         if old is not None:
@@ -251,8 +243,6 @@ class StatetrackUnits:
 
     def run_metrics(self, units: Sequence[Unit], root: Path, found: Sequence[Any], cfg: AppConfig) -> dict[str, Any]:
         """Every statetrack number over every (user, period), with the protocol settings they were made under."""
-        from .results import compute_metrics, protocol_settings
-
         metrics = compute_metrics(environment_of(units), RunDir(root), cfg.run.answer_rule)
         metrics["protocol_settings"] = protocol_settings(cfg.run)
         return metrics
@@ -264,20 +254,15 @@ class StatetrackUnits:
         workers = auto_workers(cfg, len(units), RUN_ROLES)
         if workers < 2:
             return None
-        from ...engine.processes import ProcessUnitExecutor
 
         return ProcessUnitExecutor(workers)
 
     def progress(self, units: Sequence[Unit], root: Path) -> RunProgress:
         """Sessions and evaluations done, read from the users' files."""
-        from .progress import RunProgress
-
         return RunProgress().watch([u.data for u in units], root)
 
     def run_summary(self, console: Console, root: Path, outcome: RunOutcome) -> None:
         """The metrics table, what each number means, flags, answers and usage."""
-        from .driver import print_summary
-
         print_summary(console, outcome.metrics, root)
 
 

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from rich.console import Console
-
+from ....cli_common import new_console
 from ....records import Metrics, as_dict, read_record
 from .flags import main_guard, parser, run_original
 
@@ -11,7 +10,7 @@ from .flags import main_guard, parser, run_original
 def main() -> int:
     """Finish the run if needed, then print the failure rates per period."""
     args = parser("Diagnose memory failures (amemgym runner, original flags).").parse_args()
-    console = Console()
+    console = new_console()
     code, out = run_original(args, console)
     metrics = as_dict(read_record(out / "metrics.json", Metrics))
     for row in metrics["per_period"]:

@@ -16,6 +16,9 @@ from pydantic import ValidationError
 
 from ....config import PROTOCOL_MAX_TOKENS, PROTOCOL_RUN, AppConfig, load_config
 from ....errors import AMemGymError, ConfigError
+from ..data.io import load_environment
+from ..driver import run_command
+from .original_layout import import_original_interactions, is_original_folder, write_original_layout
 
 #: Environment variables that carry a key given inside an original config file to the client, so the key
 #: itself never enters amemgym's config, manifest or logs.
@@ -171,10 +174,6 @@ def run_original(args: argparse.Namespace, console: Any) -> tuple[int, Path]:
     ``--off_policy_dir`` may name an original agent folder (its interactions are imported into
     ``<name>/off_policy_import`` first) or an amemgym run directory.
     """
-    from ..data.io import load_environment
-    from ..driver import run_command
-    from .original_layout import import_original_interactions, is_original_folder, write_original_layout
-
     agent = agent_from_original(args.agent_config)
     cfg = app_config(args, agent)
     env_path = Path(args.env_data)

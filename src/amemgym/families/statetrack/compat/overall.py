@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from rich.console import Console
-
+from ....cli_common import new_console
 from .flags import main_guard, parser, run_original
 
 
 def main() -> int:
     """Run, or resume, the evaluation of one agent."""
     args = parser("Evaluate an agent on-policy (amemgym runner, original flags).").parse_args()
-    code, _ = run_original(args, Console())
+    code, _ = run_original(args, new_console())
     return code
 
 

@@ -22,6 +22,7 @@ from collections import defaultdict
 from collections.abc import Callable
 
 import numpy as np
+from scipy.optimize import minimize
 
 from ....seeding import derive_seed
 from ....textsim import jaccard, words
@@ -216,8 +217,6 @@ def _option_features(user: UserEnv, q: int) -> list[list[int]]:
 
 def _fit_logit(train: Examples) -> Callable[[UserEnv, int], list[float]]:
     """Fit a softmax over each question's options (shared weights) to how often each option was correct."""
-    from scipy.optimize import minimize
-
     feat_idx: list[int] = []
     row_of_feat: list[int] = []
     y: list[float] = []

@@ -27,7 +27,10 @@ from dataclasses import asdict, dataclass, field
 from functools import cache
 from typing import Any
 
+from ....errors import AMemGymError
+from ....prompts import render
 from ..data.model import Environment, UserEnv
+from ..generate.procedural.packs import all_domains
 
 #: Reads the openings of one period of one user and returns the (variable, value) facts they state.
 Reader = Callable[[UserEnv, int], set[tuple[str, str]]]
@@ -84,8 +87,6 @@ def _squash(text: str) -> str:
 
 @cache
 def _builtin_domains() -> dict[str, Any]:
-    from ..generate.procedural.packs import all_domains
-
     return {d.name: d for d in all_domains()}
 
 
@@ -293,9 +294,6 @@ def judge_reader(llm: Any) -> AsyncReader:
     The judge sees the openings and the schema (topics and their possible values) only: never the state,
     the updates or ``exposed_states``.
     """
-    from ....errors import AMemGymError
-    from ....prompts import render
-
     async def read(user: UserEnv, period: int) -> set[tuple[str, str]]:
         schema = "\n".join(f"- {v}: {', '.join(vals)}" for v, vals in user.state_schema.items())
         openings = "\n\n".join(f'Message {i + 1}:\n"""\n{s.query}\n"""'

@@ -30,6 +30,7 @@ from ....llm.redact import redact
 from ....prompts import render
 from ....records import Manifest, as_dict, read_record
 from ....textsim import jaccard, words
+from ..cut import recorded_environment
 from ..data.model import Environment, Session, UserEnv
 from ..episode import recorded_sessions
 from ..layout import RunDir
@@ -231,8 +232,6 @@ def environment_of(rundir: RunDir, env_path: Path | None = None) -> Environment:
     Raises:
         RunError: not a run directory, or the environment is missing or is not the run's.
     """
-    from ..cut import recorded_environment
-
     if not rundir.manifest.exists():
         raise RunError(f"{rundir.root}: not a run directory (no manifest.json)")
     env, why = recorded_environment(as_dict(read_record(rundir.manifest, Manifest)), env_path)

@@ -28,6 +28,7 @@ Decision rule (``DECISION_RULE`` is printed and written with the results):
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
@@ -78,8 +79,6 @@ Progress = Callable[[str, float | None], None]
 
 def wilson(hits: int, n: int) -> tuple[float | None, float | None]:
     """95 % Wilson score interval for ``hits`` successes out of ``n``."""
-    import math
-
     if n == 0:
         return None, None
     p, z = hits / n, 1.959964

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit, urlunsplit
 
-from ..errors import ConfigError
+from .errors import ConfigError
 
 
 def base_url_problem(url: str) -> str | None:
