@@ -9,9 +9,9 @@ import typer
 from rich.table import Table
 
 from ..cli_common import check_output, handled, out
+from ..engine.read import check_manifest_file
 from ..errors import ConfigError
 from ..families import get_family, group_runs
-from ..records.base import load_json_file
 from ..storage import atomic_write_text
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ def _one_family(runs: list[Path], what: str) -> tuple[str, list[Path]]:
     run whose ``manifest.json`` cannot be read (it names the family, so it would be taken for a statetrack run)."""
     for run in runs:
         if (run / "manifest.json").is_file():
-            load_json_file(run / "manifest.json")
+            check_manifest_file(run / "manifest.json")
     groups = group_runs(runs)
     if len(groups) > 1:
         raise ConfigError(f"cannot mix {' and '.join(groups)}-family runs in one {what}")

@@ -14,13 +14,15 @@ from typing import Any
 from ..errors import RunError
 from ..families import get_family
 from ..records import run_family
+from ..records.base import load_json_file
 from ..records.units import peek_family
 from .checkpoint import CHECKPOINT_FILE
 from .pool import Entry, Found, Pending, build_entries
 from .rundir import RECORD_FILE, UnitRunDir, read_unit_record
 
-__all__ = ["MAX_DEPTH", "bare_records", "checkpoint_family", "family_of_tree", "load_entries", "load_found",
-           "require_results", "runs_under", "unfinished_runs", "unique_labels"]
+__all__ = ["MAX_DEPTH", "bare_records", "check_manifest_file", "checkpoint_family", "family_of_tree", "load_entries",
+           "load_found", "refuse_unreadable_manifests", "require_results", "runs_under", "unfinished_runs",
+           "unique_labels"]
 
 #: How deep below a given folder run directories are looked for.
 MAX_DEPTH = 4
@@ -36,6 +38,31 @@ def runs_under(root: Path, family: str | None = None) -> list[Path]:
             if name is not None and (family is None or name == family):
                 found.append(path.parent)
     return found
+
+
+def refuse_unreadable_manifests(root: Path) -> None:
+    """Refuse a run at or below ``root`` whose ``manifest.json`` cannot be read as a JSON object: it would name
+    no family, so without this check its records would silently leave the numbers (one trial of a ``--trials``
+    output, one run of a folder of runs).
+
+    Raises:
+        RunError: naming the file and what is wrong with it.
+    """
+    for depth in range(MAX_DEPTH + 1):
+        for path in sorted(Path(root).glob("/".join(["*"] * depth + ["manifest.json"]))):
+            if peek_family(path) is None:  # else it was read, and names its family
+                check_manifest_file(path)
+
+
+def check_manifest_file(path: Path) -> None:
+    """Refuse a ``manifest.json`` that cannot be read as a JSON object.
+
+    Raises:
+        RunError: naming the file and what is wrong with it.
+    """
+    data = load_json_file(path)
+    if not isinstance(data, dict):
+        raise RunError(f"{path}: not a run manifest (a JSON {type(data).__name__}, not an object)")
 
 
 def family_of_tree(root: Path) -> str | None:
@@ -122,6 +149,7 @@ def load_found(roots: list[Path], family: str | None = None) -> tuple[list[Found
     found: list[Found] = []
     pending: list[Pending] = []
     for root, label in zip(paths, unique_labels(paths), strict=True):
+        refuse_unreadable_manifests(root)
         runs = runs_under(root, family)
         if not runs:
             bare = bare_records(root, family)

@@ -1,0 +1,73 @@
+"""A run below a folder given to a reader whose manifest cannot be read is named and refused, never left out.
+
+Without the check such a run names no family, so ``runs_under`` would not see it: one trial of a ``--trials``
+output, or one run of a folder of runs, would silently leave the board, the report and the comparison.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from amemgym.cli import app
+from amemgym.families.budget.generate import build_episode
+from amemgym.families.budget.io import save_episode
+from amemgym.testing.fake_endpoint import FakeEndpoint
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``runs/one`` (a budget run) and ``runs/two`` (a ``--trials 2`` output) of the native agent."""
+    root = tmp_path_factory.mktemp("runs")
+    env = root / "env" / "data.json"
+    save_episode(build_episode("lite", "films", 0), env)
+    with FakeEndpoint() as ep, pytest.MonkeyPatch.context() as mp:
+        mp.setenv("OPENAI_BASE_URL", ep.base_url)
+        mp.setenv("AMEMGYM_CACHE_DIR", str(root / "cache"))
+        for name, extra in (("one", []), ("two", ["--trials", "2"])):
+            res = CliRunner().invoke(app, ["run", "--env", str(env), "--agent", "native",
+                                           "--out", str(root / "runs" / name), *extra])
+            assert res.exit_code == 0, res.output
+    return root / "runs"
+
+
+def flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def board(*dirs: Path) -> tuple[int, str, list[dict[str, str]]]:
+    out = dirs[0].parent / "board.csv"
+    out.unlink(missing_ok=True)
+    res = CliRunner().invoke(app, ["leaderboard", *map(str, dirs), "--out-csv", str(out)])
+    rows = list(csv.DictReader(io.StringIO(out.read_text()))) if out.exists() else []
+    return res.exit_code, flat(res.output), rows
+
+
+def test_the_healthy_runs_are_boarded_with_every_trial(runs: Path) -> None:
+    code, _, rows = board(runs / "one", runs / "two")
+    assert code == 0 and [(r["run"], r["trials"]) for r in rows] == [("one", "1"), ("two", "2")]
+    code, _, rows = board(runs)
+    assert code == 0 and [r["trials"] for r in rows] == ["2"]  # the folder's runs pooled as one label
+
+
+@pytest.mark.parametrize("content", ['{"fam', "[]", '"a string"'])
+@pytest.mark.parametrize("where", ["two/trial_2", "one"])
+def test_a_damaged_manifest_below_a_given_folder_is_named(runs: Path, tmp_path: Path, content: str,
+                                                          where: str) -> None:
+    copy = tmp_path / "runs"
+    shutil.copytree(runs, copy)
+    (copy / where / "manifest.json").write_text(content)
+    name = str(copy / where / "manifest.json")
+    for args in ([copy], [copy / "one", copy / "two"]):
+        code, output, rows = board(*args)
+        assert code == 2 and name in output and rows == [], output
+    target = copy / where.split("/")[0]
+    res = CliRunner().invoke(app, ["report", str(target), "--out", str(tmp_path / "r.html")])
+    assert res.exit_code == 2 and name in flat(res.output)
+    res = CliRunner().invoke(app, ["compare", str(copy / "one"), str(copy / "two")])
+    assert res.exit_code == 2 and name in flat(res.output)
