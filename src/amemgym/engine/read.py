@@ -8,6 +8,7 @@ given is one label: its records form their own entries (``pool.py``).
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +22,13 @@ from .pool import Entry, Found, Pending, build_entries
 from .rundir import RECORD_FILE, UnitRunDir, read_unit_record
 
 __all__ = ["MAX_DEPTH", "bare_records", "check_manifest_file", "checkpoint_family", "family_of_tree", "load_entries",
-           "load_found", "refuse_unreadable_manifests", "require_results", "runs_under", "unfinished_runs",
-           "unique_labels"]
+           "load_found", "refuse_damaged_runs", "refuse_missing_trials", "require_results", "runs_under",
+           "unfinished_runs", "unique_labels"]
 
 #: How deep below a given folder run directories are looked for.
 MAX_DEPTH = 4
+#: A ``--trials`` output's summary, listing its trial folders.
+TRIALS_FILE = "trials.json"
 
 
 def runs_under(root: Path, family: str | None = None) -> list[Path]:
@@ -40,10 +43,11 @@ def runs_under(root: Path, family: str | None = None) -> list[Path]:
     return found
 
 
-def refuse_unreadable_manifests(root: Path) -> None:
-    """Refuse a run at or below ``root`` whose ``manifest.json`` cannot be read as a JSON object: it would name
-    no family, so without this check its records would silently leave the numbers (one trial of a ``--trials``
-    output, one run of a folder of runs).
+def refuse_damaged_runs(root: Path) -> None:
+    """Refuse a run at or below ``root`` whose records would otherwise silently leave the numbers: a
+    ``manifest.json`` that cannot be read as a JSON object (it names no family, so the run is not seen: one
+    trial of a ``--trials`` output, one run of a folder of runs), or a ``--trials`` output whose ``trials.json``
+    lists a trial that holds no run any more.
 
     Raises:
         RunError: naming the file and what is wrong with it.
@@ -52,6 +56,30 @@ def refuse_unreadable_manifests(root: Path) -> None:
         for path in sorted(Path(root).glob("/".join(["*"] * depth + ["manifest.json"]))):
             if peek_family(path) is None:  # else it was read, and names its family
                 check_manifest_file(path)
+        for path in sorted(Path(root).glob("/".join(["*"] * depth + [TRIALS_FILE]))):
+            refuse_missing_trials(path.parent)
+
+
+def refuse_missing_trials(root: Path) -> None:
+    """Refuse a ``--trials`` output whose ``trials.json`` lists a trial folder that holds no run any more (its
+    trials would be pooled as fewer, with nothing said).
+
+    Raises:
+        RunError: ``trials.json`` is unreadable or of the wrong shape, or a trial it lists is gone.
+    """
+    path = Path(root) / TRIALS_FILE
+    if not path.is_file():
+        return
+    data = load_json_file(path)
+    listed = data.get("trials") if isinstance(data, dict) else None
+    names = [t.get("trial") for t in listed if isinstance(t, dict)] if isinstance(listed, list) else []
+    if not names or len(names) != len(listed or []) \
+            or not all(isinstance(n, str) and re.fullmatch(r"trial_[0-9]+", n) for n in names):
+        raise RunError(f"{path}: not a trials summary (expected a list of trials, each naming its trial_N folder)")
+    gone = [n for n in names if not (Path(root) / n / "manifest.json").is_file()]
+    if gone:
+        raise RunError(f"{path} lists {', '.join(gone)}, which holds no run any more (no manifest.json); restore "
+                       f"it, or take it out of {TRIALS_FILE} to pool the trials that are left")
 
 
 def check_manifest_file(path: Path) -> None:
@@ -149,7 +177,7 @@ def load_found(roots: list[Path], family: str | None = None) -> tuple[list[Found
     found: list[Found] = []
     pending: list[Pending] = []
     for root, label in zip(paths, unique_labels(paths), strict=True):
-        refuse_unreadable_manifests(root)
+        refuse_damaged_runs(root)
         runs = runs_under(root, family)
         if not runs:
             bare = bare_records(root, family)

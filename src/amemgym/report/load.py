@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ..engine.ranking_flags import model_change_flag, with_flag
-from ..engine.read import unique_labels
+from ..engine.read import refuse_missing_trials, unique_labels
 from ..engine.trials import is_trials_dir, trial_run_dirs
 from ..errors import RunError
 from ..families.statetrack.cut import recorded_environment
@@ -96,6 +96,7 @@ def load_run(root: Path, label: str | None = None) -> RunRecord:
 
 def _load_trials(root: Path, label: str | None) -> RunRecord:
     """A ``--trials`` output as one record: the first trial's manifest and metrics pooled over all trials."""
+    refuse_missing_trials(root)
     trials = [load_run(d) for d in trial_run_dirs(root)]
     first = trials[0]
     for t in trials[1:]:

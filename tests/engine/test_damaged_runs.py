@@ -1,7 +1,9 @@
-"""A run below a folder given to a reader whose manifest cannot be read is named and refused, never left out.
+"""A run below a folder given to a reader that cannot be read whole is named and refused, never left out.
 
-Without the check such a run names no family, so ``runs_under`` would not see it: one trial of a ``--trials``
-output, or one run of a folder of runs, would silently leave the board, the report and the comparison.
+A manifest that cannot be read names no family, so without the check ``runs_under`` would not see its run:
+one trial of a ``--trials`` output, or one run of a folder of runs, would silently leave the board, the report
+and the comparison. A trial folder that ``trials.json`` lists and that is gone would likewise pool the trials
+as fewer.
 """
 
 from __future__ import annotations
@@ -71,3 +73,40 @@ def test_a_damaged_manifest_below_a_given_folder_is_named(runs: Path, tmp_path: 
     assert res.exit_code == 2 and name in flat(res.output)
     res = CliRunner().invoke(app, ["compare", str(copy / "one"), str(copy / "two")])
     assert res.exit_code == 2 and name in flat(res.output)
+
+
+@pytest.mark.parametrize("damage", ["folder gone", "manifest gone", "summary not a list"])
+def test_a_trials_output_missing_a_listed_trial_is_named(runs: Path, tmp_path: Path, damage: str) -> None:
+    copy = tmp_path / "runs"
+    shutil.copytree(runs, copy)
+    summary = copy / "two" / "trials.json"
+    if damage == "folder gone":
+        shutil.rmtree(copy / "two" / "trial_2")
+    elif damage == "manifest gone":
+        (copy / "two" / "trial_2" / "manifest.json").unlink()
+    else:
+        summary.write_text('{"trials": {"trial": "trial_1"}}')
+    why = "not a trials summary" if damage == "summary not a list" else "lists trial_2, which holds no run any more"
+    for args in ([copy], [copy / "one", copy / "two"]):
+        code, output, rows = board(*args)
+        assert code == 2 and f"{summary}" in output and why in output and rows == [], output
+    res = CliRunner().invoke(app, ["compare", str(copy / "one"), str(copy / "two")])
+    assert res.exit_code == 2 and why in flat(res.output)
+
+
+def test_a_statetrack_trials_output_missing_a_listed_trial_is_not_boarded(tmp_path: Path) -> None:
+    with FakeEndpoint() as ep, pytest.MonkeyPatch.context() as mp:
+        mp.setenv("OPENAI_BASE_URL", ep.base_url)
+        mp.setenv("AMEMGYM_CACHE_DIR", str(tmp_path / "cache"))
+        for name, extra in (("a", []), ("t", ["--trials", "2"])):
+            res = CliRunner().invoke(app, ["run", "--config", "tiny", "--agent", "native",
+                                           "--out", str(tmp_path / name), *extra])
+            assert res.exit_code == 0, res.output
+    code, output, rows = board(tmp_path / "a", tmp_path / "t")
+    assert code == 0 and [r["run"] for r in rows] == ["a", "t"]
+    shutil.rmtree(tmp_path / "t" / "trial_2")
+    code, output, rows = board(tmp_path / "a", tmp_path / "t")
+    assert code == 0 and [r["run"] for r in rows] == ["a"]
+    assert f"not boarded: {tmp_path / 't'}: {tmp_path / 't' / 'trials.json'} lists trial_2" in output
+    res = CliRunner().invoke(app, ["report", str(tmp_path / "t"), "--out", str(tmp_path / "r.html")])
+    assert res.exit_code == 2 and "lists trial_2, which holds no run any more" in flat(res.output)
