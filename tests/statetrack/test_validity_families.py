@@ -22,9 +22,9 @@ from amemgym.config import env_preset
 from amemgym.families.statetrack.data import Environment
 from amemgym.families.statetrack.data.io import save_environment
 from amemgym.families.statetrack.generate.procedural import generate_procedural
-from amemgym.families.statetrack.validity import TextVectors, run_suite
 from amemgym.families.statetrack.validity.exposure import _builtin_domains, _phrasing_index, _squash, states
-from amemgym.families.statetrack.validity.strategies import matching_options
+from amemgym.families.statetrack.validity.strategies import TextVectors, matching_options
+from amemgym.families.statetrack.validity.suite import run_suite
 from amemgym.testing.scripted_model import HashEmbedder
 
 

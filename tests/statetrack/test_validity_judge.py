@@ -182,8 +182,9 @@ def test_the_judge_rereads_what_an_edited_pack_makes_the_phrasings_miss() -> Non
     """A file claiming edited pack files: the phrasings' misses prove nothing, so the judge decides."""
     from test_validity_planted import _claim_edited_pack, clean, plant_silent_session
 
-    from amemgym.families.statetrack.validity import TextVectors, run_suite
     from amemgym.families.statetrack.validity.reading import llm_judge
+    from amemgym.families.statetrack.validity.strategies import TextVectors
+    from amemgym.families.statetrack.validity.suite import run_suite
     from amemgym.llm import LLMClient
     from amemgym.testing.scripted_model import HashEmbedder, ScriptedBackend
 

@@ -6,7 +6,8 @@ import pytest
 
 from amemgym.config import env_preset
 from amemgym.families.statetrack.generate.procedural import generate_procedural
-from amemgym.families.statetrack.validity import TextVectors, run_suite
+from amemgym.families.statetrack.validity.strategies import TextVectors
+from amemgym.families.statetrack.validity.suite import run_suite
 from amemgym.testing.scripted_model import HashEmbedder
 
 

@@ -18,14 +18,16 @@ from amemgym.families.statetrack.data import (
     UserProfile,
     load_environment,
 )
-from amemgym.families.statetrack.validity import TextVectors, audit_environment, run_suite, wilson
+from amemgym.families.statetrack.validity.audit import audit_environment
 from amemgym.families.statetrack.validity.strategies import (
+    TextVectors,
     jaccard,
     matching_options,
     shortcut_strategies,
     top_options,
     words,
 )
+from amemgym.families.statetrack.validity.suite import run_suite, wilson
 from amemgym.testing.scripted_model import HashEmbedder
 
 _FILLER = ("plan", "week", "easy", "steady", "budget", "calm", "simple", "routine", "light", "early", "late",

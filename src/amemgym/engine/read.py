@@ -72,9 +72,9 @@ def refuse_missing_trials(root: Path) -> None:
         return
     data = load_json_file(path)
     listed = data.get("trials") if isinstance(data, dict) else None
-    names = [t.get("trial") for t in listed if isinstance(t, dict)] if isinstance(listed, list) else []
-    if not names or len(names) != len(listed or []) \
-            or not all(isinstance(n, str) and re.fullmatch(r"trial_[0-9]+", n) for n in names):
+    rows = listed if isinstance(listed, list) else []
+    names = [str(t["trial"]) for t in rows if isinstance(t, dict) and isinstance(t.get("trial"), str)]
+    if not rows or len(names) != len(rows) or not all(re.fullmatch(r"trial_[0-9]+", n) for n in names):
         raise RunError(f"{path}: not a trials summary (expected a list of trials, each naming its trial_N folder)")
     gone = [n for n in names if not (Path(root) / n / "manifest.json").is_file()]
     if gone:

@@ -41,9 +41,10 @@ from .generate.personas import load_personas
 from .generate.procedural import generate_procedural, select_domains
 from .generate.progress import GenerationProgress
 from .options import GenerateOptions, RunOptions, ValidateOptions
-from .validity import FAMILIES, TextVectors, run_suite
 from .validity.exposure import recognise_pack
 from .validity.reading import TextJudge, judge_mode, judge_note, llm_judge
+from .validity.strategies import TextVectors
+from .validity.suite import FAMILIES, run_suite
 
 if TYPE_CHECKING:
     from rich.console import Console

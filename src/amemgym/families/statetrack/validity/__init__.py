@@ -1,28 +1,6 @@
-"""Validity suite (docs/design.md §8): shortcut strategies, reference agents, the data audit and the simulator audit."""
+"""Validity suite (docs/design.md §8): shortcut strategies, reference agents, the data audit and the simulator audit.
 
-from .audit import CHECKS, AuditFinding, DataAudit, audit_environment
-from .reading import JUDGE_MODES, TextJudge, llm_judge, read_text
-from .strategies import Strategy, TextVectors, reference_strategies, shortcut_strategies
-from .suite import DECISION_RULE, FAMILIES, LeakyQuestion, StrategyScore, ValidityReport, run_suite, wilson
-
-__all__ = [
-    "CHECKS",
-    "DECISION_RULE",
-    "FAMILIES",
-    "JUDGE_MODES",
-    "AuditFinding",
-    "DataAudit",
-    "LeakyQuestion",
-    "Strategy",
-    "StrategyScore",
-    "TextJudge",
-    "TextVectors",
-    "ValidityReport",
-    "audit_environment",
-    "llm_judge",
-    "read_text",
-    "reference_strategies",
-    "run_suite",
-    "shortcut_strategies",
-    "wilson",
-]
+Each caller imports the module it needs (``suite.run_suite``, ``strategies.TextVectors``, ``audit``,
+``exposure``, ``sim_audit``, ...): a run reads the exposure check and the simulator audit without loading the
+suite and its optimiser.
+"""
