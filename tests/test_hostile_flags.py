@@ -125,3 +125,25 @@ def test_a_setting_of_the_wrong_kind_is_refused_not_coerced(setting: str) -> Non
     with pytest.raises(ConfigError, match=r"Input should be a valid (integer|boolean)"):
         load_config("tiny", [setting])
     assert load_config("tiny", ["llm.default.temperature=0"]).llm.default.temperature == 0.0  # an int is a float
+
+
+@pytest.mark.parametrize(("body", "how"), [
+    ("def make(llm, ctx):\n    os._exit(0)\n", "exit code 0"),
+    ("os._exit(0)\n\ndef make(llm, ctx):\n    pass\n", "exit code 0"),
+    ("def make(llm, ctx):\n    os.kill(os.getpid(), signal.SIGKILL)\n", "killed by signal 9"),
+])
+def test_a_plugin_that_ends_its_process_fails_the_check(body: str, how: str, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    # Before: check-agent ended with the plug-in's own exit code (0 here) and printed nothing, read as a pass.
+    (tmp_path / "ending_plugin.py").write_text("import os\nimport signal\n\n" + body, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    code, text = _cli("check-agent", "ending_plugin:make")
+    assert code == 1 and f"its code ended the checking process ({how}) before the checks finished" in " ".join(
+        text.split())
+
+
+def test_check_agent_still_reports_verdicts_and_input_errors_from_its_child() -> None:
+    code, text = _cli("check-agent", "awi")
+    assert code == 0 and "all checks passed" in text
+    code, text = _cli("check-agent", "no-such-agent")
+    assert code == 2 and "unknown agent 'no-such-agent'" in text

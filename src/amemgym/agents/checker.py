@@ -5,22 +5,30 @@ contract the runner relies on: the interface, JSON snapshots that restore exactl
 not change state, isolation between users, and determinism. Every model call goes to a *scripted fake
 LLM* (deterministic replies derived from the request) and a hashing embedder, so the checker needs no
 endpoint and its verdicts are reproducible; it says nothing about the quality of the agent's answers.
+
+``amemgym check-agent`` runs the checks in a child process (:func:`check_agent_isolated`): a plug-in is
+arbitrary code, and one that ends its process (``os._exit``, a crash in native code) would otherwise end the
+checker with whatever exit code it chose and no verdict, which a script would read as a pass.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import inspect
 import json
+import multiprocessing
 from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
 from typing import Any
 
-from ..errors import AMemGymError
+from .. import errors
+from ..errors import AgentError, AMemGymError
 from ..llm.client import LLMClient
 from ..llm.types import ChatRequest
 from ..testing.scripted_model import HashEmbedder, ScriptedBackend
 from .base import AgentContext, MemoryAgent
-from .registry import AgentSpec
+from .registry import AgentSpec, resolve_agent
 
 ASYNC_METHODS = ("reply", "ingest", "answer", "snapshot")
 SYNC_METHODS = ("restore", "memory_view", "stats")
@@ -158,6 +166,46 @@ async def check_agent(spec: AgentSpec, *, state_schema: dict[str, list[str]] | N
             ok, detail = False, f"raised {type(exc).__name__}: {exc}"
         record(name, ok, detail)
     return report
+
+
+def check_agent_isolated(name: str) -> CheckReport:
+    """:func:`check_agent` on the agent ``name`` resolves, run in a child process (spawned, so it starts clean).
+
+    Raises:
+        AMemGymError: the error resolving ``name`` raised in the child (an unknown agent, a bad config file).
+        AgentError: the child ended before it sent a verdict (the agent's code ended its process).
+    """
+    mp = multiprocessing.get_context("spawn")
+    receive, send = mp.Pipe(duplex=False)
+    child = mp.Process(target=_check_in_child, args=(name, send), name="amemgym-check-agent")
+    child.start()
+    send.close()  # only the child holds the sending end now: its end, however it comes, is an EOF here
+    try:
+        outcome = receive.recv()
+    except EOFError:
+        outcome = None
+    finally:
+        receive.close()
+        child.join()
+    if outcome is None:
+        code = child.exitcode
+        how = f"killed by signal {-code}" if code is not None and code < 0 else f"exit code {code}"
+        raise AgentError(f"agent {name!r}: its code ended the checking process ({how}) before the checks "
+                         "finished; a run would end the same way")
+    if isinstance(outcome, tuple):  # (error class name, message): raised again here with its exit code
+        kind = getattr(errors, outcome[0], None)
+        raise (kind if isinstance(kind, type) and issubclass(kind, AMemGymError) else AMemGymError)(outcome[1])
+    return outcome  # type: ignore[no-any-return]
+
+
+def _check_in_child(name: str, send: Connection) -> None:
+    outcome: CheckReport | tuple[str, str]
+    try:
+        outcome = asyncio.run(check_agent(resolve_agent(name)))
+    except AMemGymError as exc:
+        outcome = (type(exc).__name__, str(exc))
+    send.send(outcome)
+    send.close()
 
 
 async def _check_episode_and_snapshots(spec: AgentSpec, schema: dict[str, list[str]] | None) -> tuple[bool, str]:

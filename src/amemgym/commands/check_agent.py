@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Annotated
 
 import typer
 
-from ..agents.checker import check_agent
-from ..agents.registry import resolve_agent
+from ..agents.checker import check_agent_isolated
 from ..cli_common import handled, out
 
 
@@ -21,7 +19,7 @@ def register(app: typer.Typer) -> None:
         agent: Annotated[str, typer.Argument(help="Agent name (awe-2-4-30), module:factory, or config file.")],
     ) -> None:
         """Check that an agent honours the MemoryAgent contract (uses a scripted fake LLM; no endpoint needed)."""
-        report = asyncio.run(check_agent(resolve_agent(agent)))
+        report = check_agent_isolated(agent)
         for line in report.lines():
             out.print(line, highlight=False, markup=False)
         if not report.passed:
