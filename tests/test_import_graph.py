@@ -9,6 +9,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from source_ast import parse
+
 SRC = Path(__file__).resolve().parents[1] / "src"
 
 #: Top-level modules of the optional extras (pyproject's optional-dependencies) and of packages amemgym only
@@ -52,7 +54,7 @@ def imports(root: Path) -> tuple[dict[str, set[str]], set[tuple[str, str]]]:
     edges: dict[str, set[str]] = {m: set() for m in paths}
     inside: set[tuple[str, str]] = set()
     for name, path in paths.items():
-        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        tree = parse(path.read_text(encoding="utf-8"), str(path))
         is_package = path.name == "__init__.py"
         ancestors = {".".join(name.split(".")[:i]) for i in range(1, name.count(".") + 1)}
         for stmt in tree.body:

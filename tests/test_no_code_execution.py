@@ -12,6 +12,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from source_ast import parse
+
 SRC = Path(__file__).resolve().parent.parent / "src" / "amemgym"
 
 #: Builtins that run or compile code from a string.
@@ -28,7 +30,7 @@ UNSAFE_YAML_LOADERS = {"Loader", "UnsafeLoader", "FullLoader", "CLoader", "CUnsa
 def violations(source: str, name: str) -> list[str]:
     """Places in ``source`` that could execute or deserialise code."""
     found = []
-    for node in ast.walk(ast.parse(source, name)):
+    for node in ast.walk(parse(source, name)):
         where = f"{name}:{getattr(node, 'lineno', 0)}"
         if isinstance(node, ast.Call):
             func = node.func

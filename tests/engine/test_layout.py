@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from source_ast import parse
+
 SRC = Path(__file__).resolve().parents[2] / "src"
 PKG = SRC / "amemgym"
 
@@ -24,7 +26,7 @@ def imported_modules(path: Path) -> set[str]:
     else:
         package = package.removesuffix(".__init__")
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in ast.walk(parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -129,7 +131,7 @@ WRITES_OUTSIDE_RUNS = {
 def file_writes(path: Path) -> list[str]:
     """What ``path`` does that writes a file: storage writers it imports, opens for writing, in-place changes."""
     found = []
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in ast.walk(parse(path.read_text(), str(path))):
         if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[-1] == "storage":
             found += [f"imports {a.name}" for a in node.names if a.name in STORAGE_WRITERS]
         elif isinstance(node, ast.Call):
