@@ -204,6 +204,8 @@ def _check_in_child(name: str, send: Connection) -> None:
         outcome = asyncio.run(check_agent(resolve_agent(name)))
     except AMemGymError as exc:
         outcome = (type(exc).__name__, str(exc))
+    except Exception as exc:  # noqa: BLE001 - one line in the parent, never this process's traceback
+        outcome = ("AgentError", f"agent {name!r}: checking it raised {type(exc).__name__}: {exc}")
     send.send(outcome)
     send.close()
 
