@@ -45,7 +45,7 @@ def flat(text: str) -> str:
 def board(*dirs: Path) -> tuple[int, str, list[dict[str, str]]]:
     out = dirs[0].parent / "board.csv"
     out.unlink(missing_ok=True)
-    res = CliRunner().invoke(app, ["leaderboard", *map(str, dirs), "--out-csv", str(out)])
+    res = CliRunner().invoke(app, ["leaderboard", *map(str, dirs), "--out-csv", str(out)], env={"COLUMNS": "1000"})
     rows = list(csv.DictReader(io.StringIO(out.read_text()))) if out.exists() else []
     return res.exit_code, flat(res.output), rows
 
