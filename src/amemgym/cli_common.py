@@ -11,12 +11,11 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import typer
 from rich.console import Console
 
-from .config import load_config
 from .errors import AMemGymError, ConfigError
 from .redact import redact, redact_content
 
 if TYPE_CHECKING:
-    from .config import AppConfig
+    pass
 
 
 def new_console(**options: Any) -> Console:
@@ -108,11 +107,6 @@ def check_output(path: Path | None, flag: str) -> None:
         return
     if target.exists() or (target.parent == run and target.name in _RUN_FILES):
         raise ConfigError(f"{flag} {path}: a file of the run directory {run}; write the output elsewhere")
-
-
-def app_config(config: str | None, sets: list[str] | None) -> AppConfig:
-    """The config of a command: ``--config`` (a preset name or a file) with each ``--set key=value`` applied."""
-    return load_config(config, sets)
 
 
 ModelOpt = Annotated[str | None, typer.Option("--model", help="Model of the assistant under test (role agent; "

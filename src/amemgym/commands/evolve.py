@@ -20,10 +20,10 @@ from ..cli_common import (
     NoCacheOpt,
     SetOpt,
     UserModelOpt,
-    app_config,
     handled,
     out,
 )
+from ..config import load_config
 from ..engine.flags import ModelFlags
 from ..engine.lock import run_lock
 from ..errors import ConfigError
@@ -156,7 +156,7 @@ def register(app: typer.Typer) -> None:
         limit: LimitOpt = None,
     ) -> None:
         """Self-evolution: the agent rewrites its memory policy after every period from the chosen feedback."""
-        cfg = app_config(config if config or env else "tiny", set_)
+        cfg = load_config(config if config or env else "tiny", set_)
         if serial:
             cfg.run.serial = True
         if no_cache:

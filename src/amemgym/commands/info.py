@@ -10,7 +10,8 @@ import typer
 from rich.table import Table
 
 from .. import __version__
-from ..cli_common import ConfigOpt, SetOpt, app_config, handled, out
+from ..cli_common import ConfigOpt, SetOpt, handled, out
+from ..config import load_config
 from ..llm.client import LLMClient, default_cache_dir
 from ..llm.embedded_model import model_status
 from ..llm.embedder import embedder_status
@@ -19,7 +20,7 @@ from ..llm.preflight import preflight
 
 def info(config: ConfigOpt = None, set_: SetOpt = None) -> None:
     """Versions, which backend each role resolves to, and whether the embedded model is installed."""
-    cfg = app_config(config, set_)
+    cfg = load_config(config, set_)
     out.print(f"amemgym {__version__} (Python {sys.version.split()[0]})")
     table = Table("role", "backend", "model / endpoint")
     for role, desc in LLMClient(cfg.llm).describe().items():
@@ -36,7 +37,7 @@ def info(config: ConfigOpt = None, set_: SetOpt = None) -> None:
 def check_llm(config: ConfigOpt = None, set_: SetOpt = None) -> None:
     """One real round trip per role (chat, structured output, embeddings), with latency, tokens and the model
     that answered. A role whose endpoint does not list its configured model fails before any call."""
-    cfg = app_config(config, set_)
+    cfg = load_config(config, set_)
     preflight(cfg.llm, ["generator", "simulator", "agent", "memory", "judge", "embedder"])
 
     async def main() -> None:

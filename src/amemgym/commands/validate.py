@@ -13,7 +13,8 @@ from rich.markup import escape as rich_escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ..cli_common import ConfigOpt, SetOpt, app_config, check_output, handled, new_console, out
+from ..cli_common import ConfigOpt, SetOpt, check_output, handled, new_console, out
+from ..config import load_config
 from ..engine.lock import run_lock
 from ..errors import BackendUnavailable, ConfigError, LLMError
 from ..families import DEFAULT_FAMILY, OptionValue, ValidateRequest, family_for_env, family_for_run, family_options
@@ -212,7 +213,7 @@ def register(app: typer.Typer) -> None:
             if not judge:
                 return await audit_run(rd, environment)
 
-            cfg = app_config(config, set_)
+            cfg = load_config(config, set_)
             llm = LLMClient.from_config(cfg.llm)
             try:
                 return await audit_run(rd, environment, llm=llm)

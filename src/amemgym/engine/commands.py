@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 
-from ..cli_common import app_config
+from ..config import load_config
 from ..errors import AMemGymError, ConfigError
 from ..records import run_family
 from ..report.stats import paired_comparison, result_rows
@@ -68,7 +68,7 @@ class EngineFamily:
         r = request
         if r.env is None:
             raise ConfigError(f"a {self.name}-family run needs --env (a file or a folder of them)")
-        cfg = app_config(r.config, r.sets)
+        cfg = load_config(r.config, r.sets)
         if r.models is not None:
             cfg.llm.roles = apply_models_file(cfg.llm.roles, r.models)  # type: ignore[arg-type, assignment]
         ModelFlags(r.model, r.user_model, r.judge_model, r.max_connections).apply(cfg)

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 from rich.table import Table
 
 from ...agents.registry import resolve_agent
-from ...cli_common import app_config, err
-from ...config import PRESETS, AppConfig
+from ...cli_common import err
+from ...config import PRESETS, AppConfig, load_config
 from ...engine.flags import ModelFlags
 from ...engine.models_file import apply_models_file
 from ...engine.trials import run_trials, trial_dirs, trial_run_dirs
@@ -98,7 +98,7 @@ def run_request(r: RunRequest[RunOptions], console: Console) -> int:
     # The environment carries the preset it was generated with, and a run takes its settings from there
     # unless --config says otherwise (then a note says so). With neither, the bundled tiny demo runs tiny.
     carried = generated_with(environment) if environment is not None else None
-    cfg = app_config(r.config or carried or (None if r.env else "tiny"), r.sets)
+    cfg = load_config(r.config or carried or (None if r.env else "tiny"), r.sets)
     note = protocol_note(carried, r.config)
     if r.serial:
         cfg.run.serial = True

@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Any
 from rich.markup import escape
 from rich.table import Table
 
-from ...cli_common import app_config, err
+from ...cli_common import err
 from ...commands.validate import ValidateProgress, pick_embedder, print_report
+from ...config import load_config
 from ...engine.board import markdown_cell
 from ...engine.lock import run_lock
 from ...engine.ranking_flags import shown
@@ -65,7 +66,7 @@ class StateTrack:
     def generate(self, request: GenerateRequest[GenerateOptions], console: Console) -> int:
         """The procedural generator or the LLM pipeline: ``data.json`` plus ``generation_report.json``."""
         r, o, out_dir = request, request.options, request.out_dir
-        cfg = app_config(r.config, r.sets)
+        cfg = load_config(r.config, r.sets)
         pool = load_personas(o.personas) if o.personas else None
         if o.generator != "procedural":
             preflight(cfg.llm, ["generator"])  # a wrong model name stops here, not after the first user's calls
@@ -127,7 +128,7 @@ class StateTrack:
             err.print(note, highlight=False, markup=False)
 
         mode = judge_mode(o.judge)
-        judge = None if mode == "never" else _judge(app_config(r.config, r.sets).llm)
+        judge = None if mode == "never" else _judge(load_config(r.config, r.sets).llm)
         # Steps: the text reader, the judge's reading (when it has users to read), embeddings, each family, gates.
         reads = mode == "always" or (mode == "auto" and bool(recognise_pack(environment)[1]))
         progress = ValidateProgress(len(FAMILIES) + 3 + int(reads) - int(mode == "always"))
