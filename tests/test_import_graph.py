@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from source_ast import parse
+from source_ast import module_name, named_modules, parse
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
@@ -32,21 +32,6 @@ ON_USE = {
 }
 
 
-def module_name(path: Path, root: Path) -> str:
-    return ".".join(path.relative_to(root).with_suffix("").parts).removesuffix(".__init__")
-
-
-def target(node: ast.Import | ast.ImportFrom, module: str, is_package: bool) -> list[str]:
-    """The modules an import statement names (``from a import b`` names ``a`` and ``a.b``), resolved."""
-    if isinstance(node, ast.Import):
-        return [a.name for a in node.names]
-    base = node.module or ""
-    if node.level:
-        parts = (module if is_package else module.rsplit(".", 1)[0]).split(".")
-        base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
-    return [base, *(f"{base}.{a.name}" for a in node.names)]
-
-
 def imports(root: Path) -> tuple[dict[str, set[str]], set[tuple[str, str]]]:
     """Each module's imports at import time (top level, outside ``if TYPE_CHECKING``) as edges to the package's
     own modules, and the (module, import) pairs found inside functions."""
@@ -59,7 +44,7 @@ def imports(root: Path) -> tuple[dict[str, set[str]], set[tuple[str, str]]]:
         ancestors = {".".join(name.split(".")[:i]) for i in range(1, name.count(".") + 1)}
         for stmt in tree.body:
             if isinstance(stmt, ast.Import | ast.ImportFrom):
-                for t in target(stmt, name, is_package):
+                for t in named_modules(stmt, name, is_package):
                     parts = t.split(".")
                     edges[name] |= {q for q in (".".join(parts[:i]) for i in range(1, len(parts) + 1))
                                     if q in paths and q != name and q not in ancestors}
@@ -68,7 +53,7 @@ def imports(root: Path) -> tuple[dict[str, set[str]], set[tuple[str, str]]]:
                 for node in ast.walk(fn):
                     if isinstance(node, ast.Import | ast.ImportFrom):
                         # ``from a import b`` imports the module a.b when there is one, else names from a.
-                        base, *members = target(node, name, is_package)
+                        base, *members = named_modules(node, name, is_package)
                         inside |= {(name, t) for t in members if t in paths} or {(name, base)}
     return edges, inside
 

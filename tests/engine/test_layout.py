@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from source_ast import parse
+from source_ast import module_name, named_modules, parse
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 PKG = SRC / "amemgym"
@@ -20,22 +20,11 @@ PKG = SRC / "amemgym"
 
 def imported_modules(path: Path) -> set[str]:
     """Every module ``path`` imports, relative imports resolved against its package."""
-    package = ".".join(path.relative_to(SRC).with_suffix("").parts)
-    if path.name != "__init__.py":
-        package = package.rsplit(".", 1)[0]
-    else:
-        package = package.removesuffix(".__init__")
+    module, is_package = module_name(path, SRC), path.name == "__init__.py"
     found: set[str] = set()
     for node in ast.walk(parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parts = package.split(".")
-                base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
-            found.add(base)
-            found.update(f"{base}.{alias.name}" for alias in node.names)
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            found.update(named_modules(node, module, is_package))
     return found
 
 
