@@ -1,4 +1,4 @@
-"""Pieces every CLI command shares: consoles, the error wrapper, common options."""
+"""Pieces every CLI command shares: its two consoles (``out``, ``err``), the error wrapper, common options."""
 
 from __future__ import annotations
 
@@ -6,30 +6,13 @@ import errno
 import functools
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
-from rich.console import Console
 
+from .console import new_console
 from .errors import AMemGymError, ConfigError
-from .redact import redact, redact_content
-
-if TYPE_CHECKING:
-    pass
-
-
-def new_console(**options: Any) -> Console:
-    """A rich ``Console`` whose output is scrubbed of API keys (:func:`amemgym.redact.redact_content`).
-
-    Every console amemgym prints to is made here, so a key a server echoed (in a model name, a reply) never
-    reaches the terminal or a captured log.
-    """
-    class _RedactingConsole(Console):
-        def _render_buffer(self, buffer: Any) -> str:
-            return redact_content(super()._render_buffer(buffer))
-
-    return _RedactingConsole(**options)
-
+from .redact import redact
 
 out = new_console()
 err = new_console(stderr=True)

@@ -13,8 +13,9 @@ from rich.markup import escape as rich_escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ..cli_common import ConfigOpt, SetOpt, check_output, handled, new_console, out
+from ..cli_common import ConfigOpt, SetOpt, check_output, handled, out
 from ..config import load_config
+from ..console import new_console
 from ..engine.lock import run_lock
 from ..errors import BackendUnavailable, ConfigError, LLMError
 from ..families import DEFAULT_FAMILY, OptionValue, ValidateRequest, family_for_env, family_for_run, family_options

@@ -19,7 +19,7 @@ from typing import Protocol
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ..cli_common import new_console
+from ..console import new_console
 from ..llm.usage import UsageLedger
 
 __all__ = ["CPU_HINT", "LOG_EVERY_SECONDS", "Display", "STALL_SECONDS", "TICK_SECONDS", "PlainLog", "UnitProgress",

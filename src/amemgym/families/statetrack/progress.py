@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ...cli_common import new_console
+from ...console import new_console
 from ...engine.progress import (
     LOG_EVERY_SECONDS,
     STALL_SECONDS,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ....cli_common import new_console
+from ....console import new_console
 from .flags import main_guard, parser, run_original
 
 

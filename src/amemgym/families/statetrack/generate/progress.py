@@ -7,7 +7,7 @@ import sys
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ....cli_common import new_console
+from ....console import new_console
 from ....llm.usage import UsageLedger
 from ..progress import stall_text
 
