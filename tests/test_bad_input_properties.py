@@ -27,10 +27,10 @@ from typer.testing import CliRunner
 from amemgym.agents import resolve_agent
 from amemgym.cli import app
 from amemgym.config import load_config
-from amemgym.engine.lock import LOCK_NAME
 from amemgym.errors import ConfigError, DataError, RunError
 from amemgym.families.statetrack.data import load_environment
 from amemgym.families.statetrack.generate.procedural import tiny_environment_path
+from amemgym.runfiles import LOCK
 from amemgym.storage import append_jsonl, atomic_write_json, read_jsonl
 from amemgym.testing.fake_endpoint import FakeEndpoint
 
@@ -47,7 +47,7 @@ Path_ = tuple[Any, ...]
 def digest(root: Path) -> dict[str, str]:
     # The writer lock names its last holder; that note is not part of the run's results.
     return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file() and p.name != LOCK_NAME}
+            for p in sorted(root.rglob("*")) if p.is_file() and p.name != LOCK}
 
 
 @pytest.fixture(scope="module")

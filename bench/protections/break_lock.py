@@ -6,7 +6,7 @@ import amemgym.engine.lock as lock
 
 @contextlib.contextmanager
 def _no_lock(directory, command):
-    yield directory / lock.LOCK_NAME
+    yield directory / lock.LOCK
 
 
 lock.run_lock = _no_lock

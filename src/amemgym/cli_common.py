@@ -13,6 +13,7 @@ import typer
 from .console import new_console
 from .errors import AMemGymError, ConfigError
 from .redact import redact
+from .runfiles import MANIFEST, READER_FILES, ROOT_FILES
 
 out = new_console()
 err = new_console(stderr=True)
@@ -67,12 +68,6 @@ def handled(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-#: What a reader command (report, audit-sim) writes inside a run directory itself, and may write again.
-_READER_FILES = frozenset({"report.html", "sim_audit.json"})
-#: The root files of every run directory, written only by the run (a missing one may be written later).
-_RUN_FILES = frozenset({"manifest.json", "metrics.json", "usage.json", "usage.pending.json", "usage.journal",
-                        "failures.json", ".amemgym.lock"})
-
 
 def check_output(path: Path | None, flag: str) -> None:
     """Refuse an output path of a reader command that would overwrite a file of a run directory: a run's own
@@ -85,10 +80,10 @@ def check_output(path: Path | None, flag: str) -> None:
     if path is None:
         return
     target = Path(path).resolve()
-    run = next((folder for folder in target.parents if (folder / "manifest.json").is_file()), None)
-    if run is None or target.name in _READER_FILES:
+    run = next((folder for folder in target.parents if (folder / MANIFEST).is_file()), None)
+    if run is None or target.name in READER_FILES:
         return
-    if target.exists() or (target.parent == run and target.name in _RUN_FILES):
+    if target.exists() or (target.parent == run and target.name in ROOT_FILES):
         raise ConfigError(f"{flag} {path}: a file of the run directory {run}; write the output elsewhere")
 
 

@@ -13,8 +13,9 @@ import pytest
 from typer.testing import CliRunner
 
 from amemgym.cli import app
-from amemgym.engine.lock import LOCK_NAME, run_lock
+from amemgym.engine.lock import run_lock
 from amemgym.errors import RunError
+from amemgym.runfiles import LOCK
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -57,7 +58,7 @@ def test_a_directory_around_a_held_one_is_refused(tmp_path: Path, hold) -> None:
     with pytest.raises(RunError, match=rf"holds .*s2, which is in use by pid {holder.pid}"):
         with run_lock(tmp_path / "O", "second"):
             pass
-    assert not (tmp_path / "O" / LOCK_NAME).exists()  # the refused writer's lock file went with its refusal
+    assert not (tmp_path / "O" / LOCK).exists()  # the refused writer's lock file went with its refusal
 
 
 def test_finished_nested_runs_and_one_process_nesting_its_own_locks_are_fine(tmp_path: Path) -> None:
@@ -102,7 +103,7 @@ def test_the_lock_file_shows_the_command_line_without_keys_or_url_queries(tmp_pa
         "--set", "llm.default.model=CONFIGUREDkey0042zz", "--set", "llm.default.api_key=sk-proj-abcdef0123456789xyz",
         "--out", str(tmp_path / "r")])
     with run_lock(tmp_path / "r", "run"):
-        shown = json.loads((tmp_path / "r" / LOCK_NAME).read_text())["argv"]
+        shown = json.loads((tmp_path / "r" / LOCK).read_text())["argv"]
     assert shown.startswith("amemgym run --set llm.default.base_url=http://h:8000/v1?[REDACTED] ")
     for secret in ("QUERYsecret77", "frag", "CONFIGUREDkey0042zz", "abcdef0123456789xyz"):
         assert secret not in shown

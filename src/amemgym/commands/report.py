@@ -12,6 +12,7 @@ from ..cli_common import check_output, handled, out
 from ..engine.read import check_manifest_file
 from ..errors import ConfigError
 from ..families import get_family, group_runs
+from ..runfiles import MANIFEST, REPORT
 from ..storage import atomic_write_text
 
 if TYPE_CHECKING:
@@ -25,8 +26,8 @@ def _one_family(runs: list[Path], what: str) -> tuple[str, list[Path]]:
     """The single family of ``runs`` and the runs; several families in one ``what`` is an error, and so is a
     run whose ``manifest.json`` cannot be read (it names the family, so it would be taken for a statetrack run)."""
     for run in runs:
-        if (run / "manifest.json").is_file():
-            check_manifest_file(run / "manifest.json")
+        if (run / MANIFEST).is_file():
+            check_manifest_file(run / MANIFEST)
     groups = group_runs(runs)
     if len(groups) > 1:
         raise ConfigError(f"cannot mix {' and '.join(groups)}-family runs in one {what}")
@@ -36,7 +37,7 @@ def _one_family(runs: list[Path], what: str) -> tuple[str, list[Path]]:
 
 def report(
     runs: RunsArg,
-    out_file: Annotated[Path, typer.Option("--out", "-o", help="HTML file to write.")] = Path("report.html"),
+    out_file: Annotated[Path, typer.Option("--out", "-o", help="HTML file to write.")] = Path(REPORT),
     figures: Annotated[Path | None, typer.Option("--figures", help="Also write PNG and SVG figures here.")] = None,
     env: Annotated[Path | None, typer.Option("--env", help="Environment file, if the manifests' one moved.")]
     = None,

@@ -25,6 +25,7 @@ from ..families.statetrack.validity.sim_audit import DEGENERATE_WARN, audit_run,
 from ..families.statetrack.validity.suite import DECISION_RULE
 from ..llm.client import LLMClient
 from ..llm.embedder import MiniLMEmbedder, embedder_status
+from ..runfiles import SIM_AUDIT
 from ..testing.scripted_model import HashEmbedder
 
 EMBEDDERS = ("auto", "minilm", "hash")
@@ -223,7 +224,7 @@ def register(app: typer.Typer) -> None:
 
         with run_lock(rd.root, "amemgym audit-sim"):
             result = asyncio.run(go())
-        print_sim_audit(result, rd.root / "sim_audit.json")
+        print_sim_audit(result, rd.root / SIM_AUDIT)
         if judge and result.get("judge_failures"):
             # Rates over the judged turns only would read as a clean audit when the judge never answered.
             first = next((t.get("judge_error") for t in result.get("offending", []) if t.get("judge_error")), "")

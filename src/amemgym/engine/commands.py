@@ -16,6 +16,7 @@ from ..config import load_config
 from ..errors import AMemGymError, ConfigError
 from ..records import run_family
 from ..report.stats import paired_comparison, result_rows
+from ..runfiles import MANIFEST, REPORT
 from ..storage import atomic_write_text
 from .board import board_table, pair_runs
 from .contract import UnitFamily
@@ -50,7 +51,7 @@ class EngineFamily:
     def owns_run(self, run_dir: Path) -> bool:
         """A run directory whose manifest names this family, a ``--trials`` output or a folder of such runs, or a
         folder holding this family's unit records."""
-        if (run_dir / "manifest.json").is_file():
+        if (run_dir / MANIFEST).is_file():
             return run_family(run_dir) == self.name
         return family_of_tree(run_dir) == self.name
 
@@ -92,7 +93,7 @@ class EngineFamily:
         except AMemGymError as exc:
             console.print(f"report skipped: {exc}", highlight=False, markup=False)
             return
-        atomic_write_text(run_dir / "report.html", page)
+        atomic_write_text(run_dir / REPORT, page)
         console.print(f"report: {run_dir / 'report.html'}", highlight=False)
 
     def require_results(self, run_dirs: list[Path]) -> None:

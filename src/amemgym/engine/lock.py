@@ -30,9 +30,9 @@ from filelock import FileLock, Timeout
 
 from ..errors import RunError
 from ..redact import MASK, redact
+from ..runfiles import LOCK, MANIFEST
 from .rundir import prepare_out_dir
 
-LOCK_NAME = ".amemgym.lock"
 #: How long a look at another directory's lock waits: long enough to outlast another writer's own brief look
 #: at the same file, far shorter than any real holder keeps it.
 _PROBE_WAIT_S = 0.3
@@ -70,13 +70,13 @@ def _held_elsewhere(path: Path) -> bool:
 def _nested_holder(directory: Path) -> tuple[Path, str] | None:
     """A held lock in a folder above ``directory`` or below it: that folder, and who holds it."""
     for parent in directory.parents:
-        if _held_elsewhere(parent / LOCK_NAME):
+        if _held_elsewhere(parent / LOCK):
             return parent, "inside"
     for root, dirs, files in os.walk(directory):
         dirs.sort()
-        if "manifest.json" in files and "users" in dirs:
+        if MANIFEST in files and "users" in dirs:
             dirs.remove("users")  # a run's per-user folders (thousands of them) hold no run of their own
-        if LOCK_NAME in files and Path(root) != directory and _held_elsewhere(Path(root) / LOCK_NAME):
+        if LOCK in files and Path(root) != directory and _held_elsewhere(Path(root) / LOCK):
             return Path(root), "around"
     return None
 
@@ -86,7 +86,7 @@ def _refuse_nested(directory: Path, shown: Path) -> None:
     if found is None:
         return
     other, where = found
-    holder = _holder(other / LOCK_NAME)
+    holder = _holder(other / LOCK)
     if where == "inside":
         raise RunError(f"{shown}: inside {other}, which is in use by {holder}; one run's directory cannot hold "
                        "another's, so wait for it to finish or use a directory outside it")
@@ -130,7 +130,7 @@ def run_lock(directory: Path, command: str) -> Iterator[Path]:
     _refuse_nested(real, shown)  # before creating anything: a refused run leaves no folder behind
     created = not shown.exists()
     prepare_out_dir(shown)  # a file, a dangling link or a read-only place: one line saying which
-    path = real / LOCK_NAME
+    path = real / LOCK
     lock = FileLock(str(path), timeout=_PROBE_WAIT_S, thread_local=False)
     try:
         lock.acquire()

@@ -17,9 +17,10 @@ from ..families import get_family
 from ..records import run_family
 from ..records.base import load_json_file
 from ..records.units import peek_family
+from ..runfiles import MANIFEST, TRIALS, UNIT_RECORD
 from .checkpoint import CHECKPOINT_FILE
 from .pool import Entry, Found, Pending, build_entries
-from .rundir import RECORD_FILE, UnitRunDir, read_unit_record
+from .rundir import UnitRunDir, read_unit_record
 
 __all__ = ["MAX_DEPTH", "bare_records", "check_manifest_file", "checkpoint_family", "family_of_tree", "load_entries",
            "load_found", "refuse_damaged_runs", "refuse_missing_trials", "require_results", "runs_under",
@@ -28,7 +29,6 @@ __all__ = ["MAX_DEPTH", "bare_records", "check_manifest_file", "checkpoint_famil
 #: How deep below a given folder run directories are looked for.
 MAX_DEPTH = 4
 #: A ``--trials`` output's summary, listing its trial folders.
-TRIALS_FILE = "trials.json"
 
 
 def runs_under(root: Path, family: str | None = None) -> list[Path]:
@@ -36,7 +36,7 @@ def runs_under(root: Path, family: str | None = None) -> list[Path]:
     root = Path(root)
     found = []
     for depth in range(MAX_DEPTH + 1):
-        for path in sorted(root.glob("/".join(["*"] * depth + ["manifest.json"]))):
+        for path in sorted(root.glob("/".join(["*"] * depth + [MANIFEST]))):
             name = run_family(path.parent)
             if name is not None and (family is None or name == family):
                 found.append(path.parent)
@@ -53,10 +53,10 @@ def refuse_damaged_runs(root: Path) -> None:
         RunError: naming the file and what is wrong with it.
     """
     for depth in range(MAX_DEPTH + 1):
-        for path in sorted(Path(root).glob("/".join(["*"] * depth + ["manifest.json"]))):
+        for path in sorted(Path(root).glob("/".join(["*"] * depth + [MANIFEST]))):
             if peek_family(path) is None:  # else it was read, and names its family
                 check_manifest_file(path)
-        for path in sorted(Path(root).glob("/".join(["*"] * depth + [TRIALS_FILE]))):
+        for path in sorted(Path(root).glob("/".join(["*"] * depth + [TRIALS]))):
             refuse_missing_trials(path.parent)
 
 
@@ -67,7 +67,7 @@ def refuse_missing_trials(root: Path) -> None:
     Raises:
         RunError: ``trials.json`` is unreadable or of the wrong shape, or a trial it lists is gone.
     """
-    path = Path(root) / TRIALS_FILE
+    path = Path(root) / TRIALS
     if not path.is_file():
         return
     data = load_json_file(path)
@@ -76,10 +76,10 @@ def refuse_missing_trials(root: Path) -> None:
     names = [str(t["trial"]) for t in rows if isinstance(t, dict) and isinstance(t.get("trial"), str)]
     if not rows or len(names) != len(rows) or not all(re.fullmatch(r"trial_[0-9]+", n) for n in names):
         raise RunError(f"{path}: not a trials summary (expected a list of trials, each naming its trial_N folder)")
-    gone = [n for n in names if not (Path(root) / n / "manifest.json").is_file()]
+    gone = [n for n in names if not (Path(root) / n / MANIFEST).is_file()]
     if gone:
         raise RunError(f"{path} lists {', '.join(gone)}, which holds no run any more (no manifest.json); restore "
-                       f"it, or take it out of {TRIALS_FILE} to pool the trials that are left")
+                       f"it, or take it out of {TRIALS} to pool the trials that are left")
 
 
 def check_manifest_file(path: Path) -> None:
@@ -99,7 +99,7 @@ def family_of_tree(root: Path) -> str | None:
     if runs:
         return run_family(runs[0])
     for depth in range(MAX_DEPTH + 1):
-        for path in sorted(Path(root).glob("/".join(["*"] * depth + [RECORD_FILE]))):
+        for path in sorted(Path(root).glob("/".join(["*"] * depth + [UNIT_RECORD]))):
             name = peek_family(path)
             if name is not None:
                 return name
@@ -124,7 +124,7 @@ def unfinished_runs(roots: list[Path]) -> list[tuple[Path, list[str]]]:
         for run in runs_under(root):
             rd = UnitRunDir(run)
             missing = [u["id"] for u in (rd.manifest() or {}).get("units") or []
-                       if not (rd.unit_dir(u["id"]) / RECORD_FILE).is_file()]
+                       if not (rd.unit_dir(u["id"]) / UNIT_RECORD).is_file()]
             if missing:
                 out.append((run, missing))
     return out
@@ -211,7 +211,7 @@ def bare_records(root: Path, family: str | None = None) -> list[tuple[Path, dict
     root = Path(root)
     out = []
     for depth in range(MAX_DEPTH + 1):
-        for path in sorted(root.glob("/".join(["*"] * depth + [RECORD_FILE]))):
+        for path in sorted(root.glob("/".join(["*"] * depth + [UNIT_RECORD]))):
             name = peek_family(path)
             if name is None or (family is not None and name != family):
                 continue
@@ -244,8 +244,8 @@ def require_results(roots: list[Path], family: str, noun: str = "units") -> None
         RunError: naming the first such folder: a unit started and not finished, or nothing finished at all.
     """
     for d in map(Path, roots):
-        if checkpoint_family(d) == family and not (d / RECORD_FILE).exists():
-            raise RunError(f"{d}: the {noun.rstrip('s')} has not finished (no {RECORD_FILE}); run `amemgym run` "
+        if checkpoint_family(d) == family and not (d / UNIT_RECORD).exists():
+            raise RunError(f"{d}: the {noun.rstrip('s')} has not finished (no {UNIT_RECORD}); run `amemgym run` "
                            "again with the same --out to resume it")
         found, pending = load_found([d], family)
         if not found:

@@ -33,10 +33,11 @@ from ..records import (
     versioned,
 )
 from ..records.base import RunFile, load_json_file
+from ..runfiles import FAILURES, MANIFEST, METRICS, UNIT_RECORD
 from ..storage import fsync_dir
 from .unit_writer import UnitWriter, check_name
 
-__all__ = ["RECORD_FILE", "UnitRunDir", "move_unit"]
+__all__ = ["UnitRunDir", "move_unit"]
 
 def prepare_out_dir(root: Path) -> None:
     """Create the run directory ``root`` (or accept an existing one) and make sure files can be written in it.
@@ -60,7 +61,6 @@ def prepare_out_dir(root: Path) -> None:
 
 
 #: Each unit's record, in the unit's folder.
-RECORD_FILE = "results.json"
 
 
 def move_unit(root: Path, old: str, new: str) -> None:
@@ -87,15 +87,15 @@ class UnitRunDir:
 
     @property
     def manifest_path(self) -> Path:
-        return self.root / "manifest.json"
+        return self.root / MANIFEST
 
     @property
     def metrics_path(self) -> Path:
-        return self.root / "metrics.json"
+        return self.root / METRICS
 
     @property
     def failures_path(self) -> Path:
-        return self.root / "failures.json"
+        return self.root / FAILURES
 
     def unit_dir(self, unit_id: str) -> Path:
         """The folder of the unit ``unit_id`` (``.`` is the run directory itself)."""
@@ -112,7 +112,7 @@ class UnitRunDir:
         atomically."""
         data = versioned(dict(manifest))
         record.model_validate(data)
-        UnitWriter(self.root).put_now("manifest.json", data)
+        UnitWriter(self.root).put_now(MANIFEST, data)
 
     def record(self, unit_id: str) -> dict[str, Any] | None:
         """A finished unit's record (None when the unit has none, or another family wrote the file).
@@ -120,7 +120,7 @@ class UnitRunDir:
         Raises:
             RunError: the file is unreadable or of the wrong shape.
         """
-        path = self.unit_dir(unit_id) / RECORD_FILE
+        path = self.unit_dir(unit_id) / UNIT_RECORD
         if not path.is_file():
             return None
         return read_unit_record(path)
@@ -128,8 +128,8 @@ class UnitRunDir:
     def write_record(self, unit_id: str, record: Mapping[str, Any]) -> None:
         """Validate and write a unit's record (its failure texts redacted) atomically."""
         data = versioned(redact_obj(dict(record)))
-        parse_unit_record(data, str(self.unit_dir(unit_id) / RECORD_FILE))
-        UnitWriter(self.root, unit_id).put_now(RECORD_FILE, data)
+        parse_unit_record(data, str(self.unit_dir(unit_id) / UNIT_RECORD))
+        UnitWriter(self.root, unit_id).put_now(UNIT_RECORD, data)
 
     def write_failures(self, failures: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Write ``failures.json`` (redacted again: a text from a plug-in or a worker may not have passed the
@@ -137,7 +137,7 @@ class UnitRunDir:
         clean: list[dict[str, Any]] = redact_obj(failures)
         data = versioned({"failures": clean})
         FailuresFile.model_validate(data)
-        UnitWriter(self.root).put_now("failures.json", data)
+        UnitWriter(self.root).put_now(FAILURES, data)
         return clean
 
     def failures(self) -> list[dict[str, Any]]:
@@ -150,7 +150,7 @@ class UnitRunDir:
         """Validate (as ``record``) and write ``metrics.json``."""
         data = versioned(dict(metrics))
         record.model_validate(data)
-        UnitWriter(self.root).put_now("metrics.json", data)
+        UnitWriter(self.root).put_now(METRICS, data)
 
     def metrics(self) -> dict[str, Any]:
         """``metrics.json``, validated."""

@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..config import AppConfig
+from ..runfiles import LOCK, MANIFEST, TRIALS
 from ..storage import atomic_write_json
 from .contract import UnitFamily
-from .lock import LOCK_NAME, run_lock
+from .lock import run_lock
 from .read import load_entries
 from .rundir import UnitRunDir
 from .runner import ClientFactory, RunOptions, run_units
@@ -44,14 +45,14 @@ def trial_run_dirs(root: Path) -> list[Path]:
     found = []
     for d in Path(root).glob("trial_*"):
         suffix = d.name.removeprefix("trial_")
-        if d.is_dir() and suffix.isdigit() and (d / "manifest.json").exists():
+        if d.is_dir() and suffix.isdigit() and (d / MANIFEST).exists():
             found.append((int(suffix), d))
     return [d for _, d in sorted(found)]
 
 
 def is_trials_dir(root: Path) -> bool:
     """Whether ``root`` holds ``--trials`` output (trial folders, no run of its own)."""
-    return not (Path(root) / "manifest.json").exists() and bool(trial_run_dirs(root))
+    return not (Path(root) / MANIFEST).exists() and bool(trial_run_dirs(root))
 
 
 def run_trials(out_dir: Path, trials: int, base_seed: int, play: Callable[[int, int, Path], int], *,
@@ -72,9 +73,9 @@ def run_trials(out_dir: Path, trials: int, base_seed: int, play: Callable[[int, 
                 codes.append(play(k, seed, d))
             finish(codes)
     except BaseException:
-        if created and Path(out_dir).is_dir() and {p.name for p in Path(out_dir).iterdir()} <= {LOCK_NAME}:
+        if created and Path(out_dir).is_dir() and {p.name for p in Path(out_dir).iterdir()} <= {LOCK}:
             with contextlib.suppress(OSError):
-                (Path(out_dir) / LOCK_NAME).unlink()
+                (Path(out_dir) / LOCK).unlink()
                 Path(out_dir).rmdir()
         raise
     return codes
@@ -95,7 +96,7 @@ def run_unit_trials(family: UnitFamily, cfg: AppConfig, env: Path, out_dir: Path
 
     def finish(codes: list[int]) -> None:
         summary.update(trial_summary(family.name, out_dir, trials))
-        atomic_write_json(out_dir / "trials.json", summary)
+        atomic_write_json(out_dir / TRIALS, summary)
 
     codes = run_trials(out_dir, trials, cfg.run.seed, play, console=console, finish=finish)
     head = headline_of(family.name)

@@ -22,6 +22,7 @@ from typing import Any
 from ..errors import RunError
 from ..llm.usage import JOURNALED, CallJournal, UsageLedger, read_journal
 from ..records import PendingUsage, UsageFile, as_dict, read_record, versioned
+from ..runfiles import USAGE, USAGE_JOURNAL, USAGE_PENDING
 from ..storage import atomic_write_json
 
 __all__ = ["FLUSH_SECONDS", "LiveUsage", "UsageBook"]
@@ -34,9 +35,9 @@ class UsageBook:
     """The usage files of the run directory ``root``."""
 
     def __init__(self, root: Path) -> None:
-        self.usage = Path(root) / "usage.json"
-        self.pending = Path(root) / "usage.pending.json"
-        self.journal_path = Path(root) / "usage.journal"
+        self.usage = Path(root) / USAGE
+        self.pending = Path(root) / USAGE_PENDING
+        self.journal_path = Path(root) / USAGE_JOURNAL
 
     def journal(self, invocation: str) -> CallJournal:
         """The call journal of the invocation ``invocation`` (after :meth:`fold_pending`)."""

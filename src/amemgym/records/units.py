@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..runfiles import MANIFEST
 from .base import RunFile
 
 
@@ -129,7 +130,7 @@ class UnitCheckpoint(RunFile):
 
 def run_family(root: Path) -> str | None:
     """The family ``root/manifest.json`` names; None when it names none (a statetrack run) or is missing."""
-    return peek_family(Path(root) / "manifest.json")
+    return peek_family(Path(root) / MANIFEST)
 
 
 def peek_family(path: Path) -> str | None:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..families.statetrack.layout import RunDir
+from ..runfiles import SIM_AUDIT
 from .aggregate import Stat, _num, period_series
 from .load import RunRecord
 
@@ -141,7 +142,7 @@ def _read_optional(path: Path) -> tuple[Any, str | None]:
 
 def read_sim_audit(run: RunRecord) -> tuple[AuditSummary | None, str | None]:
     """The run's simulator audit, or None; the second item says why a present file was not used."""
-    data, problem = _read_optional(run.root / "sim_audit.json")
+    data, problem = _read_optional(run.root / SIM_AUDIT)
     if problem or data is None:
         return None, problem
     summary = audit_summary(data)

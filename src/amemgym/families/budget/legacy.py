@@ -23,8 +23,9 @@ from typing import Any
 
 from ... import __version__
 from ...engine.lock import run_lock
-from ...engine.rundir import RECORD_FILE, UnitRunDir
+from ...engine.rundir import UnitRunDir
 from ...errors import RunError
+from ...runfiles import UNIT_RECORD
 from .model import FAMILY
 
 __all__ = ["BATCH_FILE", "LEGACY_FILES", "MODEL_FILE", "PIN_FILE", "adopt_legacy_run", "adopt_legacy_runs"]
@@ -96,7 +97,7 @@ def _units(root: Path, batch: dict[str, Any]) -> list[dict[str, Any]]:
 def _check_results(root: Path, units: list[dict[str, Any]], agent: str, run_seed: int) -> None:
     """Every old result was written by the batch's agent and run seed (the engine trusts a finished record)."""
     for u in units:
-        path = root / u["id"] / RECORD_FILE
+        path = root / u["id"] / UNIT_RECORD
         if not path.is_file():
             continue
         data = _read(path)

@@ -22,6 +22,7 @@ from ...engine.trials import run_trials, trial_dirs, trial_run_dirs
 from ...errors import ConfigError
 from ...llm.preflight import run_roles
 from ...records import FailuresFile, Metrics, as_dict, read_record
+from ...runfiles import FAILURES, REPORT
 from ...scoring.registry import in_display_order, registered
 from .cut import first_users
 from .data.io import load_environment
@@ -187,9 +188,9 @@ def run_summary(rundir: Path, code: int) -> dict[str, Any]:
     flags = list(o.get("flags") or [])
     usage = ((metrics.get("usage") or {}).get("last_invocation") or {}).get("total") or {}
     replays = int(usage.get("cache_replays") or 0)
-    failures = RunDir(rundir).root / "failures.json"
+    failures = RunDir(rundir).root / FAILURES
     failed = len(read_record(failures, FailuresFile).failures) if failures.exists() else 0
-    report = RunDir(rundir).root / "report.html"
+    report = RunDir(rundir).root / REPORT
     return {
         "run_dir": str(rundir), "agent": metrics.get("agent"), "exit_code": code, "complete": metrics["complete"],
         "failures": failed, "degenerate": bool(flags), "flags": flags,

@@ -20,6 +20,7 @@ from ...llm.preflight import run_roles
 from ...records import Manifest, read_record
 from ...records.base import load_json_file
 from ...report.build import build_report
+from ...runfiles import REPORT
 from .compat.original_layout import IMPORT_FORMAT
 from .cut import environment_cut, first_users
 from .data.io import environment_sha256, load_environment
@@ -128,5 +129,5 @@ def write_run_report(rundir: Path, console: Console, *, environment: tuple[Any, 
     except AMemGymError as exc:
         console.print(f"report skipped: {exc}", highlight=False, markup=False)
         return
-    RunDir(rundir).writer().put_text_now("report.html", report.html)
+    RunDir(rundir).writer().put_text_now(REPORT, report.html)
     console.print(f"report: {rundir / 'report.html'}", highlight=False)

@@ -31,6 +31,7 @@ from ...report.figures import write_figures
 from ...report.leaderboard import display_columns, display_rows, leaderboard, to_csv, to_markdown, trials_flag
 from ...report.load import load_run, load_runs
 from ...report.stats import cell_differences, paired_comparison, result_rows
+from ...runfiles import MANIFEST
 from ...storage import atomic_write_json, atomic_write_text
 from ...urls import public_url
 from .. import Board, ExportResult, GenerateRequest, RunRequest, ValidateRequest
@@ -61,7 +62,7 @@ class StateTrack:
 
     def owns_run(self, run_dir: Path) -> bool:
         """A statetrack run directory has a ``manifest.json``; a ``--trials`` output has one per trial."""
-        return (run_dir / "manifest.json").is_file() or is_trials_dir(run_dir)
+        return (run_dir / MANIFEST).is_file() or is_trials_dir(run_dir)
 
     def generate(self, request: GenerateRequest[GenerateOptions], console: Console) -> int:
         """The procedural generator or the LLM pipeline: ``data.json`` plus ``generation_report.json``."""

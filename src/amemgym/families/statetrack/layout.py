@@ -33,6 +33,7 @@ from ...engine.rundir import move_unit
 from ...engine.unit_writer import UnitWriter
 from ...errors import RunError
 from ...records import SessionRecord, State, as_dict, parse_record, versioned
+from ...runfiles import FAILURES, MANIFEST, METRICS, USAGE, USAGE_PENDING
 from ...storage import read_jsonl
 
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]")
@@ -141,23 +142,23 @@ class RunDir:
 
     @property
     def manifest(self) -> Path:
-        return self.root / "manifest.json"
+        return self.root / MANIFEST
 
     @property
     def metrics(self) -> Path:
-        return self.root / "metrics.json"
+        return self.root / METRICS
 
     @property
     def usage(self) -> Path:
-        return self.root / "usage.json"
+        return self.root / USAGE
 
     @property
     def usage_pending(self) -> Path:
-        return self.root / "usage.pending.json"
+        return self.root / USAGE_PENDING
 
     @property
     def failures(self) -> Path:
-        return self.root / "failures.json"
+        return self.root / FAILURES
 
     def writer(self, user_id: str | None = None) -> UnitWriter:
         """The engine's writer of a user's folder (of the run directory's own files when ``user_id`` is None)."""

@@ -13,6 +13,7 @@ from typing import Any
 from ...engine.pool import pass_k, spread
 from ...engine.unit_writer import UnitWriter
 from ...records import Manifest, Metrics, as_dict, read_record
+from ...runfiles import MANIFEST, METRICS, TRIALS
 from ...scoring.registry import in_display_order
 from .data.model import Environment
 from .layout import RunDir
@@ -34,7 +35,7 @@ def trial_spread(dirs: list[Path]) -> dict[str, Any]:
     names = spread_names()
     rows: list[dict[str, Any]] = []
     for d in dirs:
-        m = as_dict(read_record(d / "metrics.json", Metrics))
+        m = as_dict(read_record(d / METRICS, Metrics))
         settings = m.get("protocol_settings") or {}
         rows.append({"trial": d.name, "complete": m["complete"],
                      **{n: (m["overall"].get(n) or {}).get("mean") for n in names},
@@ -46,7 +47,7 @@ def trial_spread(dirs: list[Path]) -> dict[str, Any]:
 def write_trial_summary(out_dir: Path, dirs: list[Path]) -> dict[str, Any]:
     """Compute the spread and write ``out_dir/trials.json``."""
     summary = trial_spread(dirs)
-    UnitWriter(out_dir).put_now("trials.json", summary)
+    UnitWriter(out_dir).put_now(TRIALS, summary)
     return summary
 
 
@@ -78,7 +79,7 @@ def pooled_metrics(env: Environment, dirs: list[Path]) -> dict[str, Any]:
     # A trial flagged degenerate (e.g. by its simulator audit, which pooling cannot redo) keeps the pool flagged.
     flags = list(metrics["overall"].get("flags") or [])
     for d in dirs:
-        trial = as_dict(read_record(d / "metrics.json", Metrics))
+        trial = as_dict(read_record(d / METRICS, Metrics))
         flags += [f for f in (trial.get("overall") or {}).get("flags") or [] if f not in flags]
     metrics["overall"]["flags"] = flags
     metrics["overall"]["degenerate"] = bool(flags)
@@ -88,7 +89,7 @@ def pooled_metrics(env: Environment, dirs: list[Path]) -> dict[str, Any]:
         **trial_spread(dirs),
         "k": len(dirs),
         "dirs": [d.name for d in dirs],
-        "seeds": [as_dict(read_record(d / "manifest.json", Manifest)).get("config", {}).get("run", {}).get("seed")
+        "seeds": [as_dict(read_record(d / MANIFEST, Manifest)).get("config", {}).get("run", {}).get("seed")
                   for d in dirs],
         **pass_k(right, len(dirs)),
         "definitions": {

@@ -25,6 +25,7 @@ from typing import Any
 from ....errors import ConfigError
 from ....llm.parsing import parse_json_reply
 from ....records import EvaluationRecord, as_dict, read_record
+from ....runfiles import MANIFEST
 from ....storage import atomic_write_json, atomic_write_text
 from ..data.model import Environment, UserEnv
 from ..layout import RunDir
@@ -112,7 +113,7 @@ def write_original_layout(env: Environment, run_root: Path, agent_raw: dict[str,
 
 def is_original_folder(path: Path) -> bool:
     """Whether ``path`` looks like one agent's original output folder (not an amemgym run directory)."""
-    if (path / "manifest.json").exists():
+    if (path / MANIFEST).exists():
         return False
     return any((child / "interactions").is_dir() for child in path.iterdir() if child.is_dir())
 

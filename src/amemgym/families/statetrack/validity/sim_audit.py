@@ -29,6 +29,7 @@ from ....llm.client import LLMClient
 from ....llm.redact import redact
 from ....prompts import render
 from ....records import Manifest, as_dict, read_record
+from ....runfiles import SIM_AUDIT
 from ....textsim import jaccard, words
 from ..cut import recorded_environment
 from ..data.model import Environment, Session, UserEnv
@@ -269,7 +270,7 @@ async def audit_run(rundir: RunDir, env: Environment, *, llm: LLMClient | None =
         "counts": {c: sum(1 for t in turns if c in t.flags) for c in checks},
         "offending": [asdict(t) for t in turns if t.flags or t.judge_error],
     }
-    rundir.writer().put_now("sim_audit.json", result)
+    rundir.writer().put_now(SIM_AUDIT, result)
     return result
 
 
