@@ -425,6 +425,25 @@ async def test_an_embedder_that_changes_its_vectors_length_stops_the_run(serve, 
     await llm.aclose()
 
 
+
+async def test_an_embedder_that_gives_every_text_one_vector_stops_the_run_across_calls(serve, clean_env) -> None:
+    same = embeddings((0, [0.6, 0.8]))
+    srv = serve([same] * 5 + [embeddings((0, [0.8, 0.6]))] + [same] * 3)
+    llm = embedder_client(srv.url)
+    await llm.embed(["first"])
+    await llm.embed(["first"])  # the same text may well get the same vector again
+    await llm.embed(["second"])
+    with pytest.raises(LLMError, match="gives the same vector for every text"):
+        await llm.embed(["third"])  # one text per call, as a retriever's queries come
+    assert len(srv.requests) == 4  # refused at once: the server embeds nothing, whatever it is asked again
+    await llm.aclose()
+    varied = embedder_client(srv.url)  # once one text gets another vector, agreeing texts are no sign of it
+    await varied.embed(["first"])
+    await varied.embed(["second"])
+    for text in ("third", "fourth", "fifth"):
+        assert (await varied.embed([text])).shape == (1, 2)
+    await varied.aclose()
+
 # ---- limits ----------------------------------------------------------------------------------------------------------
 async def test_read_idle_and_total_limits(serve, clean_env) -> None:
     def trickle(req: Request, conn: socket.socket) -> None:

@@ -440,12 +440,17 @@ class OpenAIEmbedBackend:
         self._backend = backend
         self.dim = dim
         self.backend_id = backend.backend_id
+        # The first vector, and the different texts that got exactly it, until some text gets another one.
+        self._first: np.ndarray | None = None
+        self._same_texts: set[str] | None = set()
 
     async def embed(self, texts: list[str]) -> np.ndarray:
         """Embed through the HTTP endpoint; the vectors' length is fixed by the first reply.
 
         Raises:
-            PermanentError: a reply's vectors are not as long as the first reply's (another model answers).
+            PermanentError: a reply's vectors are not as long as the first reply's (another model answers), or
+                the endpoint has given one and the same vector for each of the first three different texts it
+                embedded, however they were spread over calls.
         """
         vecs = await self._backend.embed(texts)
         if vecs.size:
@@ -454,4 +459,24 @@ class OpenAIEmbedBackend:
                 raise PermanentError("embedding_dim_changed", f"{self._backend.base_url} now returns "
                                      f"{dim}-dimensional embeddings, not {self.dim} as before in this run")
             self.dim = dim
+            self._check_varied(texts, vecs)
         return vecs
+
+    def _check_varied(self, texts: list[str], vecs: np.ndarray) -> None:
+        # One reply's vectors are checked for this by the backend; a server that embeds nothing but is asked one
+        # text at a time (a retriever's queries) only shows it across calls.
+        if self._same_texts is None:
+            return
+        for text, vec in zip(texts, vecs, strict=True):
+            if not text.strip():
+                continue
+            if self._first is None:
+                self._first = vec.copy()
+            elif not np.array_equal(vec, self._first):
+                self._first, self._same_texts = None, None
+                return
+            self._same_texts.add(text)
+            if len(self._same_texts) >= 3:
+                raise PermanentError("embedding_constant", f"{self._backend.base_url} gives the same vector for "
+                                     "every text (3 different texts so far), so retrieval could only rank at "
+                                     "random; check the embedding model it serves")
