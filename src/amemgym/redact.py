@@ -67,7 +67,8 @@ def secret_forms(secret: str) -> set[str]:
     do). A key made of letters, digits, ``-`` and ``_`` has a handful of forms; escaping changes none of them."""
     raw = secret.encode("utf-8")
     b64 = {base64.b64encode(raw).decode("ascii"), base64.urlsafe_b64encode(raw).decode("ascii")}
-    bases = {secret, secret.lower(), secret.upper(), quote(secret, safe=""), *b64, *(b.rstrip("=") for b in b64)}
+    bases = {secret, secret.lower(), secret.upper(), quote(secret, safe=""), *b64, *(b.rstrip("=") for b in b64),
+             *_base64_cores(raw)}
     forms: set[str] = set()
     for base in bases:
         for text in (base, _json_text(base).replace("/", "\\/")):
@@ -75,6 +76,21 @@ def secret_forms(secret: str) -> set[str]:
                 forms.add(text)
                 text = _json_text(text)
     return {f for f in forms if len(f) >= MIN_SECRET_CHARS}
+
+
+def _base64_cores(raw: bytes) -> set[str]:
+    """The characters that the base64 of any text holding ``raw`` must contain, whatever comes before it.
+
+    A server may echo the key inside a longer value, most often the whole header (``Bearer <key>``), whose
+    base64 does not contain the key's own: the key's bytes start at one of the three places of a three-byte
+    group. For each, the characters of the groups made of the key's bytes alone are the same in every such
+    text; the groups the key shares with what comes before or after it are left out."""
+    cores = set()
+    for pad in (b"", b"\0", b"\0\0"):
+        start, end = (4 if pad else 0), (len(pad) + len(raw)) // 3 * 4
+        for encode in (base64.b64encode, base64.urlsafe_b64encode):
+            cores.add(encode(pad + raw).decode("ascii")[start:end])
+    return cores
 
 
 def register_secret(value: str | None) -> None:
