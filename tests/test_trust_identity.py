@@ -139,6 +139,11 @@ def test_a_resume_answered_by_another_model_under_the_same_listing_is_refused(
         assert allowed.exit_code == 0, allowed.output
         usage = json.loads((out / "usage.json").read_text())
         assert usage["cumulative"]["agent"]["answered"] == "snap-2" and usage["cumulative"]["total"]["answered"] == ""
+        # The move is on record, so readers flag the run and never rank it beside runs of one model.
+        manifest = json.loads((out / "manifest.json").read_text())
+        assert {(c["role"], c["from"], c["to"]) for c in manifest["model_changes"]} >= {("agent", "snap-1", "snap-2")}
+        board = CliRunner().invoke(app, ["leaderboard", str(out)])
+        assert board.exit_code == 0 and "model changed" in " ".join(board.output.split()), board.output
 
         # The pin follows the allowed change: the next resume holds the run to snap-2.
         ep.model = "snap-3"
@@ -287,3 +292,22 @@ def test_a_run_whose_users_shared_a_slug_folder_is_refused(endpoint: FakeEndpoin
     _as_legacy(out)
     again = cli("--env", str(env), "--out", str(out))
     assert again.exit_code == 2 and "mixed" in again.output, again.output
+
+
+def test_a_resume_with_another_temperature_is_refused_and_an_old_config_is_not(endpoint: FakeEndpoint,
+                                                                             tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    asyncio.run(_run_first_user(endpoint, out))  # an interrupted run: one user of two done
+    calls = endpoint.stats()["calls"]
+    refused = cli("--out", str(out), "--set", "llm.default.temperature=0.9")
+    assert refused.exit_code == 2, refused.output
+    line = " ".join(refused.output.split())
+    assert any(f"{role} calls used temperature {was}, now 0.9" in line for role, was in (("agent", 0.0),
+                                                                                         ("simulator", 0.2)))
+    assert endpoint.stats()["calls"] == calls
+    # A manifest whose config this version cannot read (another version's settings) has nothing to compare.
+    path = out / "manifest.json"
+    manifest = json.loads(path.read_text())
+    manifest["config"]["llm"]["default"]["a_setting_from_elsewhere"] = 1
+    path.write_text(json.dumps(manifest))
+    assert cli("--out", str(out)).exit_code == 0

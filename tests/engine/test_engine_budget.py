@@ -382,3 +382,21 @@ def test_budget_episodes_on_two_worker_processes_score_and_count_as_on_one(env: 
     assert one == two and len(one) == 2
     assert calls_one == served_one and calls_two == served_two > 0
     assert not (tmp_path / "w2" / "usage.journal").exists()
+
+
+def test_a_resume_with_other_sampling_settings_is_refused(env: tuple[Path, list[Any]], tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    script = BudgetScript(env[1])
+    out = tmp_path / "o"
+    with FakeEndpoint(responder=script.body_reply) as ep:
+        monkeypatch.setenv("OPENAI_BASE_URL", ep.base_url)
+        assert cli("--env", str(one_episode(env)), "--out", str(out)).exit_code == 0
+        calls = ep.calls
+        for setting in ("llm.default.temperature=0.9", "llm.roles.agent.temperature=1.3",
+                        "llm.default.max_tokens=99"):
+            res = cli("--env", str(one_episode(env)), "--out", str(out), "--set", setting)
+            assert res.exit_code == 2 and "refusing to mix results" in res.output, (setting, res.output)
+            assert "agent calls used" in " ".join(res.output.split())
+        assert ep.calls == calls  # refused before any call
+        same = cli("--env", str(one_episode(env)), "--out", str(out), "--set", "llm.roles.agent.temperature=0.0")
+        assert same.exit_code == 0, same.output  # the agent's own default, spelled out: the same run

@@ -13,7 +13,7 @@ from ..errors import RunError
 if TYPE_CHECKING:
     from ..llm.client import LLMClient
 
-__all__ = ["ModelPins", "model_changes", "pin_models"]
+__all__ = ["ModelPins", "answered_changes", "model_changes", "pin_models"]
 
 
 @dataclass(frozen=True)
@@ -88,3 +88,15 @@ def pin_models(root: Path, before: Mapping[str, Any], now: Mapping[str, Mapping[
     models = {**{r: dict(m) for r, m in before.items() if isinstance(m, Mapping)},
               **{r: dict(m) for r, m in now.items()}}
     return models, [{**c, "at": when} for c in changes]
+
+
+def answered_changes(before: Mapping[str, str], now: Mapping[str, str]) -> list[dict[str, str]]:
+    """The roles whose replies named another model in this invocation (``now``) than in the run's earlier one
+    (``before``), as manifest ``model_changes`` entries.
+
+    Only a resume under ``--allow-model-change`` gets this far: otherwise such a reply is refused. The served
+    model (``GET /models``) may well be unchanged (an alias that moved), so :func:`model_changes` misses it.
+    """
+    when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    return [{"role": role, "from": before[role], "to": model, "at": when, "seen_in": "replies"}
+            for role, model in now.items() if model and before.get(role) and before[role] != model]

@@ -39,13 +39,14 @@ from ..storage import remove_stale_temps
 from .contract import AgentPlan, Unit, UnitFamily, UnitRow, hook
 from .executor import LocalExecutor, PlayContext, RayUnitExecutor, UnitExecutor
 from .lock import run_lock
-from .models import ModelPins, pin_models
+from .models import ModelPins, answered_changes, pin_models
 from .play import finished_record
 from .pool import Found
 from .processes import ProcessUnitExecutor
 from .progress import Display, UnitProgress
 from .ray import check_endpoints, import_ray
 from .rundir import UnitRunDir, prepare_out_dir
+from .sampling import check_sampling
 from .usage import LiveUsage, UsageBook
 
 if TYPE_CHECKING:
@@ -69,12 +70,14 @@ class RunOptions:
     ray_address: str | None = None
 
 
-def check_protocol(family: UnitFamily, rd: UnitRunDir, protocol: Mapping[str, Any]) -> dict[str, Any] | None:
+def check_protocol(family: UnitFamily, rd: UnitRunDir, protocol: Mapping[str, Any], cfg: AppConfig,
+                   plan: AgentPlan) -> dict[str, Any] | None:
     """The manifest already in the run directory (None for a new run), checked by the family's ``check_resume``
-    hook against ``protocol``.
+    hook against ``protocol``, and against the sampling settings of the roles ``plan`` calls.
 
     Raises:
-        RunError: the directory holds another family's run, or one whose protocol differs (naming the setting).
+        RunError: the directory holds another family's run, or one whose protocol or sampling settings differ
+            (naming the setting).
     """
     if rd.manifest_path.exists():
         found = run_family(rd.root) or "statetrack"  # statetrack's manifest names no family
@@ -84,7 +87,9 @@ def check_protocol(family: UnitFamily, rd: UnitRunDir, protocol: Mapping[str, An
     old = rd.manifest(getattr(family, "manifest_record", UnitManifest))
     if old is None:
         return None
-    return dict(hook(family, "check_resume")(old, protocol, rd.root))
+    checked = dict(hook(family, "check_resume")(old, protocol, rd.root))
+    check_sampling(rd.root, checked, cfg.llm, plan.roles)
+    return checked
 
 
 def _manifest(family: UnitFamily, env: Path | None, units: list[Unit], old: dict[str, Any] | None,
@@ -152,7 +157,7 @@ def run_units(family: UnitFamily, cfg: AppConfig, env: Path, out_dir: Path, opts
     rd = UnitRunDir(out_dir)
     try:
         # Before any endpoint is probed: another run's directory is refused even offline.
-        check_protocol(family, rd, hook(family, "protocol")(plan, cfg))
+        check_protocol(family, rd, hook(family, "protocol")(plan, cfg), cfg, plan)
     except RunError as mismatch:
         if not rd.root.is_dir():
             raise
@@ -236,7 +241,7 @@ async def play_units(family: UnitFamily, units: list[Unit], plan: AgentPlan, llm
     remove_stale_temps(out_dir)  # left by a killed invocation; this one holds the lock
     llm.sample_seed = cfg.run.seed  # every call of this run (each trial has its own seed) is its own sample
     protocol = hook(family, "protocol")(plan, cfg)
-    old = check_protocol(family, rd, protocol)
+    old = check_protocol(family, rd, protocol, cfg, plan)
     if old is not None:
         old = dict(hook(family, "adopt")(old, units, rd.root))
     if executor is None:
@@ -265,8 +270,10 @@ async def play_units(family: UnitFamily, units: list[Unit], plan: AgentPlan, llm
         run_fields = {"run_seed": cfg.run.seed, "agent_model": first, "model_changes": base["model_changes"]}
         flusher = asyncio.create_task(book.flush_forever(invocation, live.now))
         progress.start(len(todo), live.now)
-        # The models that answered earlier invocations: a resume refuses replies from another (an alias moved).
-        held = ModelPins(served, {} if allow_model_change else book.answered())
+        # The models that answered earlier invocations: a resume refuses replies from another (an alias moved),
+        # and records the move when it is allowed.
+        answered_before = book.answered()
+        held = ModelPins(served, {} if allow_model_change else answered_before)
         llm.hold_answered(held.answered)
         ctx = PlayContext(family, plan, pins, llm, cfg, rd, held, run_fields, live, make_client, progress.unit_done)
         failures.extend(await executor.play(ctx, todo))
@@ -279,6 +286,11 @@ async def play_units(family: UnitFamily, units: list[Unit], plan: AgentPlan, llm
         journal.close()
         llm.usage_journal = None
         book.save(invocation, llm.ledger)
+    moved = [c for c in answered_changes(answered_before, {r: u.answered for r, u in llm.ledger.roles.items()})
+             if c["role"] not in {pinned["role"] for pinned in changes}]  # a served change already says it
+    if moved:
+        manifest = {**manifest, "model_changes": [*(manifest.get("model_changes") or []), *moved]}
+        rd.write_manifest(manifest, getattr(family, "manifest_record", UnitManifest))
     rows, found = [], []
     failed = {f["user"]: f["error"] for f in failures}
     for u in units:
