@@ -394,6 +394,7 @@ def test_the_judge_is_never_the_model_under_test(episode: Episode, tmp_path: Pat
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     result, prompts = judge_run(episode, tmp_path, monkeypatch, "--judge-model", "fake-model")
     assert result.exit_code == 2 and "model under test" in result.output and prompts == []
+    assert not (tmp_path / "r").exists()  # refused after the lock, yet nothing left behind: no lock, no usage
     result, _ = judge_run(episode, tmp_path, monkeypatch, "--set", "budget.judge=true")
     assert result.exit_code == 2 and "model under test" in result.output
 

@@ -152,7 +152,17 @@ def run_lock(directory: Path, command: str) -> Iterator[Path]:
                     real.rmdir()
             raise
         _write_holder(path, command)
-        yield path
+        try:
+            yield path
+        except BaseException:
+            # Refused before it wrote anything (bad input found after the lock): a folder this call created goes.
+            if created and {p.name for p in real.iterdir()} == {LOCK}:
+                _HELD.discard(path)
+                lock.release()
+                with contextlib.suppress(OSError):
+                    path.unlink()
+                    real.rmdir()
+            raise
     finally:
         _HELD.discard(path)
         if lock.is_locked:

@@ -257,6 +257,7 @@ async def play_units(family: UnitFamily, units: list[Unit], plan: AgentPlan, llm
     flusher: asyncio.Task[None] | None = None
     journal = llm.usage_journal = book.journal(invocation)
     failures: list[dict[str, Any]] = []
+    begun = old is not None  # whether the directory holds a run (its manifest), so usage belongs to one
     try:
         described = await llm.resolve_models(plan.pinned or plan.roles)
         served = {role: d["served"] for role, d in described.items() if "served" in d}
@@ -266,6 +267,7 @@ async def play_units(family: UnitFamily, units: list[Unit], plan: AgentPlan, llm
         base = _manifest(family, env, units, old, protocol, cfg, models, changes, pins)
         manifest = hook(family, "manifest")(base, old, units, plan, cfg)
         rd.write_manifest(manifest, getattr(family, "manifest_record", UnitManifest))
+        begun = True
         first = served.get(plan.roles[0]) if plan.roles else None
         run_fields = {"run_seed": cfg.run.seed, "agent_model": first, "model_changes": base["model_changes"]}
         flusher = asyncio.create_task(book.flush_forever(invocation, live.now))
@@ -285,7 +287,10 @@ async def play_units(family: UnitFamily, units: list[Unit], plan: AgentPlan, llm
                 await flusher
         journal.close()
         llm.usage_journal = None
-        book.save(invocation, llm.ledger)
+        if begun:
+            book.save(invocation, llm.ledger)
+        else:
+            book.discard()
     moved = [c for c in answered_changes(answered_before, {r: u.answered for r, u in llm.ledger.roles.items()})
              if c["role"] not in {pinned["role"] for pinned in changes}]  # a served change already says it
     if moved:

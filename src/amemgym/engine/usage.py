@@ -67,6 +67,10 @@ class UsageBook:
         atomic_write_json(self.usage, versioned({"cumulative": total.to_dict(), "last_invocation": spent.to_dict(),
                                                  "invocation": invocation}))
 
+    def discard(self) -> None:
+        """Drop what an invocation refused before its run began has journaled: no run holds it."""
+        self._forget()
+
     def _forget(self) -> None:
         self.pending.unlink(missing_ok=True)
         self.journal_path.unlink(missing_ok=True)
