@@ -362,3 +362,11 @@ def test_a_board_too_wide_for_the_terminal_keeps_every_value_readable() -> None:
     wide = Console(width=400, record=True)
     wide.print(_board_table(board, wide.width))
     assert "value-11" in wide.export_text() and "column number 11:" not in wide.export_text()
+
+
+def test_an_episode_file_saved_with_a_byte_order_mark_keeps_its_family(tmp_path: Path) -> None:
+    # Some editors save UTF-8 with a BOM; the statetrack loader reads through it, and so must family detection.
+    plain, marked = tmp_path / "plain.json", tmp_path / "marked.json"
+    save_episode(build_episode("lite", "films", 0), plain)
+    marked.write_bytes(b"\xef\xbb\xbf" + plain.read_bytes())
+    assert family_for_env(marked).name == "budget"

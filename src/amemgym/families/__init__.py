@@ -268,7 +268,7 @@ def declared_family(path: Path) -> str | None:
     if b'"family"' not in head:
         return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8-sig"))
     except (OSError, ValueError):
         return None
     value = data.get("family") if isinstance(data, dict) else None
