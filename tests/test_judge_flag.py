@@ -15,6 +15,8 @@ import pytest
 from typer.testing import CliRunner
 
 from amemgym.cli import app
+from amemgym.families.budget.generate import build_episode
+from amemgym.families.budget.io import save_episode
 from amemgym.testing import FakeEndpoint, default_responder
 
 
@@ -24,6 +26,21 @@ def test_run_refuses_a_judge_model_before_any_work(tmp_path: Path) -> None:
     assert result.exit_code == 2, result.output
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and "--judge-model: amemgym run calls no judge" in lines[0], result.output
+    assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize(("args", "why"), [
+    (["--off-policy", "somewhere"], "--off-policy replays recorded conversations"),
+    (["--env", "BUDGET"], "its events come from the episode file"),
+])
+def test_run_refuses_a_user_model_where_no_user_is_simulated(args: list[str], why: str, tmp_path: Path) -> None:
+    # The same reason as for the judge: a recorded flag that changed nothing reads as if it had.
+    if "BUDGET" in args:
+        save_episode(build_episode("lite", "films", 0), tmp_path / "episode.json")
+        args = ["--env", str(tmp_path / "episode.json")]
+    result = CliRunner().invoke(app, ["run", "--out", str(tmp_path / "r"), "--user-model", "u", *args])
+    assert result.exit_code == 2, result.output
+    assert "--user-model:" in result.output and why in " ".join(result.output.split()), result.output
     assert not (tmp_path / "r").exists()
 
 

@@ -57,3 +57,13 @@ class ModelFlags:
         """
         if self.judge_model is not None and "judge" not in roles:
             raise ConfigError(f"--judge-model: {command} calls no judge ({why}); leave the flag out")
+
+    def refuse_unused_user_model(self, roles: Iterable[str], command: str, why: str) -> None:
+        """Refuse ``--user-model`` when ``roles`` (what ``command`` will call) has no simulated user, for the
+        reason :meth:`refuse_unused_judge` gives.
+
+        Raises:
+            ConfigError: ``--user-model`` was given and ``simulator`` is not among ``roles``.
+        """
+        if self.user_model is not None and "simulator" not in roles:
+            raise ConfigError(f"--user-model: {command} calls no simulated user ({why}); leave the flag out")

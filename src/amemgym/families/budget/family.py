@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...engine.commands import EngineFamily
+from ...engine.flags import ModelFlags
 from .. import ExportResult, GenerateRequest, RunRequest, ValidateRequest
 from .commands import generate, validate
 from .export import export_budget_run
@@ -54,6 +55,8 @@ class Budget(EngineFamily):
         slots of :data:`~.tiers.EMBEDDED_CTX_PER_SLOT` tokens unless the config sets ``llm.embedded.ctx_per_slot``."""
         if request.judge_model is not None:
             cfg.budget.judge = True
+        ModelFlags(user_model=request.user_model).refuse_unused_user_model(
+            (), "a budget-family run", "its events come from the episode file")
         if "ctx_per_slot" not in cfg.llm.embedded.model_fields_set:
             cfg.llm.embedded.ctx_per_slot = max(cfg.llm.embedded.ctx_per_slot, EMBEDDED_CTX_PER_SLOT)
 

@@ -93,6 +93,9 @@ def run_request(r: RunRequest[RunOptions], console: Console) -> int:
         # Refused before the first trial starts; an agent plug-in that declares the judge role keeps it.
         called = run_roles(spec.roles, off_policy=r.options.off_policy is not None)
         flags.refuse_unused_judge(called, "amemgym run", "multiple-choice answers are scored exactly")
+    if r.user_model is not None:
+        called = run_roles(spec.roles, off_policy=r.options.off_policy is not None)
+        flags.refuse_unused_user_model(called, "amemgym run", "--off-policy replays recorded conversations")
     if not r.options.dry_run:
         refuse_mixed_layout(r.out_dir, r.trials)
     environment = load_environment(r.env, limit=r.limit) if r.env else None  # --limit reads only N users
