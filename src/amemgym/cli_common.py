@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import errno
 import functools
+import os
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -71,14 +73,24 @@ def handled(fn: F) -> F:
 
 def check_output(path: Path | None, flag: str) -> None:
     """Refuse an output path of a reader command that would overwrite a file of a run directory: a run's own
-    records (an existing file anywhere in it, or one of its root files) are written by the run alone.
+    records (an existing file anywhere in it, or one of its root files) are written by the run alone. Also
+    refused before any work: a directory or a block device (no file can be written there). A character
+    device, FIFO or socket (``/dev/stdout``) is accepted; :mod:`amemgym.storage` writes straight into it.
 
     Raises:
         ConfigError: ``path`` lies in a run directory (a folder above it holds ``manifest.json``) and is one of
-            its files.
+            its files, or is a directory or a block device.
     """
     if path is None:
         return
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        mode = 0  # missing (the write creates it) or unreadable (the write then says why)
+    if stat.S_ISDIR(mode):
+        raise ConfigError(f"{flag} {path}: a directory; name a file to write")
+    if stat.S_ISBLK(mode):
+        raise ConfigError(f"{flag} {path}: a block device; name a file to write")
     target = Path(path).resolve()
     run = next((folder for folder in target.parents if (folder / MANIFEST).is_file()), None)
     if run is None or target.name in READER_FILES:

@@ -1,9 +1,14 @@
 """Crash-safe file writes: atomic replace for whole files, recoverable appends for JSONL.
 
 Every file amemgym writes goes through here, so a process killed at any instant leaves either the
-old content or the new one, never a truncated mix. Every text written here is also scrubbed of API keys
-(:func:`amemgym.redact.redact_content`): a server that echoes the key in a reply or a model name must not
-put it into a run file, a trace or a report.
+old content or the new one, never a truncated mix. A file a user names as a reader command's output
+(:func:`write_output_text`) is written where the name leads: through a symbolic link (the link stays), and
+straight into a character device, FIFO or socket (``--out-csv /dev/stdout``), since a rename would put a
+regular file in the node's place; a run's own files are always replaced by rename, so a link planted in a
+run directory is replaced, never followed. Text that cannot be encoded as UTF-8 is refused as a
+:class:`RunError` naming the file. Every text written here is also scrubbed of API keys
+(:func:`amemgym.redact.redact_content`): a server that echoes the key in a reply or a model name must not put
+it into a run file, a trace or a report.
 """
 
 from __future__ import annotations
@@ -66,8 +71,71 @@ def remove_stale_temps(root: Path) -> int:
     return removed
 
 
+def _write_target(path: Path) -> tuple[Path, bool]:
+    """Where a write to ``path`` lands, and whether it must go straight into it rather than through a rename.
+
+    A symbolic link is followed: renaming onto it would replace the link, not the file it points to. A
+    character device, FIFO or socket is a stream with no content to replace, so it is written into; so is a
+    file that its link names only through the kernel (``/proc/self/fd/1`` of a deleted file), which no rename
+    can reach. A missing path, a regular file and a directory (which then fails as before) take the rename.
+
+    Raises:
+        RunError: ``path`` is a block device (writing would overwrite a disk, renaming would remove the node).
+        OSError: ``path`` is a link loop, or cannot be examined.
+    """
+    try:
+        st: os.stat_result | None = os.stat(path)
+    except FileNotFoundError:
+        st = None
+    if st is not None and stat.S_ISBLK(st.st_mode):
+        raise RunError(f"{path}: a block device; write the output to a file")
+    if st is not None and not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+        return path, True
+    if not os.path.islink(path):
+        return path, False
+    real = Path(os.path.realpath(path))
+    if st is None:
+        return real, False  # a dangling link: the write creates the file it names
+    try:
+        same = os.path.samestat(st, os.stat(real))
+    except OSError:
+        same = False
+    return (real, False) if same else (path, True)
+
+
+def _write_into(path: Path, data: bytes) -> None:
+    """Write ``data`` into ``path`` as it stands (a device, a pipe, ``/dev/stdout``): no temp file, no rename.
+
+    A FIFO without a reader blocks here until one opens it, as it does for any program writing to one.
+    """
+    fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+    with os.fdopen(fd, "wb") as fh:
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            fh.truncate(0)  # a file reached through a /proc link: its old content must not outlast the new
+        fh.write(data)
+        fh.flush()
+
+
+def write_output_text(path: Path, text: str) -> None:
+    """Write ``text`` (keys masked) to ``path``, a file the user named as a command's output: atomically to a
+    file, through a symbolic link, straight into a device, FIFO or socket (see :func:`_write_target`)."""
+    path = Path(path)
+    data = _encoded(path, redact_content(text))
+    target, stream = _write_target(path)
+    if stream:
+        _write_into(target, data)
+    else:
+        atomic_write_bytes(target, data)
+
+
+def write_output_json(path: Path, obj: Any) -> None:
+    """:func:`write_output_text` of ``obj`` as indented JSON."""
+    write_output_text(path, dumps(obj))
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` via a temp file in the same folder, fsync and rename."""
+    """Write ``data`` to ``path`` via a temp file in the same folder, fsync and rename (a symbolic link at
+    ``path`` is replaced, not followed)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -88,9 +156,23 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     fsync_dir(path.parent)
 
 
+def _encoded(path: Path, text: str) -> bytes:
+    """``text`` as UTF-8.
+
+    Raises:
+        RunError: ``text`` holds a lone surrogate. Text from outside is cleaned where it enters
+            (:mod:`amemgym.textclean`); this names the file should any still get through.
+    """
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise RunError(f"{path}: cannot write text holding the lone surrogate {text[exc.start]!a} as UTF-8 "
+                       f"(at character {exc.start}); nothing was written") from None
+
+
 def atomic_write_text(path: Path, text: str) -> None:
     """Atomically write UTF-8 text, with any API key in it masked."""
-    atomic_write_bytes(path, redact_content(text).encode("utf-8"))
+    atomic_write_bytes(path, _encoded(path, redact_content(text)))
 
 
 def dumps(obj: Any) -> str:
@@ -121,13 +203,13 @@ def append_text(path: Path, text: str) -> None:
     """Append ``text`` (whole lines, with any API key in it masked) and fsync; see :func:`append_jsonl`."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    payload = redact_content(text)
+    payload = _encoded(path, redact_content(text))
     with open(path, "a+b") as fh:
         end = fh.seek(0, os.SEEK_END)
         keep = _complete_length(fh, end)
         if keep < end:
             fh.truncate(keep)  # the torn line of a killed append: it never landed
-        fh.write(payload.encode("utf-8"))
+        fh.write(payload)
         fh.flush()
         os.fsync(fh.fileno())
 

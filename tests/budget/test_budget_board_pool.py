@@ -170,9 +170,16 @@ def test_a_hand_edited_score_is_refused_naming_file_and_field(tmp_path: Path, fi
     data = json.loads(edited.read_text())
     data["score"][field] = value
     edited.write_text(json.dumps(data))
-    for args in (["leaderboard", str(tmp_path / "a"), str(tmp_path / "b")],
-                 ["compare", str(tmp_path / "a"), str(tmp_path / "b")]):
-        refused(args, str(edited), f"score.{field}", problem)
+    refused(["compare", str(tmp_path / "a"), str(tmp_path / "b")], str(edited), f"score.{field}", problem)
+    refused(["leaderboard", str(tmp_path / "a")], str(edited), f"score.{field}", problem)
+    # Beside a readable run it is not boarded, named with its file and field, and the other run is still ranked.
+    res = CliRunner().invoke(app, ["leaderboard", str(tmp_path / "a"), str(tmp_path / "b"),
+                                   "--out-csv", str(tmp_path / "b.csv")], env={"COLUMNS": "400"})
+    text = " ".join(res.output.split())
+    assert res.exit_code == 0 and f"not boarded: {tmp_path / 'a'}: {edited}: score.{field}: " in text, text
+    assert problem in text
+    rows = list(csv.DictReader(io.StringIO((tmp_path / "b.csv").read_text())))
+    assert [(r["run"], r["rank"]) for r in rows] == [("b", "1"), ("a", "")]
 
 
 def test_a_metrics_file_whose_complete_is_not_a_boolean_is_refused(tmp_path: Path) -> None:
@@ -230,7 +237,10 @@ def test_the_judged_composite_is_shown_beside_the_ranked_rule_composite(tmp_path
         root = result(tmp_path / "a" / f"e{seed}", agent="a", composite=rule, seed=seed)
         data = json.loads((root / "results.json").read_text())
         data["judge"] = {"model": "judge-m", "sent": 2, "overturned": 1, "errors": 0 if judged else 1}
-        data["score_judged"] = None if judged is None else {**data["score"], "composite": judged}
+        # A judged block as the scorer writes it: its composite is what its axes give.
+        data["score_judged"] = None if judged is None else {
+            **data["score"], **dict.fromkeys(("breadth", "maintenance", "reasoning", "efficiency"), judged),
+            "composite": judged}
         (root / "results.json").write_text(json.dumps(data))
     board = get_family("budget").leaderboard([tmp_path / "a"])
     (row,) = list(csv.DictReader(io.StringIO(board.csv)))

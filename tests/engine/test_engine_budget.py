@@ -400,3 +400,15 @@ def test_a_resume_with_other_sampling_settings_is_refused(env: tuple[Path, list[
         assert ep.calls == calls  # refused before any call
         same = cli("--env", str(one_episode(env)), "--out", str(out), "--set", "llm.roles.agent.temperature=0.0")
         assert same.exit_code == 0, same.output  # the agent's own default, spelled out: the same run
+
+
+def test_report_refuses_flags_a_budget_report_does_not_use(env: tuple[Path, list[Any]], tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    script = BudgetScript(env[1])
+    with FakeEndpoint(responder=script.body_reply) as ep:
+        monkeypatch.setenv("OPENAI_BASE_URL", ep.base_url)
+        assert cli("--env", str(one_episode(env)), "--out", str(tmp_path / "o")).exit_code == 0
+    for flag, value in (("--env", str(tmp_path / "nowhere.json")), ("--figures", str(tmp_path / "figs"))):
+        res = CliRunner().invoke(app, ["report", str(tmp_path / "o"), "-o", str(tmp_path / "r.html"), flag, value])
+        assert res.exit_code == 2 and f"{flag} is not" in res.output, (flag, res.output)
+        assert not (tmp_path / "r.html").exists()

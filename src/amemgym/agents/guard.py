@@ -7,7 +7,8 @@ Plug-in agents (``module:factory``) are code we do not control. Each call into o
 - a call still running after the per-call limit (``run.agent_call_timeout``) fails as an :class:`AgentError`
   naming the agent and the call, which the run records in ``failures.json`` and retries on resume;
 - an exception, ``sys.exit`` or a reply of the wrong type is such a failure too, never a traceback or a
-  silent exit 0.
+  silent exit 0;
+- a lone surrogate in a string it returns (which no file can hold as UTF-8) becomes U+FFFD.
 
 A call can stall in three ways, each handled differently:
 
@@ -36,6 +37,7 @@ from typing import Any
 
 from ..config import RunSettings
 from ..errors import AgentError, AMemGymError
+from ..textclean import clean_value
 
 #: A plug-in call without a reply for this long is reported (as a model call waiting that long is).
 STALL_SECONDS = 30.0
@@ -251,10 +253,11 @@ def _failure(agent: str, method: str, exc: BaseException) -> AgentError:
 
 
 def _check_type(agent: str, method: str, value: Any, expect: type | tuple[type, ...] | None) -> Any:
+    """``value`` if it has the expected type, its strings cleaned of lone surrogates (see :mod:`amemgym.textclean`)."""
     if expect is not None and not isinstance(value, expect):
         names = " or ".join(t.__name__ for t in (expect if isinstance(expect, tuple) else (expect,)))
         raise AgentError(f"agent {agent!r}: {method} returned {type(value).__name__}, expected {names}")
-    return value
+    return clean_value(value)
 
 
 async def call_plugin(agent: str, method: str, fn: Callable[..., Any], *args: Any,

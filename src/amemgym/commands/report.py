@@ -13,7 +13,7 @@ from ..engine.read import check_manifest_file
 from ..errors import ConfigError
 from ..families import get_family, group_runs
 from ..runfiles import MANIFEST, REPORT
-from ..storage import atomic_write_text
+from ..storage import write_output_text
 
 if TYPE_CHECKING:
     from ..families import Board
@@ -68,15 +68,15 @@ def leaderboard_cmd(
     if out_md is not None:
         text = (boards[0].markdown if len(boards) == 1
                 else "\n".join(f"## {b.family} family\n\n{b.markdown}" for b in boards))
-        atomic_write_text(out_md, text)
+        write_output_text(out_md, text)
     if out_csv is not None:
         if len(boards) == 1:
-            atomic_write_text(out_csv, boards[0].csv)
+            write_output_text(out_csv, boards[0].csv)
         else:
             # The families' columns differ, so one CSV per family keeps every file rectangular.
             for b in boards:
                 path = out_csv.with_name(f"{out_csv.stem}-{b.family}{out_csv.suffix}")
-                atomic_write_text(path, b.csv)
+                write_output_text(path, b.csv)
                 out.print(f"wrote {path}", highlight=False, markup=False)
 
 

@@ -4,7 +4,9 @@ The board pools records (``pool.py``) into one row per folder given, agent, grou
 units, and ranks rows by the family's headline metric only against rows of the same group and protocol that
 ran exactly the same units. Rows with a unit lacking the headline, or with planned units unfinished, are
 listed but not ranked; means equal at 3 decimals share a rank (``=N``). The columns are the family's unit
-metrics (the registry); a family's :class:`BoardPanel` adds flags and notes of its own.
+metrics (the registry); a family's :class:`BoardPanel` adds flags and notes of its own. A folder that cannot be
+read is listed as "not boarded" with its reason (a CSV row with an empty rank, the reason in ``flags``) while
+the others are still ranked, as on the statetrack board.
 """
 
 from __future__ import annotations
@@ -16,16 +18,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..errors import RunError
+from rich.markup import escape
+
+from ..errors import AMemGymError, RunError
 from ..families import Board
 from ..scoring.registry import unit_metrics
-from .pool import Entry, build_entries
+from .pool import Entry, Found, Pending, build_entries
 from .ranking_flags import model_change_flag
-from .read import MAX_DEPTH, load_entries, load_found
+from .read import MAX_DEPTH, load_found, load_root, require_results, unique_labels
+from .rundir import UnitRunDir
 from .summary import headline_of
 
 __all__ = ["BoardPanel", "Pairing", "board_table", "cell", "competition_ranks", "csv_table", "entry_flags",
-           "markdown_cell", "markdown_table", "pair_runs"]
+           "load_boardable", "markdown_cell", "markdown_table", "not_boarded_row", "pair_runs"]
 
 #: Characters that would end a table cell, open raw HTML, code spans, links or emphasis. Underscores stay as
 #: they are: inside a word (run_b) they are plain text, and names are full of them.
@@ -80,12 +85,50 @@ class BoardPanel(Protocol):
         ...
 
 
+def not_boarded_row(columns: Sequence[str], run: str, reason: str) -> list[Any]:
+    """A CSV row for a folder that could not be boarded: its run label, an empty rank and every number empty,
+    ``not boarded: <reason>`` in ``flags``."""
+    row: list[Any] = [None] * len(columns)
+    row[columns.index("run")] = run
+    row[columns.index("flags")] = f"not boarded: {reason}"
+    return row
+
+
+def load_boardable(family: str, run_dirs: Sequence[Path],
+                   noun: str = "units") -> tuple[list[Found], list[Pending], list[tuple[Path, str, str]]]:
+    """The records and unfinished work of every folder that can be read, and (folder, label, reason) of each
+    that cannot (a damaged file, a hand-edited record, nothing finished yet), labels unique over all folders.
+
+    Raises:
+        RunError: no folder could be read (naming the only one's reason, or the first of several).
+    """
+    paths = [Path(d) for d in run_dirs]
+    found: list[Found] = []
+    pending: list[Pending] = []
+    skipped: list[tuple[Path, str, str]] = []
+    for root, label in zip(paths, unique_labels(paths), strict=True):
+        try:
+            require_results([root], family, noun)
+            f, p = load_root(root, label, family)
+        except AMemGymError as exc:
+            skipped.append((root, label, str(exc)))
+            continue
+        found += f
+        pending += p
+    if not found:
+        first = skipped[0][2] if skipped else f"no {family}-family results"
+        raise RunError(first if len(skipped) == 1 else f"no run could be boarded ({len(skipped)} folders): "
+                       f"not boarded: {skipped[0][0]}: {first}")
+    return found, pending, skipped
+
+
 def board_table(family: str, run_dirs: Sequence[Path], panel: BoardPanel | None = None, *, noun: str = "units",
                 group_noun: str = "unit group") -> Board:
     """One row per folder given, agent (name, variant, served model), group and protocol (see the module)."""
     head = headline_of(family)
     others = [m for m in unit_metrics(family) if m.column and m is not head]
-    entries = load_entries(list(run_dirs), family)
+    found, pending, skipped = load_boardable(family, run_dirs, noun)
+    entries = build_entries(found, pending)
     columns = ("group", "rank", "run", "agent", "variant", "model", group_noun, "protocol", noun, "trials", head.label,
                f"{head.label} 95% CI", *(m.label for m in others), "flags")
     groups: dict[tuple[str, str, frozenset[str]], list[Entry]] = {}
@@ -126,6 +169,8 @@ def board_table(family: str, run_dirs: Sequence[Path], panel: BoardPanel | None 
     if len(by_kind) > 1:
         notes.append(f"note: runs differ in {group_noun} or protocol; each group is ranked separately")
     rows = [[cell(x) for x in row] for row in full]
+    lost = [f"not boarded: {root}: {reason}" for root, _, reason in skipped]
+    notes += [escape(x) for x in lost]  # printed as console markup: a path's brackets stay text
     explain = (f"\nOne row per run folder given, agent, {group_noun} and protocol; each number is the mean over the "
                f"row's {noun} (a unit's trials are averaged first), with a 95 % t-interval over {noun} for "
                f"{head.label} ({head.description}). Rows are ranked only within a group of the same {group_noun} and "
@@ -134,7 +179,8 @@ def board_table(family: str, run_dirs: Sequence[Path], panel: BoardPanel | None 
                "rank (=N).\n")
     return Board(family, f"amemgym leaderboard: {family} family (mean over {noun}, ranked within {group_noun}, "
                  f"protocol and {noun.rstrip('s')} set)", columns, rows, notes,
-                 markdown_table(columns, rows) + "\n" + explain, csv_table(columns, full))
+                 markdown_table(columns, rows) + "\n" + explain + "".join(f"\n{markdown_cell(x)}\n" for x in lost),
+                 csv_table(columns, full + [not_boarded_row(columns, label, reason) for _, label, reason in skipped]))
 
 
 def entry_flags(e: Entry, head: Any, panel: BoardPanel | None, noun: str) -> tuple[list[str], bool]:
@@ -174,6 +220,8 @@ class Pairing:
         only_a, only_b: units (labels) on one side only, or without a value on the other.
         protocols: the protocols seen on each side.
         trials: the most records (trials) any unit has on each side.
+        unfinished: per side, what its runs have not finished (planned units without a result, a run whose
+            ``metrics.json`` says it is not complete); empty when the side finished.
     """
 
     diffs: dict[str, list[float]]
@@ -183,13 +231,40 @@ class Pairing:
     only_b: list[str]
     protocols: tuple[set[str], set[str]]
     trials: tuple[int, int] = (1, 1)
+    unfinished: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
+
+
+def unfinished_work(pending: Sequence[Pending], noun: str) -> tuple[str, ...]:
+    """What a side of a comparison has not finished, one phrase per run, in a form to print.
+
+    Raises:
+        RunError: a run never wrote ``metrics.json`` (killed, or still running): its numbers are not final, as a
+            statetrack run without one is refused.
+    """
+    by_run: dict[Path, list[Pending]] = {}
+    for p in pending:
+        by_run.setdefault(p.run, []).append(p)
+    out = []
+    for run, items in by_run.items():
+        metrics = UnitRunDir(run).metrics_path
+        if not metrics.exists():
+            raise RunError(f"{run}: {metrics} is missing: the run has not finished (killed, or still running); "
+                           "run `amemgym run` again with the same --out to finish it before comparing")
+        units = [p.unit for p in items if p.unit is not None]
+        reasons = [p.reason for p in items if p.reason is not None]
+        if units:
+            shown = ", ".join(units[:5]) + (" ..." if len(units) > 5 else "")
+            out.append(f"{run}: {len(units)} planned {noun.rstrip('s')}(s) have no results ({shown})")
+        out += [f"{run}: {r}" for r in reasons]
+    return tuple(out)
 
 
 def _by_unit(family: str, root: Path, noun: str,
-             group_noun: str) -> tuple[dict[str, tuple[str, float | None, int]], set[str]]:
-    found, _ = load_found([root], family)
+             group_noun: str) -> tuple[dict[str, tuple[str, float | None, int]], set[str], tuple[str, ...]]:
+    found, pending = load_found([root], family)
     if not found:
         raise RunError(f"{root}: no {family}-family results here or up to {MAX_DEPTH} levels below")
+    unfinished = unfinished_work(pending, noun)
     entries = build_entries(found)
     if len(entries) > 1:
         names = "; ".join(f"{e.agent}/{e.variant}/{e.model}/{e.group}/{e.protocol}" for e in entries)
@@ -203,17 +278,17 @@ def _by_unit(family: str, root: Path, noun: str,
     head = headline_of(family)
     labels = {r.digest: r.label for r in found}
     counts = {d: len(rs) for d, rs in entry.by_unit().items()}
-    return ({d: (labels[d], v, counts[d]) for d, v in entry.unit_value(head).items()}, {entry.protocol})
+    return ({d: (labels[d], v, counts[d]) for d, v in entry.unit_value(head).items()}, {entry.protocol}, unfinished)
 
 
 def pair_runs(family: str, run_a: Path, run_b: Path, *, noun: str = "units", group_noun: str = "unit group") -> Pairing:
     """Match two run collections by unit (the digest of its file) on the headline metric, trials averaged.
 
     Raises:
-        RunError: a side has no run, mixes agents, groups or protocols, runs a unit twice under one seed, or no
-            unit has a value on both sides.
+        RunError: a side has no run, has a run that never wrote ``metrics.json``, mixes agents, groups or
+            protocols, runs a unit twice under one seed, or no unit has a value on both sides.
     """
-    (a, pa), (b, pb) = _by_unit(family, run_a, noun, group_noun), _by_unit(family, run_b, noun, group_noun)
+    (a, pa, ua), (b, pb, ub) = _by_unit(family, run_a, noun, group_noun), _by_unit(family, run_b, noun, group_noun)
     shared = sorted(k for k in a.keys() & b.keys() if a[k][1] is not None and b[k][1] is not None)
     if not shared:
         raise RunError(f"{run_a} and {run_b} share no {noun.rstrip('s')} with a value on both sides")
@@ -224,6 +299,6 @@ def pair_runs(family: str, run_a: Path, run_b: Path, *, noun: str = "units", gro
         diffs[label] = [vb[label] - va[label]]
     return Pairing(diffs, va, vb, sorted(a[k][0] for k in a if k not in shared),
                    sorted(b[k][0] for k in b if k not in shared), (pa, pb),
-                   (max(n for _, _, n in a.values()), max(n for _, _, n in b.values())))
+                   (max(n for _, _, n in a.values()), max(n for _, _, n in b.values())), (ua, ub))
 
 

@@ -17,7 +17,7 @@ from ..errors import AMemGymError, ConfigError
 from ..records import run_family
 from ..report.stats import paired_comparison, result_rows
 from ..runfiles import MANIFEST, REPORT
-from ..storage import atomic_write_text
+from ..storage import atomic_write_text, write_output_text
 from .board import board_table, pair_runs
 from .contract import UnitFamily
 from .flags import ModelFlags
@@ -105,15 +105,19 @@ class EngineFamily:
         """The metrics, means over units and the family's panels in one self-contained HTML file."""
         if figures is not None:
             raise ConfigError(f"--figures is not supported for {self.name}-family runs (the report embeds its charts)")
+        if env is not None:
+            # Taken silently it would read as if the report had been made against that file.
+            raise ConfigError(f"--env is not used for {self.name}-family runs (their records carry what the "
+                              "report shows); leave it out")
         self.require_results(run_dirs)
         panels: Any = self.units if hasattr(self.units, "report_panels") else None
-        atomic_write_text(out_file, build_unit_report(self.name, run_dirs, panels, noun=self.units.noun))
+        write_output_text(out_file, build_unit_report(self.name, run_dirs, panels, noun=self.units.noun))
         console.print(f"wrote {out_file}", highlight=False, markup=False)
         return 0
 
     def leaderboard(self, run_dirs: list[Path]) -> Board:
-        """The headline ranking within groups of the same group, protocol and unit set."""
-        self.require_results(run_dirs)
+        """The headline ranking within groups of the same group, protocol and unit set; a folder that cannot be
+        read (or has nothing finished) is listed as not boarded while the others are ranked."""
         panel: Any = self.units if hasattr(self.units, "board_flags") else None
         return board_table(self.name, run_dirs, panel, noun=self.units.noun,
                            group_noun=getattr(self.units, "group_noun", "unit group"))
@@ -135,7 +139,13 @@ class EngineFamily:
         for row in result_rows(res, noun.rstrip("s")):
             table.add_row(*row)
         table.add_row("protocol A / B", f"{', '.join(sorted(p.protocols[0]))} / {', '.join(sorted(p.protocols[1]))}")
+        for side, work in zip("AB", p.unfinished, strict=True):
+            table.add_row(f"unfinished {side}", "yes" if work else "no")
         console.print(table)
+        for side, run, work in (("A", run_a, p.unfinished[0]), ("B", run_b, p.unfinished[1])):
+            for line in work:
+                console.print(f"UNFINISHED run {side} ({run}): {line}; the difference covers only the {noun} "
+                              "finished on both sides", highlight=False, markup=False)
         for side, only in (("A", p.only_a), ("B", p.only_b)):
             if only:
                 console.print(f"note: {len(only)} {noun.rstrip('s')}(s) of {side} have no scored counterpart and "

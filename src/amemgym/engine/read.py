@@ -2,13 +2,16 @@
 
 A folder given on the command line is a run directory (its ``manifest.json`` names the family), a ``--trials``
 output (``trial_k`` run directories), or a folder of such runs up to :data:`MAX_DEPTH` levels deep. Each folder
-given is one label: its records form their own entries (``pool.py``).
+given is one label: its records form their own entries (``pool.py``). A folder inside a run directory (a
+group's or one unit's folder) is read as the part of that run below it, with the run's own record of what it
+has not finished, so a subfolder of an unfinished run is never read as a finished one.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +25,9 @@ from .checkpoint import CHECKPOINT_FILE
 from .pool import Entry, Found, Pending, build_entries
 from .rundir import UnitRunDir, read_unit_record
 
-__all__ = ["MAX_DEPTH", "bare_records", "check_manifest_file", "checkpoint_family", "family_of_tree", "load_entries",
-           "load_found", "refuse_damaged_runs", "refuse_missing_trials", "require_results", "runs_under",
-           "unfinished_runs", "unique_labels"]
+__all__ = ["MAX_DEPTH", "bare_records", "check_manifest_file", "checkpoint_family", "enclosing_run",
+           "family_of_tree", "load_entries", "load_found", "load_root", "refuse_damaged_runs",
+           "refuse_missing_trials", "require_results", "runs_under", "unfinished_runs", "unique_labels"]
 
 #: How deep below a given folder run directories are looked for.
 MAX_DEPTH = 4
@@ -177,31 +180,86 @@ def load_found(roots: list[Path], family: str | None = None) -> tuple[list[Found
     found: list[Found] = []
     pending: list[Pending] = []
     for root, label in zip(paths, unique_labels(paths), strict=True):
-        refuse_damaged_runs(root)
-        runs = runs_under(root, family)
-        if not runs:
-            bare = bare_records(root, family)
-            if not bare:
-                raise RunError(f"{root}: no {family or 'unit-family'} run here or up to {MAX_DEPTH} levels below "
-                               "(no manifest.json naming the family, no results.json of it)")
-            found += [Found(d, label, described(r)) for d, r in bare]
-            continue
+        f, p = load_root(root, label, family)
+        found += f
+        pending += p
+    return found, pending
+
+
+def enclosing_run(folder: Path, family: str | None = None) -> Path | None:
+    """The unit-family run directory ``folder`` lies inside (a folder above it whose ``manifest.json`` names a
+    family, ``family`` when given), or None.
+
+    Raises:
+        RunError: a ``manifest.json`` above it cannot be read as a JSON object.
+    """
+    for parent in Path(folder).resolve().parents:
+        manifest = parent / MANIFEST
+        if manifest.is_file():
+            name = peek_family(manifest)
+            if name is None:
+                check_manifest_file(manifest)  # a statetrack manifest passes; a damaged one is named
+                continue
+            return parent if family is None or name == family else None
+    return None
+
+
+def load_root(root: Path, label: str, family: str | None = None) -> tuple[list[Found], list[Pending]]:
+    """The records and unfinished work below one folder given on the command line, labelled ``label``.
+
+    A folder inside a run directory (a unit group's folder, one episode's) is read as the part of that run
+    below it: its planned units there and the run's own verdict on whether it finished, so reading a subfolder
+    never hides that the run is unfinished.
+
+    Raises:
+        RunError: the folder holds no run of the family, or a record or ``metrics.json`` is unreadable.
+    """
+    root = Path(root)
+    refuse_damaged_runs(root)
+    runs = runs_under(root, family)
+    if runs:
+        found: list[Found] = []
+        pending: list[Pending] = []
         for run in runs:
-            rd = UnitRunDir(run)
-            manifest = rd.manifest() or {}
-            agent = str((manifest.get("protocol") or {}).get("agent"))
-            model = served_model(manifest)
-            missing, reason = run_unfinished(rd)
-            units_pending = 0
-            for u in manifest.get("units") or []:
-                record = rd.record(u["id"])
-                if record is None or u["id"] in missing:
-                    pending.append(Pending(run, label, agent, model, str(u["group"]), str(u["label"])))
-                    units_pending += 1
-                if record is not None:
-                    found.append(Found(rd.unit_dir(u["id"]), label, described(record), run))
-            if reason is not None and not units_pending:
-                pending.append(Pending(run, label, agent, model, reason=reason))
+            f, p = _read_run(run, label)
+            found += f
+            pending += p
+        return found, pending
+    outer = enclosing_run(root, family)
+    if outer is not None:
+        inside = root.resolve()
+        f, p = _read_run(outer, label, within=lambda unit: inside == unit or inside in unit.parents)
+        if f or any(x.unit is not None for x in p):
+            return f, p
+    bare = bare_records(root, family)
+    if not bare:
+        raise RunError(f"{root}: no {family or 'unit-family'} run here or up to {MAX_DEPTH} levels below "
+                       "(no manifest.json naming the family, no results.json of it)")
+    return [Found(d, label, described(r)) for d, r in bare], []
+
+
+def _read_run(run: Path, label: str,
+              within: Callable[[Path], bool] | None = None) -> tuple[list[Found], list[Pending]]:
+    """One run directory's records and unfinished work (only its units whose folder ``within`` accepts)."""
+    rd = UnitRunDir(run)
+    manifest = rd.manifest() or {}
+    agent = str((manifest.get("protocol") or {}).get("agent"))
+    model = served_model(manifest)
+    missing, reason = run_unfinished(rd)
+    found: list[Found] = []
+    pending: list[Pending] = []
+    units_pending = 0
+    for u in manifest.get("units") or []:
+        if within is not None and not within(rd.unit_dir(u["id"]).resolve()):
+            continue
+        record = rd.record(u["id"])
+        if record is None or u["id"] in missing:
+            pending.append(Pending(run, label, agent, model, str(u["group"]), str(u["label"])))
+            units_pending += 1
+        if record is not None:
+            found.append(Found(rd.unit_dir(u["id"]), label, described(record), run))
+    if reason is not None and not units_pending:
+        pending.append(Pending(run, label, agent, model, reason=reason))
     return found, pending
 
 

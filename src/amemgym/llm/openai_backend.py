@@ -21,6 +21,7 @@ import httpx
 import numpy as np
 import orjson
 
+from ..textclean import clean_text, clean_value
 from ..urls import REDIRECT_ADVICE, public_url
 from .backends import PermanentError, TransientError
 from .http import ReplyTooLarge, Response, SetupError, Transport
@@ -76,7 +77,7 @@ def status_error(status: int, body: bytes, headers: Any) -> TransientError | Per
         message = str(err.get("message", err)) if isinstance(err, dict) else str(err or message)
     except (ValueError, AttributeError, RecursionError):
         pass
-    return PermanentError(f"http_{status}", redact(f"HTTP {status}: {message}"))
+    return PermanentError(f"http_{status}", redact(f"HTTP {status}: {clean_text(message)}"))
 
 
 def classify(exc: BaseException, proxy: str | None = None) -> TransientError | PermanentError:
@@ -227,6 +228,15 @@ class OpenAIBackend:
             raise status_error(resp.status, resp.body, resp.headers)
         try:
             return orjson.loads(resp.body)  # a few times faster than json.loads on a reply; same values
+        except orjson.JSONDecodeError as exc:
+            if "surrogate" not in str(exc):
+                raise classify(exc) from exc
+            # orjson refuses an escaped lone surrogate ("\ud800") that json reads: the reply is kept, each
+            # such character as U+FFFD, so the text the client returns, records and caches is the same.
+            try:
+                return clean_value(json.loads(resp.body))
+            except (ValueError, RecursionError):
+                raise classify(exc) from exc
         except Exception as exc:  # noqa: BLE001 - classified and re-raised
             raise classify(exc) from exc
 

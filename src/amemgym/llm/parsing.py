@@ -6,6 +6,8 @@ import json
 import re
 from typing import Any
 
+from ..textclean import clean_value
+
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
 _NUMBER = re.compile(r"-?\d+")
 
@@ -53,7 +55,8 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def _loads(text: str) -> Any:
-    return json.loads(text, object_pairs_hook=_no_duplicates)
+    # A reply's JSON may spell a lone surrogate as an escape; decoded as U+FFFD so it can be stored.
+    return clean_value(json.loads(text, object_pairs_hook=_no_duplicates))
 
 
 def parse_json_reply(text: str) -> Any | None:

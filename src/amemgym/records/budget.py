@@ -1,8 +1,10 @@
-"""A budget episode's ``results.json``: the unit record with its score blocks range-checked.
+"""A budget episode's ``results.json``: the unit record with its score blocks range-checked and re-derived.
 
 The board, report and ``compare`` read the axes and composite from ``score``; a value outside [0, 1], not a
-number or not finite (a hand edit) is refused with the file and field named, never averaged. Every unit
-record is read through :func:`parse_unit_record`, which picks this model for a budget episode's record.
+number or not finite (a hand edit) is refused with the file and field named, never averaged. So is a number
+that disagrees with the rest of the record (a composite that is not the weighted mean of its axes, an axis the
+per-question outcomes do not give: ``families/budget/recheck.py``). Every unit record is read through
+:func:`parse_unit_record`, which picks this model for a budget episode's record.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from typing import Annotated, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..errors import RunError
+from ..families.budget.recheck import score_disagreement
 from .base import parse_record
 from .units import UnitRecord
 
@@ -56,10 +60,17 @@ def parse_unit_record(raw: Any, where: str) -> UnitRecord:
     number as ``results_version``.
 
     Raises:
-        RunError: wrong shape or an unknown format version, naming ``where``.
+        RunError: wrong shape, an unknown format version, or (a budget record) a stored number that disagrees
+            with the record's own axes or answers, naming ``where`` and the field.
     """
     if isinstance(raw, dict) and raw.get("format_version") == 1 and "results_version" not in raw:
         raw = {**{k: v for k, v in raw.items() if k != "format_version"}, "results_version": 1}
     # A family whose record has fields of its own is validated with them (a budget episode's scores).
     model = BudgetRecord if isinstance(raw, dict) and raw.get("family") == "budget" else UnitRecord
-    return parse_record(raw, model, where)
+    record = parse_record(raw, model, where)
+    if isinstance(record, BudgetRecord):
+        # The ranges hold; the numbers must also agree with what the record derives them from.
+        wrong = score_disagreement(record.model_dump(mode="python"))
+        if wrong is not None:
+            raise RunError(f"{where}: {wrong[0]}: {wrong[1]} (not a valid {model.kind} record: edited by hand?)")
+    return record

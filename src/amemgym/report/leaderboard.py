@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..engine.board import cell, competition_ranks, csv_table, markdown_table
+from ..engine.board import cell, competition_ranks, csv_table, markdown_table, not_boarded_row
 from ..engine.ranking_flags import shown as shown_flag
 from ..families.statetrack.metrics import HEADLINE
 from ..scoring.registry import Metric, headline, table_metrics
@@ -185,6 +185,8 @@ def to_markdown(entries: Sequence[Entry]) -> str:
     return markdown_table(columns(), table_rows(entries)) + "\n" + note
 
 
-def to_csv(entries: Sequence[Entry]) -> str:
-    """CSV with full-precision numbers."""
-    return csv_table(columns(), [_row(e) for e in entries])
+def to_csv(entries: Sequence[Entry], not_boarded: Sequence[tuple[str, str]] = ()) -> str:
+    """CSV with full-precision numbers; each (run, reason) of ``not_boarded`` (a folder that could not be read)
+    follows as a row with an empty rank and ``not boarded: <reason>`` in ``flags``, so the file lists it too."""
+    cols = columns()
+    return csv_table(cols, [_row(e) for e in entries] + [not_boarded_row(cols, run, why) for run, why in not_boarded])

@@ -31,7 +31,7 @@ from ..errors import ConfigError, RunError
 from ..families.statetrack.layout import RunDir
 from ..prompts import render
 from ..records import Metrics, as_dict, read_record
-from ..storage import atomic_write_text
+from ..storage import write_output_text
 from .layout_reader import RecordedUser, check_planned, read_run, run_manifest
 
 FORMATS = ("openai-chat", "jsonl")
@@ -88,7 +88,7 @@ def export_run(rundir: Path, out: Path, *, fmt: str = "openai-chat", with_evalua
             lines += chat_lines(user, with_evaluation, unit)
     if fmt == "openai-chat":
         lines = [x for x in lines if has_target(x)]  # e.g. a session that ended before any reply
-    atomic_write_text(Path(out), "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines))
+    write_output_text(Path(out), "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines))
     answers = [q for u in users for e in u.evaluations for q in e["questions"]] if with_evaluation else []
     written = len(answers) if fmt == "jsonl" else sum(1 for q in answers if _correct(q))
     return ExportSummary(Path(out), len(lines), len(users), n_sessions, written, len(answers) - written, unchecked)

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ...errors import ConfigError
-from ...storage import atomic_write_json
+from ...storage import write_output_json
 from .domain import domain_names, pack_domains, resolve_domain
 from .generate import build_episode
 from .io import load_episode, save_episode
@@ -96,7 +96,7 @@ def validate(env: Path, *, seeds: int, json_out: Path | None, console: Console) 
     for note in notes:
         console.print(f"note: {note}", highlight=False, markup=False)
     if json_out is not None:
-        atomic_write_json(json_out, {"environment_file": str(env), "episodes": len(results), "pooled_accuracy": acc,
+        write_output_json(json_out, {"environment_file": str(env), "episodes": len(results), "pooled_accuracy": acc,
                                      "failures": failures, "notes": notes,
                                      "per_episode": {r.label: {k: s.to_dict() for k, s in r.scores.items()}
                                                      for r in results}})

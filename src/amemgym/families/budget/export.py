@@ -31,7 +31,7 @@ from typing import Any
 from ...engine.checkpoint import read_trace
 from ...engine.read import load_found, require_results
 from ...errors import ConfigError, RunError
-from ...storage import atomic_write_text
+from ...storage import write_output_text
 from .. import ExportResult
 from .harness import env_digest, system_prompt
 from .io import load_episode
@@ -87,7 +87,7 @@ def export_budget_run(run_dir: Path, out: Path, *, fmt: str = "openai-chat", uni
         notes.append(f"{counts['failed']} failed model call(s) have no reply and are not exported")
     if planned:
         notes.append(f"{len(planned)} planned episode(s) have not finished and are not exported")
-    atomic_write_text(Path(out), "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines))
+    write_output_text(Path(out), "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines))
     detail = details[0] if len(details) == 1 else f"budget: {len(found)} episodes"
     return ExportResult(Path(out), len(lines), detail, tuple(notes))
 

@@ -7,6 +7,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ...textclean import clean_value
+
 TOOLS: dict[str, dict[str, type]] = {
     "write": {"text": str},
     "edit": {"id": int, "old": str, "new": str},
@@ -55,7 +57,8 @@ def parse_call(reply: str) -> ToolCall:
     """
     text = strip_fence(reply)
     try:
-        obj = json.loads(text)
+        # The escape "\ud800" decodes to a lone surrogate, which no run file could store: U+FFFD instead.
+        obj = clean_value(json.loads(text))
     except json.JSONDecodeError as exc:
         raise ProtocolError(f"not a single JSON object ({exc.msg})") from None
     except RecursionError:

@@ -20,6 +20,7 @@ from ...errors import AMemGymError, ConfigError, LLMError, RunError
 from ...llm.client import LLMClient
 from ...llm.types import ChatMessage, ToolCallOut
 from ...prompts import render
+from ...textclean import clean_value
 from .harness import LLMToolAgent, ToolAgent
 from .model import Episode, Event
 from .protocol import TOOLS, function_tools, strip_fence
@@ -51,7 +52,8 @@ def canonical_reply(calls: tuple[ToolCallOut, ...], text: str) -> str:
 
 def _arguments(raw: str) -> Any:
     try:
-        return json.loads(raw) if raw.strip() else {}
+        # Arguments are JSON text inside the reply: their escapes can still spell a lone surrogate.
+        return clean_value(json.loads(raw)) if raw.strip() else {}
     except (ValueError, RecursionError):
         return raw
 
@@ -59,7 +61,7 @@ def _arguments(raw: str) -> Any:
 def _calls_in(content: str) -> list[tuple[str, Any]] | None:
     """The (tool, args) pairs a text-protocol reply holds, or None when it is not shaped like calls."""
     try:
-        obj = json.loads(strip_fence(content))
+        obj = clean_value(json.loads(strip_fence(content)))
     except (ValueError, RecursionError):
         return None
     items = obj if isinstance(obj, list) and len(obj) > 1 else [obj]

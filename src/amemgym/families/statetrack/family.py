@@ -32,7 +32,7 @@ from ...report.leaderboard import display_columns, display_rows, leaderboard, to
 from ...report.load import load_run, load_runs
 from ...report.stats import cell_differences, paired_comparison, result_rows
 from ...runfiles import MANIFEST
-from ...storage import atomic_write_json, atomic_write_text
+from ...storage import atomic_write_json, write_output_json, write_output_text
 from ...urls import public_url
 from .. import Board, ExportResult, GenerateRequest, RunRequest, ValidateRequest
 from .command import run_request
@@ -143,7 +143,7 @@ class StateTrack:
             report.notes.append(note)
         print_report(report)
         if r.json_out is not None:
-            atomic_write_json(r.json_out, {"environment_file": str(r.env), **report.to_dict()})
+            write_output_json(r.json_out, {"environment_file": str(r.env), **report.to_dict()})
             console.print(f"results: {r.json_out}")
         return 0 if report.passed else 1
 
@@ -155,7 +155,7 @@ class StateTrack:
                console: Console) -> int:
         """Tables, curves, diagnosis, heat maps and the trace browser in one HTML file (plus figures)."""
         rep = build_report(list(run_dirs), env_override=env)
-        atomic_write_text(out_file, rep.html)
+        write_output_text(out_file, rep.html)
         for note in rep.notes:
             console.print(f"note: {note}", highlight=False, markup=False)
         console.print(f"wrote {out_file}", highlight=False, markup=False)
@@ -167,12 +167,13 @@ class StateTrack:
     def leaderboard(self, run_dirs: list[Path]) -> Board:
         """Memory-score ranking within groups of the same environment and protocol."""
         # One unreadable folder (of a glob like runs/*) is listed with its reason; the others are still boarded.
-        runs, skipped = [], []
+        runs, skipped, lost = [], [], []
         for root, label in zip(run_dirs, unique_labels(list(run_dirs)), strict=True):
             try:
                 runs.append(load_run(root, label))
             except AMemGymError as exc:
                 skipped.append(f"not boarded: {root}: {exc}")
+                lost.append((label, str(exc)))
         if not runs:
             raise RunError(skipped[0].removeprefix("not boarded: ") if len(skipped) == 1
                            else f"no run could be boarded ({len(skipped)} folders): {skipped[0]}")
@@ -185,7 +186,7 @@ class StateTrack:
         return Board(family=self.name, title="amemgym leaderboard (ranked within each group)",
                      columns=display_columns(), rows=display_rows(entries), notes=notes,
                      markdown=to_markdown(entries) + "".join(f"\n{markdown_cell(line)}\n" for line in skipped),
-                     csv=to_csv(entries))
+                     csv=to_csv(entries, lost))
 
     def compare(self, run_a: Path, run_b: Path, *, bootstrap: int, seed: int, console: Console) -> int:
         """Memory-score difference over shared (user, period) cells, users resampled."""

@@ -1,0 +1,139 @@
+"""The numbers of a budget ``results.json`` worked out again from the record itself.
+
+A record keeps its per-question outcomes (``answers``: kind, ``correct``, ``reason``, the judge's verdict) beside
+the ``score`` derived from them, so a reader can tell a hand edit from a scored episode: the composite must be
+the weighted mean of the axes the record holds, and breadth, reasoning, efficiency, abstention, accuracy, the
+question and skip counts and ``per_kind`` must be what the answers give. Maintenance also needs the episode's
+changes (which note stored which original value), so only its bounds are checked: no more than the share of
+maintenance questions answered right, nor than the storage gate. A record without per-question outcomes (an
+older or hand-made one) has its composite checked against its axes and nothing more.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from .scoring import AXES, WEIGHTS
+from .solve import ABSTENTION_KINDS, ALL_KINDS, BREADTH_KINDS, MAINTENANCE_KINDS, REASONING_KINDS
+
+__all__ = ["TOLERANCE", "score_disagreement"]
+
+#: How far a stored number may sit from the one worked out again (floating-point noise, never a hand edit).
+TOLERANCE = 1e-6
+
+#: The kinds behind each per-question axis.
+_AXIS_KINDS: dict[str, tuple[str, ...]] = {"breadth": BREADTH_KINDS, "reasoning": REASONING_KINDS,
+                                          "abstention": ABSTENTION_KINDS}
+
+
+def _differs(stored: Any, derived: float | int | None) -> bool:
+    """Whether a stored number (or null) is not the derived one (within :data:`TOLERANCE`)."""
+    if derived is None or stored is None:
+        return (derived is None) != (stored is None)
+    return abs(float(stored) - float(derived)) > TOLERANCE
+
+
+def _show(x: float | int | None) -> str:
+    return "null" if x is None else f"{x:.4f}" if isinstance(x, float) else str(x)
+
+
+def _share(flags: list[bool]) -> float | None:
+    return sum(flags) / len(flags) if flags else None
+
+
+def composite_of(block: Mapping[str, Any]) -> float | None:
+    """The composite the scorer gives the axes of ``block`` (weights renormalised over the axes present)."""
+    present = {k: float(block[k]) for k in AXES if block.get(k) is not None}
+    total = sum(WEIGHTS[k] for k in present)
+    return sum(WEIGHTS[k] * v for k, v in present.items()) / total if present else None
+
+
+def _outcomes(record: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]] | None:
+    """The record's answers as (kind, answer) pairs, or None when it holds no usable per-question outcomes."""
+    answers = record.get("answers")
+    if not isinstance(answers, dict) or not answers:
+        return None
+    out = []
+    for a in answers.values():
+        if not (isinstance(a, dict) and a.get("kind") in ALL_KINDS and isinstance(a.get("correct"), bool)):
+            return None
+        out.append((str(a["kind"]), a))
+    return out
+
+
+def _rule_right(a: Mapping[str, Any]) -> bool:
+    return bool(a["correct"])
+
+
+def _judged_right(a: Mapping[str, Any]) -> bool:
+    """Right after the judge: by rule, or overturned by a judge verdict that did not fail."""
+    j = a.get("judge")
+    return bool(a["correct"]) or (isinstance(j, dict) and j.get("correct") is True and not j.get("error"))
+
+
+def _block_problem(block: Mapping[str, Any], outcomes: list[tuple[str, dict[str, Any]]] | None,
+                   right: Callable[[Mapping[str, Any]], bool]) -> tuple[str, str] | None:
+    """The first field of one score block that disagrees with what the record derives it from."""
+    if outcomes is not None:
+        oks = [(kind, right(a)) for kind, a in outcomes]
+        derived: dict[str, float | int | None] = {
+            axis: _share([ok for kind, ok in oks if kind in kinds]) for axis, kinds in _AXIS_KINDS.items()}
+        derived["accuracy"] = sum(ok for _, ok in oks) / len(oks)
+        derived["questions"] = len(oks)
+        answered = [ok for kind, ok in oks if kind not in ABSTENTION_KINDS]
+        used, ref = block.get("writes_used"), block.get("reference_writes")
+        if isinstance(used, int) and isinstance(ref, int):
+            ref = max(ref, 0)
+            spend = 1.0 if used <= ref else ref / used
+            derived["efficiency"] = (_share(answered) or 0.0) * spend if answered else None
+        reasons = [a.get("reason") for _, a in outcomes]
+        if all(isinstance(r, str) for r in reasons):
+            derived["skipped"] = sum(str(r).startswith("no answer") for r in reasons)
+        for name, value in derived.items():
+            if name in block and _differs(block[name], value):
+                return name, (f"{_show(block[name])} is not what the record's answers give ({_show(value)}); "
+                              "the score no longer matches its per-question outcomes")
+        maintained = [ok for kind, ok in oks if kind in MAINTENANCE_KINDS]
+        stored = block.get("maintenance")
+        if (stored is None) != (not maintained):
+            return "maintenance", (f"{_show(stored)} does not fit the record's answers ({len(maintained)} "
+                                   "maintenance question(s))")
+        caps = [x for x in (_share(maintained), block.get("storage_gate")) if x is not None]
+        if stored is not None and caps and float(stored) > min(caps) + TOLERANCE:
+            return "maintenance", (f"{_show(float(stored))} is above what the record allows (at most "
+                                   f"{_show(float(min(caps)))}: the share of maintenance questions answered right, "
+                                   "capped by the storage gate)")
+    if any(k in block for k in AXES) and _differs(block.get("composite"), composite_of(block)):
+        return "composite", (f"{_show(block.get('composite'))} is not what its axes give ({DEFINITION} = "
+                             f"{_show(composite_of(block))})")
+    return None
+
+
+#: The composite's formula, as the message states it.
+DEFINITION = " + ".join(f"{WEIGHTS[k]:.2f} {k}" for k in AXES)
+
+
+def score_disagreement(record: Mapping[str, Any]) -> tuple[str, str] | None:
+    """The first stored number of a budget record that disagrees with the record itself, as (field path,
+    problem); None when everything that can be worked out again agrees."""
+    outcomes = _outcomes(record)
+    for name, right in (("score", _rule_right), ("score_judged", _judged_right)):
+        block = record.get(name)
+        if isinstance(block, Mapping):
+            found = _block_problem(block, outcomes, right)
+            if found is not None:
+                return f"{name}.{found[0]}", found[1]
+    per_kind = record.get("per_kind")
+    if outcomes is not None and isinstance(per_kind, Mapping):
+        counted: dict[str, list[int]] = {}
+        for kind, a in outcomes:
+            counted.setdefault(kind, [0, 0])
+            counted[kind][0] += bool(a["correct"])
+            counted[kind][1] += 1
+        for kind, stats in per_kind.items():
+            got = counted.get(str(kind), [0, 0])
+            if not isinstance(stats, Mapping) or [stats.get("correct"), stats.get("total")] != got:
+                return f"per_kind.{kind}", (f"{stats!r} is not what the record's answers give "
+                                            f"({{'correct': {got[0]}, 'total': {got[1]}}})")
+    return None
