@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import html
 import io
+import csv
 import json
 import re
 import threading
@@ -412,3 +413,22 @@ def test_report_refuses_flags_a_budget_report_does_not_use(env: tuple[Path, list
         res = CliRunner().invoke(app, ["report", str(tmp_path / "o"), "-o", str(tmp_path / "r.html"), flag, value])
         assert res.exit_code == 2 and f"{flag} is not" in res.output, (flag, res.output)
         assert not (tmp_path / "r.html").exists()
+
+
+def test_every_unit_of_a_run_resumed_on_another_model_is_kept_off_the_board(
+        env: tuple[Path, list[Any]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    script = BudgetScript(env[1])
+    out = tmp_path / "o"
+    with FakeEndpoint(responder=script.body_reply, model="model-a") as ep:
+        monkeypatch.setenv("OPENAI_BASE_URL", ep.base_url)
+        assert cli("--env", str(env[0]), "--out", str(out), "--limit", "1").exit_code == 0
+    with FakeEndpoint(responder=script.body_reply, model="model-b") as ep:
+        monkeypatch.setenv("OPENAI_BASE_URL", ep.base_url)
+        res = cli("--env", str(env[0]), "--out", str(out), "--allow-model-change")
+        assert res.exit_code == 0, res.output
+    board = CliRunner().invoke(app, ["leaderboard", str(out), "--out-csv", str(tmp_path / "b.csv")],
+                               env={"COLUMNS": "300"})
+    assert board.exit_code == 0, board.output
+    rows = list(csv.DictReader((tmp_path / "b.csv").open()))
+    # One row per model: the unit played on model-a before the change is flagged too, not ranked as model-a's.
+    assert len(rows) == 2 and all(r["rank"] in ("", "-") and "model changed" in r["flags"] for r in rows), rows

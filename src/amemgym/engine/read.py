@@ -257,7 +257,7 @@ def _read_run(run: Path, label: str,
             pending.append(Pending(run, label, agent, model, str(u["group"]), str(u["label"])))
             units_pending += 1
         if record is not None:
-            found.append(Found(rd.unit_dir(u["id"]), label, described(record), run))
+            found.append(Found(rd.unit_dir(u["id"]), label, with_run_changes(described(record), manifest), run))
     if reason is not None and not units_pending:
         pending.append(Pending(run, label, agent, model, reason=reason))
     return found, pending
@@ -279,6 +279,20 @@ def bare_records(root: Path, family: str | None = None) -> list[tuple[Path, dict
         if depth == 0 and out:
             break  # the root is itself a unit folder
     return out
+
+
+def with_run_changes(record: dict[str, Any], manifest: dict[str, Any]) -> dict[str, Any]:
+    """``record`` carrying every model change of its run as well as its own.
+
+    A unit records the changes made before it was played; a change a later resume was allowed to make (or one
+    seen only in the replies, recorded when that invocation ended) is in the manifest alone. Flagged by
+    either, every unit of the run is kept off the ranking, not only those played after the change.
+    """
+    own = list(record.get("model_changes") or [])
+    seen = {(c.get("role"), c.get("from"), c.get("to")) for c in own if isinstance(c, dict)}
+    more = [c for c in manifest.get("model_changes") or []
+            if isinstance(c, dict) and (c.get("role"), c.get("from"), c.get("to")) not in seen]
+    return {**record, "model_changes": own + more} if more else record
 
 
 def described(record: dict[str, Any]) -> dict[str, Any]:
