@@ -35,6 +35,13 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True, strict=True)
 
 
+#: The most user+assistant rounds one session may have, in a config or in an environment file's ``_amemgym``. The
+#: original protocol's largest preset (v1.extra) has 5 per update session; each round is at least two model
+#: calls and grows the conversation every later call carries, so a session of more than 100 is a typo, not a
+#: protocol (docs/design.md §2).
+MAX_ROUNDS_PER_SESSION = 100
+
+
 class EnvConfig(_Strict):
     """Sizes and dynamics of an environment and its conversation protocol (docs/design.md §2, §9).
 
@@ -52,8 +59,10 @@ class EnvConfig(_Strict):
     num_changes_per_period: int = Field(4, ge=1)
     max_changes_per_state: int = Field(3, ge=1)
     min_state_variants: int = Field(4, ge=2, description="Minimum answer choices per question.")
-    num_rounds_init: int = Field(1, ge=1, description="User+assistant rounds per session in period 0.")
-    num_rounds_update: int = Field(2, ge=1, description="Rounds per session in later periods.")
+    num_rounds_init: int = Field(1, ge=1, le=MAX_ROUNDS_PER_SESSION,
+                                 description="User+assistant rounds per session in period 0.")
+    num_rounds_update: int = Field(2, ge=1, le=MAX_ROUNDS_PER_SESSION,
+                                   description="Rounds per session in later periods.")
     seed: int = 42
 
     @field_validator("start_date")

@@ -8,9 +8,9 @@ export of a memory-agent episode and of a --trials folder (issue 31.3).
 from __future__ import annotations
 
 import asyncio
+import csv
 import html
 import io
-import csv
 import json
 import re
 import threading

@@ -97,7 +97,8 @@ def test_the_family_registers_the_statetrack_metrics_in_their_order() -> None:
 
 # ---- no family module writes into a run directory --------------------------------------------------------
 #: The file writers of ``amemgym.storage``: a family hands its records to the engine's UnitWriter instead.
-STORAGE_WRITERS = {"atomic_write_json", "atomic_write_text", "atomic_write_bytes", "append_jsonl"}
+STORAGE_WRITERS = {"atomic_write_json", "atomic_write_text", "atomic_write_bytes", "append_jsonl", "append_text",
+                   "write_output_text", "write_output_json"}
 #: Method calls that change files in place (``open`` is checked by its mode).
 FILE_CHANGES = {"write_text", "write_bytes", "rename", "unlink", "rmtree", "remove", "rmdir"}
 #: The family modules that write files, none of them into a run directory being played, and what they write.

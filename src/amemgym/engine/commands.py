@@ -27,7 +27,7 @@ from .read import family_of_tree, load_found, require_results, runs_under
 from .report import build_unit_report
 from .runner import RunOptions, run_units
 from .summary import headline_of
-from .trials import run_unit_trials
+from .trials import refuse_mixed_layout, run_unit_trials
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -69,6 +69,7 @@ class EngineFamily:
         r = request
         if r.env is None:
             raise ConfigError(f"a {self.name}-family run needs --env (a file or a folder of them)")
+        refuse_mixed_layout(r.out_dir, r.trials)  # one run and --trials output never share a folder
         cfg = load_config(r.config, r.sets)
         if r.models is not None:
             cfg.llm.roles = apply_models_file(cfg.llm.roles, r.models)  # type: ignore[arg-type, assignment]

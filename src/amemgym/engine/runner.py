@@ -92,6 +92,27 @@ def check_protocol(family: UnitFamily, rd: UnitRunDir, protocol: Mapping[str, An
     return checked
 
 
+def check_planned(old: Mapping[str, Any], units: Sequence[Unit], root: Path, env: Path | None) -> None:
+    """Refuse a resume whose plan lacks a unit the run's manifest ``old`` already planned.
+
+    Unit ids are folders relative to ``--env``, so another ``--env`` (a subfolder, a single file) or a smaller
+    ``--limit`` names other units: played, they would land in new folders beside the finished ones and the
+    run would never be complete. A plan that only adds units (a ``--limit`` raised or dropped) is a resume.
+
+    Raises:
+        RunError: naming the first planned unit the new plan does not hold.
+    """
+    now = {u.id for u in units}
+    lacking = [str(u.get("id")) for u in old.get("units") or [] if isinstance(u, Mapping) and u.get("id") not in now]
+    if not lacking:
+        return
+    more = f" and {len(lacking) - 1} more" if len(lacking) > 1 else ""
+    raise RunError(f"{root}: holds a run with a different environment; refusing to mix results (unit "
+                   f"{lacking[0]!r}{more} of the run is not among the {len(now)} unit(s) --env {env} gives now; "
+                   f"resume with the run's --env {old.get('environment_file')} and no smaller --limit, or use a new "
+                   "--out directory)")
+
+
 def _manifest(family: UnitFamily, env: Path | None, units: list[Unit], old: dict[str, Any] | None,
               protocol: Mapping[str, Any], cfg: AppConfig, models: dict[str, Any],
               changes: list[dict[str, Any]], pins: Mapping[str, Any]) -> dict[str, Any]:
@@ -157,7 +178,9 @@ def run_units(family: UnitFamily, cfg: AppConfig, env: Path, out_dir: Path, opts
     rd = UnitRunDir(out_dir)
     try:
         # Before any endpoint is probed: another run's directory is refused even offline.
-        check_protocol(family, rd, hook(family, "protocol")(plan, cfg), cfg, plan)
+        old = check_protocol(family, rd, hook(family, "protocol")(plan, cfg), cfg, plan)
+        if old is not None:
+            check_planned(old, units, rd.root, env)  # another --env or a smaller --limit: before anything is written
     except RunError as mismatch:
         if not rd.root.is_dir():
             raise
@@ -186,6 +209,12 @@ def run_units(family: UnitFamily, cfg: AppConfig, env: Path, out_dir: Path, opts
         count = len({f["user"] for f in outcome.failures})  # a family's UnitFailed may give several per unit
         console.print(f"[red]{count} {family.noun} failed[/red] (see {rd.failures_path}); re-run the same "
                       "command to retry them", highlight=False)
+    elif outcome.metrics.get("complete") is False:
+        missing = [str(m) for m in outcome.metrics.get("missing") or []]
+        which = f": {', '.join(missing[:3])}{' ...' if len(missing) > 3 else ''}" if missing else ""
+        console.print(f"[red]the run is not complete[/red]: {len(missing) or 'some'} planned {family.noun} without "
+                      f"results{which} (see {rd.metrics_path}); re-run the same command to finish them",
+                      highlight=False)
     return 1 if outcome.failures or outcome.metrics.get("complete") is False else 0
 
 
@@ -243,6 +272,7 @@ async def play_units(family: UnitFamily, units: list[Unit], plan: AgentPlan, llm
     protocol = hook(family, "protocol")(plan, cfg)
     old = check_protocol(family, rd, protocol, cfg, plan)
     if old is not None:
+        check_planned(old, units, rd.root, env)
         old = dict(hook(family, "adopt")(old, units, rd.root))
     if executor is None:
         executor = LocalExecutor(1 if cfg.run.serial else max(1, cfg.run.user_concurrency))

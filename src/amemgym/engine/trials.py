@@ -14,13 +14,13 @@ trial, ``amemgym.families.statetrack.trials``).
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..config import AppConfig
-from ..runfiles import LOCK, MANIFEST, TRIALS
+from ..errors import ConfigError
+from ..runfiles import MANIFEST, TRIALS
 from ..storage import atomic_write_json
 from .contract import UnitFamily
 from .lock import run_lock
@@ -32,7 +32,8 @@ from .summary import headline_of
 if TYPE_CHECKING:
     from rich.console import Console
 
-__all__ = ["is_trials_dir", "run_trials", "run_unit_trials", "trial_dirs", "trial_run_dirs", "trial_summary"]
+__all__ = ["is_trials_dir", "refuse_mixed_layout", "run_trials", "run_unit_trials", "trial_dirs", "trial_run_dirs",
+           "trial_summary"]
 
 
 def trial_dirs(out_dir: Path, trials: int) -> list[Path]:
@@ -55,6 +56,24 @@ def is_trials_dir(root: Path) -> bool:
     return not (Path(root) / MANIFEST).exists() and bool(trial_run_dirs(root))
 
 
+def refuse_mixed_layout(out_dir: Path, trials: int) -> None:
+    """Refuse to put a single run and ``--trials`` output in one directory (either way round), for every family.
+
+    Readers take a directory with a ``manifest.json`` as one run and ignore its trial folders, and a
+    ``--trials`` output as its trials, so a mix would silently drop one of them from every board.
+
+    Raises:
+        ConfigError: ``out_dir`` holds the other layout.
+    """
+    if trials > 1 and (Path(out_dir) / MANIFEST).exists():
+        raise ConfigError(f"{out_dir} holds a single run (manifest.json); --trials {trials} would add trial "
+                          "folders that readers of this directory never see; use a new --out directory")
+    existing = trial_run_dirs(out_dir) if Path(out_dir).is_dir() else []
+    if trials == 1 and existing:
+        raise ConfigError(f"{out_dir} holds a --trials output ({len(existing)} trials); re-run it with --trials "
+                          f"{len(existing)} (or more) to resume it, or use a new --out directory")
+
+
 def run_trials(out_dir: Path, trials: int, base_seed: int, play: Callable[[int, int, Path], int], *,
                console: Console, finish: Callable[[list[int]], None] = lambda codes: None) -> list[int]:
     """Play trial ``k`` (``play(k, seed, OUT/trial_k)``, seed ``base_seed + k - 1``) for k = 1..N; the exit codes.
@@ -63,21 +82,13 @@ def run_trials(out_dir: Path, trials: int, base_seed: int, play: Callable[[int, 
     starts beside the trials; each trial holds its own folder. A set refused before its first trial wrote
     anything (bad input found by the family's run) leaves no ``OUT`` behind.
     """
-    created = not Path(out_dir).exists()
     codes = []
-    try:
-        with run_lock(out_dir, "amemgym run --trials"):
-            for k, d in enumerate(trial_dirs(out_dir, trials), start=1):
-                seed = base_seed + k - 1
-                console.print(f"trial {k}/{trials} (run seed {seed})", highlight=False)
-                codes.append(play(k, seed, d))
-            finish(codes)
-    except BaseException:
-        if created and Path(out_dir).is_dir() and {p.name for p in Path(out_dir).iterdir()} <= {LOCK}:
-            with contextlib.suppress(OSError):
-                (Path(out_dir) / LOCK).unlink()
-                Path(out_dir).rmdir()
-        raise
+    with run_lock(out_dir, "amemgym run --trials"):  # which removes an OUT it made if the set is refused
+        for k, d in enumerate(trial_dirs(out_dir, trials), start=1):
+            seed = base_seed + k - 1
+            console.print(f"trial {k}/{trials} (run seed {seed})", highlight=False)
+            codes.append(play(k, seed, d))
+        finish(codes)
     return codes
 
 

@@ -37,7 +37,7 @@ class UnitManifest(RunFile):
         family: the family's registered name.
         amemgym_version: the package version that created the run.
         environment_file: the ``--env`` path as given.
-        units: every unit planned so far (a smaller ``--limit`` later keeps them).
+        units: every unit planned so far (a resume may add units, never drop one).
         protocol: what a resume must match (agent, run seed and the family's settings).
         config: the full configuration (secrets excluded).
         models: per role the family calls, the model the endpoint answered with (``served``).

@@ -131,8 +131,11 @@ def _export_episode(unit_dir: Path, name: str, results: dict[str, Any], fmt: str
 def _episode(run_dir: Path, results: dict[str, Any]) -> Episode:
     path = Path(str(results.get("environment_file", "")))
     if not path.is_file():
-        raise RunError(f"{run_dir}: the episode file {path} named in results.json is missing; the export needs it "
-                       "for the system prompt")
+        # Runs made before the path was recorded absolute name it relative to where they were started.
+        where = (" (a path relative to the folder the run was started in: export from that folder)"
+                 if not path.is_absolute() else "")
+        raise RunError(f"{run_dir}: the episode file {path} named in results.json is missing{where}; the export "
+                       "needs it for the system prompt")
     episode, raw = load_episode(path)
     if env_digest(raw) != results.get("environment_sha256"):
         raise RunError(f"{path} is not the episode {run_dir} played (its sha256 changed); restore that file to "

@@ -6,8 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ...config import load_config
 from ...engine.commands import EngineFamily
 from ...engine.flags import ModelFlags
+from ...errors import ConfigError
 from .. import ExportResult, GenerateRequest, RunRequest, ValidateRequest
 from .commands import generate, validate
 from .export import export_budget_run
@@ -34,6 +36,13 @@ class Budget(EngineFamily):
     def generate(self, request: GenerateRequest[GenerateOptions], console: Console) -> int:
         """One episode, or every domain x the official seeds with ``--official``."""
         o = request.options
+        load_config(request.config, request.sets)  # refused in one line as statetrack refuses it, though unused
+        if o.official and o.domain is not None:
+            raise ConfigError(f"--domain {o.domain} does not apply with --official, which generates every built-in "
+                              "domain; leave out one of them")
+        if o.official and request.seed is not None:
+            raise ConfigError(f"--seed {request.seed} does not apply with --official, which generates the official "
+                              "seeds; leave out one of them")
         generate(request.out_dir, tier=o.tier, domain=o.domain, seed=request.seed or 0, salt=request.salt,
                  official=o.official, console=console, packs=o.packs)
         return 0

@@ -71,6 +71,8 @@ class BudgetUnits:
         """
         if limit is not None and limit < 1:
             raise ConfigError(f"--limit must be at least 1, got {limit}")
+        # Absolute, so each episode's results name a file that ``export`` finds from any working directory.
+        env = env.absolute()
         if env.is_dir():
             paths = episode_files(env)
             rels = [p.parent.relative_to(env).as_posix() for p in paths]

@@ -18,8 +18,7 @@ from ...cli_common import err
 from ...config import PRESETS, AppConfig, load_config
 from ...engine.flags import ModelFlags
 from ...engine.models_file import apply_models_file
-from ...engine.trials import run_trials, trial_dirs, trial_run_dirs
-from ...errors import ConfigError
+from ...engine.trials import refuse_mixed_layout, run_trials, trial_dirs
 from ...llm.preflight import run_roles
 from ...records import FailuresFile, Metrics, as_dict, read_record
 from ...runfiles import FAILURES, REPORT
@@ -60,24 +59,6 @@ def protocol_note(carried: str | None, config: str | None) -> str | None:
         return None
     return (f"note: the environment was generated with config {carried}; this run uses --config {config} "
             f"instead (its token limits and run settings), so it does not follow the {carried} protocol")
-
-
-def refuse_mixed_layout(out_dir: Path, trials: int) -> None:
-    """Refuse to put a single run and ``--trials`` output in one directory (either way round).
-
-    Readers take a directory with a ``manifest.json`` as one run and ignore its trial folders, and a
-    ``--trials`` output as its trials, so a mix would silently drop one of them from every board.
-
-    Raises:
-        ConfigError: ``out_dir`` holds the other layout.
-    """
-    if trials > 1 and RunDir(out_dir).manifest.exists():
-        raise ConfigError(f"{out_dir} holds a single run (manifest.json); --trials {trials} would add trial "
-                          "folders that readers of this directory never see; use a new --out directory")
-    existing = trial_run_dirs(out_dir) if out_dir.is_dir() else []
-    if trials == 1 and existing:
-        raise ConfigError(f"{out_dir} holds a --trials output ({len(existing)} trials); re-run it with --trials "
-                          f"{len(existing)} (or more) to resume it, or use a new --out directory")
 
 
 def run_request(r: RunRequest[RunOptions], console: Console) -> int:

@@ -172,6 +172,8 @@ class _Stream:
                 raise self.problem(exc.msg, exc.pos) from None
             except RecursionError:
                 raise DataError(f"{self.name}: [{i}]: nested too deeply to be an environment") from None
+            except ValueError:  # Python refuses to parse an integer of thousands of digits
+                raise DataError(f"{self.name}: [{i}]: holds a number too long to be read") from None
             if end == len(self.buf) and self.more():
                 continue  # a number may go on in the next chunk
             self.pos = end
@@ -245,6 +247,8 @@ def load_environment(path: str | Path, *, limit: int | None = None) -> Environme
         raise _json_problem(name, exc) from None
     except RecursionError:
         raise DataError(f"{name}: nested too deeply to be an environment") from None
+    except ValueError:  # an integer of thousands of digits
+        raise DataError(f"{name}: holds a number too long to be read") from None
     del text
     env = parse_environment(raw, name)
     return env if limit is None else env.model_copy(update={"users": env.users[:limit]})

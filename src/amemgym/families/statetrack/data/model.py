@@ -11,8 +11,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic_core import PydanticCustomError
 
+from ....config import MAX_ROUNDS_PER_SESSION
+
+#: The ``_amemgym.format_version`` this amemgym writes; a file naming a later one is refused on load.
 FORMAT_VERSION = 1
 
 _TIME_FORMATS = ("%Y-%m-%d %H:%M", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d")
@@ -115,6 +119,38 @@ class Protocol(_Record):
     seed: int | None = None
     config_name: str | None = None
     packs: dict[str, str] | None = None  # procedural: sha256 of each content-pack file the user was drawn from
+
+    @field_validator("format_version", mode="before")
+    @classmethod
+    def _known_version(cls, value: object) -> object:
+        """A whole number from 1 up to :data:`FORMAT_VERSION`: a later one means fields this amemgym cannot read."""
+        if type(value) is not int or value < 1:
+            raise PydanticCustomError("format_version", "must be a whole number from 1, got {got}",
+                                      {"got": _shown(value)})
+        if value > FORMAT_VERSION:
+            raise PydanticCustomError(
+                "format_version", "{got}: written by a newer amemgym (this one reads up to format_version {known}); "
+                "upgrade amemgym to load this file", {"got": _shown(value), "known": FORMAT_VERSION})
+        return value
+
+    @field_validator("num_rounds_init", "num_rounds_update", mode="before")
+    @classmethod
+    def _sane_rounds(cls, value: object) -> object:
+        """Rounds per session: a JSON whole number (not a bool, float or string) from 1 to the config's cap."""
+        if value is None:
+            return value
+        if type(value) is not int or not 1 <= value <= MAX_ROUNDS_PER_SESSION:
+            raise PydanticCustomError("rounds", "rounds per session must be a whole number from 1 to {cap}, got {got}",
+                                      {"cap": MAX_ROUNDS_PER_SESSION, "got": _shown(value)})
+        return value
+
+
+def _shown(value: object) -> str:
+    """``value`` as an error line shows it: a huge number by its digit count, anything long cut short."""
+    if type(value) is int and abs(value) >= 10**18:
+        return f"a number of {len(str(abs(value)))} digits"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 class UserEnv(_Record):
