@@ -7,6 +7,7 @@ import asyncio
 import csv
 import io
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -282,6 +283,16 @@ def test_mixed_families_get_separate_boards(st_run: Path, tmp_path: Path) -> Non
     assert [(r["run"], r["rank"]) for r in bu_rows] == [("b1", "1"), ("b2", "2")]
     md = (tmp_path / "b.md").read_text()
     assert "## statetrack family" in md and "## budget family" in md
+
+
+def test_mixed_families_refuse_a_csv_target_that_is_not_a_file(st_run: Path, tmp_path: Path) -> None:
+    # One CSV per family goes beside the name given; beside a FIFO (or /dev/stdout) that would litter its folder.
+    b1 = budget_run(tmp_path / "b1", agent="native", composite=0.7)
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    res = CliRunner().invoke(app, ["leaderboard", str(st_run), str(b1), "--out-csv", str(fifo)])
+    assert res.exit_code == 2 and "must name a file" in flat(res.output), res.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b1", "pipe"]
 
 
 def test_a_statetrack_only_board_keeps_its_files(st_run: Path, tmp_path: Path) -> None:

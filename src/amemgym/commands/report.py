@@ -57,6 +57,11 @@ def leaderboard_cmd(
     check_output(out_md, "--out-md")
     check_output(out_csv, "--out-csv")
     boards = [get_family(name).leaderboard(dirs) for name, dirs in group_runs(list(runs)).items()]
+    if out_csv is not None and len(boards) > 1 and out_csv.exists() and not out_csv.is_file():
+        # Several families write one CSV each beside --out-csv (their columns differ): beside a device or a
+        # pipe (/dev/stdout) that would make new files in its folder.
+        raise ConfigError(f"--out-csv {out_csv}: runs of {len(boards)} families are written as one CSV each, "
+                          "beside the given name, so it must name a file (or give runs of one family)")
     for board in boards:
         out.print(_board_table(board, out.width))
         for note in board.notes:
