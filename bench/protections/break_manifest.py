@@ -2,7 +2,7 @@
 from amemgym.engine import runner
 
 
-def no_check(family, rd, protocol):
+def no_check(family, rd, protocol, cfg, plan):
     return None  # as if the directory held no run yet: a fresh manifest overwrites the old one
 
 
