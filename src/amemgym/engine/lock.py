@@ -143,23 +143,15 @@ def run_lock(directory: Path, command: str) -> Iterator[Path]:
     try:
         try:
             _refuse_nested(real, shown)  # again, now that ours is held: a writer starting meanwhile is seen
-        except RunError:
-            if created:
-                _HELD.discard(path)
-                lock.release()
-                with contextlib.suppress(OSError):
-                    path.unlink()
-                    real.rmdir()
-            raise
-        _write_holder(path, command)
-        try:
+            _write_holder(path, command)
             yield path
         except BaseException:
-            # Refused before it wrote anything (bad input found after the lock): a folder this call created goes.
-            if created and {p.name for p in real.iterdir()} == {LOCK}:
-                _HELD.discard(path)
-                lock.release()
-                with contextlib.suppress(OSError):
+            # Refused before anything but the lock was written (a writer nested meanwhile, or bad input found
+            # under the lock): a folder this call created goes again.
+            with contextlib.suppress(OSError):
+                if created and {p.name for p in real.iterdir()} == {LOCK}:
+                    _HELD.discard(path)
+                    lock.release()
                     path.unlink()
                     real.rmdir()
             raise
