@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -110,6 +111,21 @@ async def test_audit_sim_records_a_broken_judge_per_turn(original_env_path: Path
     audit = await audit_run(RunDir(tmp_path / "run"), load_environment(original_env_path), llm=llm)
     assert audit["judge_failures"] == 3 and audit["judged"] == 0
     assert audit["rates"]["judge_reveals_value"] is None
+
+
+def test_audit_sim_refuses_a_run_it_would_audit_in_part(original_env_path: Path, tmp_path: Path) -> None:
+    # Rates over half a run's turns would read as the run's, as export's training data would.
+    asyncio.run(make_run(original_env_path, tmp_path / "run", tmp_path))
+    for damage, said in (("metrics.json", "has not finished"), ("users", "missing")):
+        broken = tmp_path / f"no-{damage}"
+        shutil.copytree(tmp_path / "run", broken)
+        target = broken / damage
+        if damage == "users":
+            target = next(target.iterdir())
+        shutil.rmtree(target) if target.is_dir() else target.unlink()
+        res = invoke("audit-sim", str(broken))
+        assert res.exit_code == 2 and said in res.output, res.output
+        assert not (broken / "sim_audit.json").exists()
 
 
 def test_audit_sim_needs_a_run_directory(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ from ..console import new_console
 from ..engine.lock import run_lock
 from ..errors import BackendUnavailable, ConfigError, LLMError
 from ..families import DEFAULT_FAMILY, OptionValue, ValidateRequest, family_for_env, family_for_run, family_options
+from ..families.statetrack.finished import check_planned, refuse_unfinished, run_manifest
 from ..families.statetrack.layout import RunDir
 from ..families.statetrack.validity.audit import CHECKS
 from ..families.statetrack.validity.sim_audit import DEGENERATE_WARN, audit_run, environment_of
@@ -209,6 +210,11 @@ def register(app: typer.Typer) -> None:
             raise ConfigError(f"{rundir}: a {family.name}-family run; audit-sim applies to {DEFAULT_FAMILY} runs only "
                               "(it checks the simulated user's turns, which other families do not have)")
         rd = RunDir(rundir)
+        # Rates over the turns of half a run would read as the run's: an unfinished or damaged run is refused,
+        # as export refuses it.
+        run_manifest(rd.root)  # not a run directory, or a --trials output, is said first
+        refuse_unfinished(rd.root, "audit it")
+        check_planned(rd.root)
         environment = environment_of(rd, env)
 
         async def go() -> dict[str, Any]:

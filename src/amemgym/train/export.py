@@ -28,11 +28,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, RunError
-from ..families.statetrack.layout import RunDir
+from ..families.statetrack.finished import check_planned, refuse_unfinished, run_manifest
 from ..prompts import render
-from ..records import Metrics, as_dict, read_record
 from ..storage import write_output_text
-from .layout_reader import RecordedUser, check_planned, read_run, run_manifest
+from .layout_reader import RecordedUser, read_run
 
 FORMATS = ("openai-chat", "jsonl")
 UNITS = ("episode", "session")
@@ -92,22 +91,6 @@ def export_run(rundir: Path, out: Path, *, fmt: str = "openai-chat", with_evalua
     answers = [q for u in users for e in u.evaluations for q in e["questions"]] if with_evaluation else []
     written = len(answers) if fmt == "jsonl" else sum(1 for q in answers if _correct(q))
     return ExportSummary(Path(out), len(lines), len(users), n_sessions, written, len(answers) - written, unchecked)
-
-
-def refuse_unfinished(rundir: Path) -> None:
-    """Refuse a run that has not finished: training data from half a run is not the run's (as the budget
-    family refuses an episode without ``results.json``).
-
-    Raises:
-        RunError: ``metrics.json`` is missing, damaged (naming what is wrong) or says the run is incomplete.
-    """
-    path = RunDir(rundir).metrics
-    complete = False
-    if path.exists():
-        complete = bool(as_dict(read_record(path, Metrics)).get("complete"))
-    if not complete:
-        raise RunError(f"{rundir}: the run has not finished (no complete metrics.json); re-run the same amemgym run "
-                       "command to finish it, then export")
 
 
 def _correct(question: dict[str, Any]) -> bool:
