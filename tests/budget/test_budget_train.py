@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -420,5 +421,16 @@ def test_a_trace_cut_short_or_deleted_is_refused_not_exported_in_part(ran: tuple
     else:
         trace.unlink()
     with pytest.raises(RunError, match=r"trace\.jsonl: no line for \d+ of the episode's \d+ events"):
+        export_budget_run(run_dir, tmp_path / "out.jsonl")
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_a_trace_whose_last_line_is_torn_is_refused_not_exported_one_call_short(ran: tuple, tmp_path: Path) -> None:
+    # Every event still has a line, so only the torn end tells: a reader would skip it as an interrupted append.
+    run_dir = tmp_path / "run"
+    shutil.copytree(ran[0], run_dir)
+    trace = run_dir / "trace.jsonl"
+    trace.write_bytes(trace.read_bytes()[:-100])
+    with pytest.raises(RunError, match=r"trace\.jsonl: the last line is cut short"):
         export_budget_run(run_dir, tmp_path / "out.jsonl")
     assert not (tmp_path / "out.jsonl").exists()
