@@ -434,3 +434,10 @@ def test_a_trace_whose_last_line_is_torn_is_refused_not_exported_one_call_short(
     with pytest.raises(RunError, match=r"trace\.jsonl: the last line is cut short"):
         export_budget_run(run_dir, tmp_path / "out.jsonl")
     assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_reset_options_that_are_not_a_dict_are_one_error(episode: Episode, tmp_path: Path) -> None:
+    save_episode(episode, tmp_path / "data.json")
+    with BudgetEnv(tmp_path / "data.json", llm=scripted_client(lambda r: "unused")) as env:
+        with pytest.raises(ConfigError, match="options must be a dict, got list"):
+            env.reset(options=[1])  # type: ignore[arg-type]

@@ -189,6 +189,8 @@ def test_bad_calls_are_clear_errors(user_env) -> None:
             env.step("hello")
         with pytest.raises(ConfigError, match="unknown option 'speed'"):
             env.reset(options={"speed": 2})
+        with pytest.raises(ConfigError, match="options must be a dict, got list"):
+            env.reset(options=[1])  # type: ignore[arg-type]
         with pytest.raises(ConfigError, match="no user 'nobody'"):
             env.reset(options={"user": "nobody"})
         env.reset(options={"user": 0})

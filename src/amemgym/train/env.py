@@ -25,6 +25,7 @@ client on its loop with :meth:`MemoryEnv.run_async`.
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -173,6 +174,8 @@ class MemoryEnv(BridgedEnv, env_base()):  # type: ignore[misc]
 
     # ---- helpers -------------------------------------------------------------------------------
     def _options(self, options: dict[str, Any] | None) -> dict[str, Any]:
+        if options is not None and not isinstance(options, Mapping):
+            raise ConfigError(f"MemoryEnv.reset: options must be a dict, got {type(options).__name__}")
         options = dict(options or {})
         unknown = set(options) - _OPTION_KEYS
         if unknown:

@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import shutil
 import tempfile
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -159,6 +159,8 @@ class BudgetEnv(BridgedEnv, env_base()):  # type: ignore[misc]
         """
         if HAVE_GYMNASIUM:
             super().reset(seed=seed)
+        if options is not None and not isinstance(options, Mapping):
+            raise ConfigError(f"BudgetEnv.reset: options must be a dict, got {type(options).__name__}")
         opts = dict(options or {})
         unknown = set(opts) - _OPTION_KEYS
         if unknown:
