@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from amemgym.agents import resolve_agent
 from amemgym.agents.awi import default_policy
 from amemgym.config import load_config
+from amemgym.errors import RunError
 from amemgym.evolve import LLMEvolver, LLMRecallJudge, PolicyLimits, evolve_loop, feedback_builder
 from amemgym.families.statetrack.data import load_environment
 from amemgym.families.statetrack.generate.procedural import tiny_environment_path
@@ -176,3 +177,14 @@ async def test_report_reads_an_evolution_run(tmp_path: Path) -> None:
     build = pytest.importorskip("amemgym.report.build")
     await evolve_once(tmp_path / "run", script, tmp_path)
     assert "awi+evolve(complete)" in build.build_report([tmp_path / "run"]).html
+
+
+
+async def test_a_cycle_record_gone_from_a_finished_run_is_refused_not_counted_short(tmp_path: Path) -> None:
+    first, _ = await evolve_once(tmp_path / "run", script, tmp_path)
+    assert sum(first.metrics["evolution"].values()) > 0
+    gone = sorted((tmp_path / "run").glob("users/*/evolution/period_01.json"))[0]
+    gone.unlink()
+    # Before: the re-run exited 0 with one cycle fewer in the counts and a blank row in the report.
+    with pytest.raises(RunError, match=r"evolution/period_01\.json: missing, though user .* went past"):
+        await evolve_once(tmp_path / "run", script, tmp_path)

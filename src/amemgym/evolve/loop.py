@@ -95,6 +95,12 @@ class EvolutionHook:
         """Run (or, when already recorded, re-apply) the cycle of ``period``."""
         if not isinstance(agent, PolicyHolder):
             raise ConfigError(f"agent {type(agent).__name__} has no evolvable 'policy'; use an awi agent")
+        # The cycles before this one are on record (a resume re-applies only the last): one gone since would
+        # leave the run's counts and policy versions short, and cannot be rebuilt from the state played since.
+        gone = next((q for q in range(period) if not evolution_record_path(self.rundir, user.id, q).exists()), None)
+        if gone is not None:
+            raise RunError(f"{evolution_record_path(self.rundir, user.id, gone)}: missing, though the run went past "
+                           f"period {gone}; the run's records are incomplete (use a new --out directory)")
         path = evolution_record_path(self.rundir, user.id, period)
         if path.exists():
             agent.policy = read_record(path, EvolutionCycle).next_policy
@@ -142,11 +148,23 @@ def evolving_spec(spec: AgentSpec, kind: str, settings: dict[str, Any]) -> Agent
 
 
 def collect_evolution(env: Environment, rundir: RunDir) -> dict[str, Any]:
-    """Every recorded cycle per user, in period order."""
+    """Every recorded cycle per user, in period order.
+
+    Raises:
+        RunError: a cycle's record is missing where the user went past it (a later cycle is recorded, or every
+            period is evaluated): the counts would come out short, and the cycle cannot be played again.
+    """
     users: dict[str, list[dict[str, Any]]] = {}
     for user in env.users:
-        cycles = [as_dict(read_record(p, EvolutionCycle)) for period in range(len(user.periods))
-                  if (p := evolution_record_path(rundir, user.id, period)).exists()]
+        paths = [evolution_record_path(rundir, user.id, period) for period in range(len(user.periods))]
+        there = [p.exists() for p in paths]
+        done = all(rundir.evaluation(user.id, period).exists() for period in range(len(user.periods)))
+        gone = next((p for p, ok in zip(paths, there, strict=True)
+                     if not ok and (done or any(there[paths.index(p) + 1:]))), None)
+        if gone is not None:
+            raise RunError(f"{gone}: missing, though user {user.id} went past that period; the run's records are "
+                           "incomplete (use a new --out directory)")
+        cycles = [as_dict(read_record(p, EvolutionCycle)) for p, ok in zip(paths, there, strict=True) if ok]
         if cycles:
             users[user.id] = cycles
     return {"users": users}
