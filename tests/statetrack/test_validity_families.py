@@ -222,6 +222,9 @@ def test_within_user_tell_is_invisible_across_users() -> None:
     ("i work nights now, which is not true at all.", False),
     ("if i work nights now, would that change things?", False),
     ("my sister told me i work nights now.", False),
+    ("last night i dreamt that i work nights now. odd!", False),
+    ("i used to say i work nights now; that was years back.", False),
+    ("in my younger days i work nights now was my life.", False),
 ])
 def test_reader_states_only_what_the_user_claims_for_themselves(sentence: str, stated: bool) -> None:
     assert states(sentence, "i work nights now") is stated

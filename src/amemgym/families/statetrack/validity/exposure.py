@@ -142,13 +142,15 @@ def _claimed_other_pack(env: Environment, domains: list[str]) -> str | None:
     return f"the file says domain(s) {', '.join(other)} came from edited pack files" if other else None
 
 
-#: Words around a phrasing that make it someone else's claim, a denial or a hypothetical, not a statement
-#: about the user. The composer's own lead-ins and tails use none of them (tested on generated files).
+#: Words around a phrasing that make it someone else's claim, a denial, a hypothetical, a dream or a thing of
+#: the past, not a statement about the user now. The composer's own lead-ins and tails use none of them
+#: (tested on generated files).
 _NOT_STATED = re.compile(
     r"\b(not|never|no|nor|nothing|none|neither|isn't|aren't|wasn't|weren't|don't|doesn't|didn't|won't|"
     r"wouldn't|can't|cannot|couldn't|unlike|instead|rather|untrue|false|wrong|nonsense|says?|saying|said|"
     r"tells?|told|claims?|claimed|thinks?|thought|believes?|assumes?|assumed|according|rumou?rs?|heard|"
-    r"supposedly|imagine|imagined|pretend|pretending|if|would|wish|wished|dream|dreams|someday|maybe|might|"
+    r"supposedly|imagine|imagined|pretend|pretending|if|would|wish|wished|dream|dreams|dreamt|dreamed|dreaming|"
+    r"nightmare|someday|maybe|might|used|formerly|previously|childhood|younger|"
     r"jokes?|joked|joking|neighbou?rs?|friends?|sister|brother|cousin|colleagues?|coworkers?|boss)\b"
 )
 _SENTENCE_END = re.compile(r"[.!?;]")
