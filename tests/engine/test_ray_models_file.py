@@ -117,3 +117,11 @@ def test_importing_amemgym_never_imports_ray() -> None:
             "assert 'ray' not in sys.modules, 'ray imported'")
     proc = subprocess.run([sys.executable, "-c", code], env={"PYTHONPATH": str(SRC)}, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize("raw", [b'agent: {model: "caf\xe9"}\n', b"\xff\xfeagent"])
+def test_a_models_file_that_is_not_utf8_is_one_line(tmp_path: Path, raw: bytes) -> None:
+    path = tmp_path / "models.yaml"
+    path.write_bytes(raw)
+    with pytest.raises(ConfigError, match="not UTF-8 text"):
+        load_models_file(path)
