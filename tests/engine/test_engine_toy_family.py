@@ -190,3 +190,17 @@ def test_run_workers_spread_the_quizzes_over_processes_with_the_same_results(qui
         == 9
     for q in ("easy/a", "easy/b", "hard/c"):
         assert (tmp_path / "w1" / q / "results.json").exists() and (tmp_path / "w2" / q / "results.json").exists()
+
+
+def test_a_ceiling_below_the_worker_count_is_never_exceeded(quizzes: Path, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    # Each worker process holds at least one call in flight: two workers under --max-connections 1 made two.
+    with FakeEndpoint(responder=reply_to, latency=0.05) as ep:
+        monkeypatch.setenv("OPENAI_API_KEY", "k")
+        cfg = load_config("tiny")
+        cfg.llm.default.base_url = ep.base_url
+        cfg.llm.default.max_concurrency = 1
+        cfg.run.workers = 2
+        assert run_units(register().units, cfg, quizzes, tmp_path / "o", RunOptions(agent="native"),
+                         console=Console(file=io.StringIO())) == 0
+        assert ep.max_in_flight == 1 and ep.calls == 9

@@ -35,7 +35,7 @@ from ..llm.redact import redact
 from ..llm.usage import COUNTERS, CallJournal, RoleUsage, UsageLedger
 from .contract import hook
 from .play import play_failures
-from .ray import UnitJob, default_client
+from .ray import SIDE_ROLES, UnitJob, default_client
 from .rundir import UnitRunDir
 
 if TYPE_CHECKING:
@@ -48,12 +48,10 @@ if TYPE_CHECKING:
     from .executor import PlayContext
 
 __all__ = ["USAGE_REPORT_SECONDS", "ProcessUnitExecutor", "group_config", "in_worker", "run_in_workers",
-           "run_unit_group", "usage_delta", "worker_client"]
+           "run_unit_group", "usage_delta", "within_ceiling", "worker_client"]
 
 #: Seconds between a worker's usage reports.
 USAGE_REPORT_SECONDS = 1.0
-#: Roles every group's config divides besides the plan's (called by agents and checks on the side).
-_SIDE_ROLES = ("embedder", "judge", "generator")
 
 #: In a worker process: where it sends ``(group, sequence, usage)`` reports, and the driver's pid (both set
 #: by the pool's initializer).
@@ -86,11 +84,20 @@ def usage_delta(new: UsageLedger, old: UsageLedger) -> UsageLedger:
     return out
 
 
+def within_ceiling(cfg: AppConfig, workers: int, roles: Sequence[str]) -> int:
+    """``workers``, or fewer: each worker process holds at least one call in flight on every endpoint, so never
+    more of them than the lowest ``max_concurrency`` of ``roles`` and the side roles (``--max-connections 1``
+    means one call at a time, whatever ``run.workers`` says)."""
+    ceiling = min(cfg.llm.endpoint(role).max_concurrency  # type: ignore[arg-type]
+                  for role in dict.fromkeys((*roles, *SIDE_ROLES)))
+    return max(1, min(workers, ceiling))
+
+
 def group_config(cfg: AppConfig, workers: int, roles: Sequence[str]) -> AppConfig:
     """A group's config: the endpoint of every role in ``roles`` (and the side roles) gets its ``max_concurrency``
     divided between the groups (at least 1), and the unit concurrency too."""
     overrides = {role: dict(over) for role, over in cfg.llm.roles.items()}
-    for role in dict.fromkeys((*roles, *_SIDE_ROLES)):
+    for role in dict.fromkeys((*roles, *SIDE_ROLES)):
         ep = cfg.llm.endpoint(role)  # type: ignore[arg-type]
         overrides.setdefault(role, {})["max_concurrency"] = max(1, ep.max_concurrency // workers)  # type: ignore[arg-type, index]
     out = cfg.model_copy(deep=True)

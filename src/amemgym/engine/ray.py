@@ -36,11 +36,12 @@ from .play import play_failures
 from .progress import poll_forever
 from .rundir import UnitRunDir
 
-__all__ = ["RemoteUnit", "UnitJob", "check_endpoints", "default_client", "import_ray", "play_on_ray", "run_on_ray",
-           "run_unit_job", "start_ray", "task_config", "task_slots"]
+__all__ = ["SIDE_ROLES", "RemoteUnit", "UnitJob", "check_endpoints", "default_client", "import_ray", "play_on_ray",
+           "run_on_ray", "run_unit_job", "start_ray", "task_config", "task_slots"]
 
-#: Roles whose concurrency a task config divides whether or not the run's plan names them.
-_SIDE_ROLES: tuple[str, ...] = ("embedder", "judge", "generator")
+#: Roles whose concurrency a task's or a worker's config divides whether or not the run's plan names them
+#: (called by agents and checks on the side).
+SIDE_ROLES: tuple[str, ...] = ("embedder", "judge", "generator")
 
 
 def import_ray() -> Any:
@@ -102,7 +103,7 @@ def task_config(cfg: AppConfig, slots: int, roles: Sequence[str]) -> AppConfig:
     """
     urls = check_endpoints(cfg, roles)
     overrides = {role: dict(over) for role, over in cfg.llm.roles.items()}
-    for role in dict.fromkeys((*roles, *_SIDE_ROLES)):
+    for role in dict.fromkeys((*roles, *SIDE_ROLES)):
         ep = cfg.llm.endpoint(role)  # type: ignore[arg-type]
         over = overrides.setdefault(role, {})  # type: ignore[arg-type]
         over["max_concurrency"] = max(1, ep.max_concurrency // slots)

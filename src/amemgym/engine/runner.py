@@ -42,7 +42,7 @@ from .lock import run_lock
 from .models import ModelPins, answered_changes, pin_models
 from .play import finished_record
 from .pool import Found
-from .processes import ProcessUnitExecutor
+from .processes import ProcessUnitExecutor, within_ceiling
 from .progress import Display, UnitProgress
 from .ray import check_endpoints, import_ray
 from .rundir import UnitRunDir, prepare_out_dir
@@ -140,9 +140,10 @@ def _executor(family: UnitFamily, opts: RunOptions, cfg: AppConfig, units: list[
         check_endpoints(cfg, plan.roles)
         return RayUnitExecutor(opts.ray_address)
     # Worker processes only when every role has an HTTP endpoint: the embedded model's server belongs to one process.
-    if cfg.run.workers > 1 and not serial and not scripted \
+    workers = within_ceiling(cfg, cfg.run.workers, plan.roles)
+    if workers > 1 and not serial and not scripted \
             and all(cfg.llm.chat_base_url(r) for r in plan.roles):  # type: ignore[arg-type]
-        return ProcessUnitExecutor(cfg.run.workers)
+        return ProcessUnitExecutor(workers)
     return LocalExecutor(1 if serial else max(1, cfg.run.user_concurrency))
 
 

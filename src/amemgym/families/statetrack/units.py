@@ -29,7 +29,7 @@ from ... import __version__
 from ...agents import resolve_agent
 from ...agents.registry import AgentSpec
 from ...engine.contract import AgentPlan, Unit, UnitFailed
-from ...engine.processes import ProcessUnitExecutor
+from ...engine.processes import ProcessUnitExecutor, within_ceiling
 from ...errors import DataError, RunError
 from ...llm.preflight import run_roles
 from ...prompts import template_hashes
@@ -82,14 +82,15 @@ USERS_PER_WORKER = 8
 def auto_workers(cfg: AppConfig, n_users: int, roles: tuple[str, ...]) -> int:
     """How many processes ``run.workers = 0`` (auto) means for ``n_users`` users.
 
-    One per core, at most one per ``USERS_PER_WORKER`` users, and 1 whenever a role runs on the embedded
-    model (its llama.cpp server belongs to one process) or the run is serial. One event loop's CPU (the HTTP
+    One per core, at most one per ``USERS_PER_WORKER`` users and no more than the lowest endpoint ceiling
+    (:func:`~amemgym.engine.processes.within_ceiling`), and 1 whenever a role runs on the embedded model (its
+    llama.cpp server belongs to one process) or the run is serial. One event loop's CPU (the HTTP
     client, request and reply JSON, records) fills a core before a busy server's slots are full
     (docs/design.md §10); the engine's worker processes spread the users over more.
     """
     if cfg.run.serial or any(cfg.llm.chat_base_url(r) is None for r in roles):  # type: ignore[arg-type]
         return 1
-    return max(1, min(os.cpu_count() or 1, n_users // USERS_PER_WORKER))
+    return within_ceiling(cfg, min(os.cpu_count() or 1, n_users // USERS_PER_WORKER), roles)
 
 
 def units_of(env: Environment, sha256: str) -> list[Unit]:
