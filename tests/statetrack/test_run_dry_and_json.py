@@ -9,6 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from amemgym.cli import app
+from amemgym.families.statetrack.trials import trial_spread
 from amemgym.testing.fake_endpoint import FakeEndpoint
 
 
@@ -96,3 +97,16 @@ def test_a_budget_env_refuses_dry_run_and_json_in_one_line(tmp_path: Path) -> No
     env = next((tmp_path / "e").rglob("data.json"))
     res = CliRunner().invoke(app, ["run", "--env", str(env), "--out", str(tmp_path / "r"), "--dry-run", "--json"])
     assert res.exit_code == 2 and "--dry-run, --json not supported" in res.output and not (tmp_path / "r").exists()
+
+
+def test_an_unfinished_trial_is_left_out_of_the_spread(endpoint: FakeEndpoint, tmp_path: Path) -> None:
+    res = CliRunner().invoke(app, ["run", "--out", str(tmp_path / "t"), "--limit", "1", "--trials", "2"])
+    assert res.exit_code == 0, res.output
+    dirs = [tmp_path / "t" / f"trial_{k}" for k in (1, 2)]
+    path = dirs[1] / "metrics.json"
+    metrics = json.loads(path.read_text())
+    metrics["complete"] = False  # as a trial whose later periods failed leaves it
+    path.write_text(json.dumps(metrics))
+    summary = trial_spread(dirs)
+    # Before: its numbers over the periods it reached went into the mean and std as a whole trial's.
+    assert summary["unfinished"] == ["trial_2"] and summary["spread"]["overall"]["n"] == 1

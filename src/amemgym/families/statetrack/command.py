@@ -116,7 +116,11 @@ def run_request(r: RunRequest[RunOptions], console: Console) -> int:
 
     codes = run_trials(r.out_dir, r.trials, cfg.run.seed, play, console=console,
                        finish=lambda codes: summary.update(write_trial_summary(r.out_dir, dirs)))
-    flagged = sum(1 for t in summary["trials"] if t["flags"])
+    flagged = sum(1 for t in summary["trials"] if t["flags"] and t["complete"] is True)
+    unfinished = summary.get("unfinished") or []
+    if unfinished:
+        console.print(f"unfinished: {', '.join(unfinished)} (left out of the spread below; re-run the same command "
+                      "to finish them)", highlight=False)
     for name, s in summary["spread"].items():
         if name == "memory_score" and flagged:
             console.print(f"{name}: undefined ({flagged} of {len(dirs)} trials DEGENERATE)", highlight=False)
@@ -128,6 +132,7 @@ def run_request(r: RunRequest[RunOptions], console: Console) -> int:
     if r.options.json:
         trials = [run_summary(d, c) for d, c in zip(dirs, codes, strict=True)]
         _emit({"out_dir": str(r.out_dir), "exit_code": max(codes), "trials": trials, "spread": summary["spread"],
+               "unfinished": unfinished,
                "cache": {"replies_from_cache": sum(t["cache"]["replies_from_cache"] for t in trials),
                          "replayed": any(t["cache"]["replayed"] for t in trials)}})
     return max(codes)

@@ -31,6 +31,8 @@ def trial_spread(dirs: list[Path]) -> dict[str, Any]:
 
     Each trial row carries that trial's degeneracy ``flags`` and its ``differences_from_original`` (protocol
     settings that make it not comparable with published numbers), so a flagged trial is visible in the summary.
+    Only complete trials enter the spread: an unfinished one's numbers cover the periods it reached, not the run
+    (``unfinished`` lists them).
     """
     names = spread_names()
     rows: list[dict[str, Any]] = []
@@ -41,7 +43,9 @@ def trial_spread(dirs: list[Path]) -> dict[str, Any]:
                      **{n: (m["overall"].get(n) or {}).get("mean") for n in names},
                      "flags": list((m.get("overall") or {}).get("flags") or []),
                      "differences_from_original": list(settings.get("differences_from_original") or [])})
-    return {"trials": rows, "spread": {n: spread([r[n] for r in rows if r[n] is not None]) for n in names}}
+    done = [r for r in rows if r["complete"] is True]
+    return {"trials": rows, "spread": {n: spread([r[n] for r in done if r[n] is not None]) for n in names},
+            "unfinished": [r["trial"] for r in rows if r["complete"] is not True]}
 
 
 def write_trial_summary(out_dir: Path, dirs: list[Path]) -> dict[str, Any]:
