@@ -27,6 +27,7 @@ from amemgym.config import EndpointConfig, LLMConfig
 from amemgym.errors import LLMError
 from amemgym.llm.backends import PermanentError, TransientError
 from amemgym.llm.client import LLMClient
+from amemgym.llm.health import uncounted_note
 from amemgym.llm.openai_backend import OpenAIBackend, status_error
 from amemgym.llm.types import ChatRequest
 from amemgym.urls import public_url
@@ -846,3 +847,18 @@ async def test_fake_endpoint_latency_covers_its_own_work(clean_env) -> None:
         await be.aclose()
     assert min(took) >= 0.4
     assert min(took) < 0.5  # not 0.4 + 0.15
+
+
+async def test_a_reply_without_token_counts_is_counted_as_uncounted_not_as_free(serve, clean_env) -> None:
+    models = json.dumps({"object": "list", "data": [{"id": "m", "object": "model"}]}).encode()
+    srv = serve([reply(models), reply(chat_body("hello")), reply(CHAT)])
+    llm = LLMClient(LLMConfig(roles={"agent": {"base_url": srv.url, "model": "m", "timeout_s": 5.0,
+                                               "price_per_mtok_in": 1000.0}}), backoff_base=0.0)
+    for text in ("first", "second"):
+        await llm.chat("agent", [{"role": "user", "content": text}], max_tokens=8)
+    usage = llm.ledger.role("agent")
+    assert usage.calls == 2 and usage.uncounted == 1 and usage.prompt_tokens == 3
+    # Before: "0 prompt tokens, $0" for such replies, said as confidently as a measured figure.
+    note = uncounted_note(llm.ledger.to_dict())
+    assert note is not None and "1 of 2 fresh replies carried no token counts (agent 1)" in note
+    await llm.aclose()

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.table import Column, Table
 
-from ..llm.health import truncation_note
+from ..llm.health import truncation_note, uncounted_note
 from ..llm.usage import UsageLedger
 from ..scoring.registry import Metric, unit_metrics
 from .pool import Entry, Found, build_entries
@@ -73,9 +73,9 @@ def print_run_summary(console: Console, family: UnitFamily, out_dir: Path, rows:
     console.print(f"this invocation: {t.calls} model calls, {t.cache_hits} cache hits, {t.prompt_tokens} prompt + "
                   f"{t.completion_tokens} completion tokens, {seconds:.1f} s; results under {out_dir}",
                   highlight=False)
-    cut = truncation_note(ledger.to_dict())
-    if cut:
-        console.print(cut, highlight=False, markup=False)
+    for note in (truncation_note(ledger.to_dict()), uncounted_note(ledger.to_dict())):
+        if note:
+            console.print(note, highlight=False, markup=False)
 
 
 def print_entries(console: Console, family: UnitFamily, entries: list[Entry]) -> None:

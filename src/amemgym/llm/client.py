@@ -464,6 +464,8 @@ class LLMClient:
             self.usage_journal.record(role, (1, res.prompt_tokens, res.completion_tokens, processed, res.seconds, cost))
         if res.finish_reason == "length":
             usage.truncated += 1
+        if not res.tokens_reported:
+            usage.uncounted += 1
         if not _usable(res.text, accept, res.tool_calls):
             usage.unusable += 1
         elif caching:

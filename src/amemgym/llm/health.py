@@ -52,6 +52,18 @@ def truncation_note(usage: dict[str, Any]) -> str | None:
             "scores depend on it")
 
 
+def uncounted_note(usage: dict[str, Any]) -> str | None:
+    """A console line when fresh replies said nothing of their tokens, from a ledger's ``to_dict()``: the token and
+    cost figures then leave those calls out, which a confident total would hide."""
+    ledger = UsageLedger.from_dict(usage)
+    silent = {role: u.uncounted for role, u in sorted(ledger.roles.items()) if u.uncounted}
+    if not silent:
+        return None
+    roles = ", ".join(f"{role} {n}" for role, n in silent.items())
+    return (f"note: {sum(silent.values())} of {ledger.totals().calls} fresh replies carried no token counts "
+            f"({roles}); the tokens and cost shown leave them out")
+
+
 def describe(problem: dict[str, Any]) -> str:
     """One line for the console."""
     kinds = ", ".join(f"{n} {k}" for k, n in problem["kinds"].items())

@@ -402,6 +402,7 @@ def _chat_result(resp: Any, model: str, seconds: float) -> ChatResult:
         finish_reason=choice.get("finish_reason"),
         prompt_tokens_processed=_token_count(processed, "timings.prompt_n") if processed is not None else None,
         tool_calls=calls,
+        tokens_reported=usage.get("prompt_tokens") is not None or usage.get("completion_tokens") is not None,
     )
 
 

@@ -108,3 +108,5 @@ class ChatResult:
     #: Function calls the model made (native tool use); ``text`` may then be empty.
     tool_calls: tuple[ToolCallOut, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
+    #: Whether the reply said what it cost (``usage``); without it the counts above are 0, not a measurement.
+    tokens_reported: bool = True

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 #: The additive counters of :class:`RoleUsage` (faults and ``answered`` aside).
 COUNTERS = ("calls", "cache_hits", "cache_replays", "prompt_tokens", "completion_tokens", "prompt_tokens_processed",
-            "seconds", "retries", "failures", "schema_retries", "unusable", "truncated", "cost_usd")
+            "seconds", "retries", "failures", "schema_retries", "unusable", "truncated", "uncounted", "cost_usd")
 
 
 @dataclass
@@ -42,6 +42,8 @@ class RoleUsage:
     #: Fresh replies the server ended at their token limit (``finish_reason`` "length"): cut short, so an answer
     #: or a structured reply may be missing from them.
     truncated: int = 0
+    #: Fresh replies that carried no token counts (no ``usage``): their tokens and cost are not in the sums.
+    uncounted: int = 0
     cost_usd: float = 0.0
     faults: Counter[str] = field(default_factory=Counter)
     #: The model the role's fresh replies named (their ``model`` field), as first seen; over a run's invocations,

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ...llm.health import describe as describe_problem
-from ...llm.health import truncation_note
+from ...llm.health import truncation_note, uncounted_note
 from ...scoring.registry import in_display_order, registered
 from .metrics import RESULT_FLAGS
 from .validity.sim_audit import degenerate_warning
@@ -114,6 +114,7 @@ def print_summary(console: Console, metrics: dict[str, Any], rundir: Path) -> No
         console.print(f"note: {replays} of {asked} replies came from the response cache (an earlier call with the "
                       "same model, prompt and seed), not from the model; pass --no-cache for fresh samples",
                       highlight=False, markup=False)
-    cut = truncation_note(metrics.get("usage", {}).get("last_invocation", {}))
-    if cut:
-        console.print(cut, highlight=False, markup=False)
+    last = metrics.get("usage", {}).get("last_invocation", {})
+    for note in (truncation_note(last), uncounted_note(last)):
+        if note:
+            console.print(note, highlight=False, markup=False)
