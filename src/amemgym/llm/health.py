@@ -39,29 +39,29 @@ def endpoint_problems(usage: dict[str, Any], share: float = 0.5) -> list[dict[st
     return sorted(found, key=lambda p: -p["unusable"] / p["attempts"])
 
 
+def _per_role_note(usage: dict[str, Any], counter: str, what: str, then: str) -> str | None:
+    """``note: N of M fresh replies {what} (role n, ...); {then}`` when the ledger ``usage`` (a ``to_dict()``)
+    counts any under ``counter``, else None."""
+    ledger = UsageLedger.from_dict(usage)
+    counts = {role: getattr(u, counter) for role, u in sorted(ledger.roles.items()) if getattr(u, counter)}
+    if not counts:
+        return None
+    roles = ", ".join(f"{role} {n}" for role, n in counts.items())
+    return f"note: {sum(counts.values())} of {ledger.totals().calls} fresh replies {what} ({roles}); {then}"
+
+
 def truncation_note(usage: dict[str, Any]) -> str | None:
     """A console line when fresh replies were cut at their token limit, from a ledger's ``to_dict()``: a cut
     reply can lose the answer it was building to, which a low score would otherwise hide."""
-    ledger = UsageLedger.from_dict(usage)
-    cut = {role: u.truncated for role, u in sorted(ledger.roles.items()) if u.truncated}
-    if not cut:
-        return None
-    roles = ", ".join(f"{role} {n}" for role, n in cut.items())
-    return (f"note: {sum(cut.values())} of {ledger.totals().calls} fresh replies were cut at their token limit "
-            f"({roles}); a cut reply may lack its answer: raise the limit (run.*_max_tokens, llm.*.max_tokens) if "
-            "scores depend on it")
+    return _per_role_note(usage, "truncated", "were cut at their token limit",
+                          "a cut reply may lack its answer: raise the limit (run.*_max_tokens, llm.*.max_tokens) if "
+                          "scores depend on it")
 
 
 def uncounted_note(usage: dict[str, Any]) -> str | None:
     """A console line when fresh replies said nothing of their tokens, from a ledger's ``to_dict()``: the token and
     cost figures then leave those calls out, which a confident total would hide."""
-    ledger = UsageLedger.from_dict(usage)
-    silent = {role: u.uncounted for role, u in sorted(ledger.roles.items()) if u.uncounted}
-    if not silent:
-        return None
-    roles = ", ".join(f"{role} {n}" for role, n in silent.items())
-    return (f"note: {sum(silent.values())} of {ledger.totals().calls} fresh replies carried no token counts "
-            f"({roles}); the tokens and cost shown leave them out")
+    return _per_role_note(usage, "uncounted", "carried no token counts", "the tokens and cost shown leave them out")
 
 
 def describe(problem: dict[str, Any]) -> str:
