@@ -25,7 +25,7 @@ from ..families import Board
 from ..scoring.registry import unit_metrics
 from .pool import Entry, Found, Pending, build_entries
 from .ranking_flags import model_change_flag
-from .read import MAX_DEPTH, load_found, load_root, require_results, unique_labels
+from .read import MAX_DEPTH, load_found, load_root, refuse_nothing_finished, refuse_started_unit, unique_labels
 from .rundir import UnitRunDir
 from .summary import headline_of
 
@@ -108,8 +108,9 @@ def load_boardable(family: str, run_dirs: Sequence[Path],
     skipped: list[tuple[Path, str, str]] = []
     for root, label in zip(paths, unique_labels(paths), strict=True):
         try:
-            require_results([root], family, noun)
+            refuse_started_unit(root, family, noun)
             f, p = load_root(root, label, family)
+            refuse_nothing_finished(root, f, p, noun)
         except AMemGymError as exc:
             skipped.append((root, label, str(exc)))
             continue

@@ -27,7 +27,8 @@ from .rundir import UnitRunDir, read_unit_record
 
 __all__ = ["MAX_DEPTH", "bare_records", "check_manifest_file", "checkpoint_family", "enclosing_run",
            "family_of_tree", "load_entries", "load_found", "load_root", "refuse_damaged_runs",
-           "refuse_missing_trials", "require_results", "runs_under", "unfinished_runs", "unique_labels"]
+           "refuse_missing_trials", "refuse_nothing_finished", "refuse_started_unit", "require_results", "runs_under",
+           "unfinished_runs", "unique_labels"]
 
 #: How deep below a given folder run directories are looked for.
 MAX_DEPTH = 4
@@ -316,11 +317,28 @@ def require_results(roots: list[Path], family: str, noun: str = "units") -> None
         RunError: naming the first such folder: a unit started and not finished, or nothing finished at all.
     """
     for d in map(Path, roots):
-        if checkpoint_family(d) == family and not (d / UNIT_RECORD).exists():
-            raise RunError(f"{d}: the {noun.rstrip('s')} has not finished (no {UNIT_RECORD}); run `amemgym run` "
-                           "again with the same --out to resume it")
-        found, pending = load_found([d], family)
-        if not found:
-            planned = sum(p.unit is not None for p in pending)
-            raise RunError(f"{d}: no {noun} finished yet ({planned} planned); run `amemgym run` again with "
-                           "the same --out to resume")
+        refuse_started_unit(d, family, noun)
+        refuse_nothing_finished(d, *load_found([d], family), noun)
+
+
+def refuse_started_unit(d: Path, family: str, noun: str = "units") -> None:
+    """Refuse a unit's own folder that holds its checkpoint but no record yet.
+
+    Raises:
+        RunError: the unit has not finished.
+    """
+    if checkpoint_family(d) == family and not (d / UNIT_RECORD).exists():
+        raise RunError(f"{d}: the {noun.rstrip('s')} has not finished (no {UNIT_RECORD}); run `amemgym run` "
+                       "again with the same --out to resume it")
+
+
+def refuse_nothing_finished(d: Path, found: list[Found], pending: list[Pending], noun: str = "units") -> None:
+    """Refuse a folder whose records (``found``, with its unfinished work ``pending``) hold no finished unit.
+
+    Raises:
+        RunError: nothing below ``d`` has finished.
+    """
+    if not found:
+        planned = sum(p.unit is not None for p in pending)
+        raise RunError(f"{d}: no {noun} finished yet ({planned} planned); run `amemgym run` again with "
+                       "the same --out to resume")
