@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .scoring import AXES, WEIGHTS
+from .scoring import AXES, DEFINITIONS, composite_of, share, write_spend
 from .solve import ABSTENTION_KINDS, ALL_KINDS, BREADTH_KINDS, MAINTENANCE_KINDS, REASONING_KINDS
 
 __all__ = ["TOLERANCE", "score_disagreement"]
@@ -36,17 +36,6 @@ def _differs(stored: Any, derived: float | int | None) -> bool:
 
 def _show(x: float | int | None) -> str:
     return "null" if x is None else f"{x:.4f}" if isinstance(x, float) else str(x)
-
-
-def _share(flags: list[bool]) -> float | None:
-    return sum(flags) / len(flags) if flags else None
-
-
-def composite_of(block: Mapping[str, Any]) -> float | None:
-    """The composite the scorer gives the axes of ``block`` (weights renormalised over the axes present)."""
-    present = {k: float(block[k]) for k in AXES if block.get(k) is not None}
-    total = sum(WEIGHTS[k] for k in present)
-    return sum(WEIGHTS[k] * v for k, v in present.items()) / total if present else None
 
 
 def _outcomes(record: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]] | None:
@@ -78,15 +67,13 @@ def _block_problem(block: Mapping[str, Any], outcomes: list[tuple[str, dict[str,
     if outcomes is not None:
         oks = [(kind, right(a)) for kind, a in outcomes]
         derived: dict[str, float | int | None] = {
-            axis: _share([ok for kind, ok in oks if kind in kinds]) for axis, kinds in _AXIS_KINDS.items()}
+            axis: share([ok for kind, ok in oks if kind in kinds]) for axis, kinds in _AXIS_KINDS.items()}
         derived["accuracy"] = sum(ok for _, ok in oks) / len(oks)
         derived["questions"] = len(oks)
         answered = [ok for kind, ok in oks if kind not in ABSTENTION_KINDS]
         used, ref = block.get("writes_used"), block.get("reference_writes")
         if isinstance(used, int) and isinstance(ref, int):
-            ref = max(ref, 0)
-            spend = 1.0 if used <= ref else ref / used
-            derived["efficiency"] = (_share(answered) or 0.0) * spend if answered else None
+            derived["efficiency"] = (share(answered) or 0.0) * write_spend(used, ref) if answered else None
         reasons = [a.get("reason") for _, a in outcomes]
         if all(isinstance(r, str) for r in reasons):
             derived["skipped"] = sum(str(r).startswith("no answer") for r in reasons)
@@ -99,19 +86,16 @@ def _block_problem(block: Mapping[str, Any], outcomes: list[tuple[str, dict[str,
         if (stored is None) != (not maintained):
             return "maintenance", (f"{_show(stored)} does not fit the record's answers ({len(maintained)} "
                                    "maintenance question(s))")
-        caps = [x for x in (_share(maintained), block.get("storage_gate")) if x is not None]
+        caps = [x for x in (share(maintained), block.get("storage_gate")) if x is not None]
         if stored is not None and caps and float(stored) > min(caps) + TOLERANCE:
             return "maintenance", (f"{_show(float(stored))} is above what the record allows (at most "
                                    f"{_show(float(min(caps)))}: the share of maintenance questions answered right, "
                                    "capped by the storage gate)")
     if any(k in block for k in AXES) and _differs(block.get("composite"), composite_of(block)):
-        return "composite", (f"{_show(block.get('composite'))} is not what its axes give ({DEFINITION} = "
+        return "composite", (f"{_show(block.get('composite'))} is not what its axes give ({DEFINITIONS['composite']} = "
                              f"{_show(composite_of(block))})")
     return None
 
-
-#: The composite's formula, as the message states it.
-DEFINITION = " + ".join(f"{WEIGHTS[k]:.2f} {k}" for k in AXES)
 
 
 def score_disagreement(record: Mapping[str, Any]) -> tuple[str, str] | None:

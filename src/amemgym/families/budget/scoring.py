@@ -63,8 +63,22 @@ class EpisodeScore:
         return asdict(self)
 
 
-def _acc(flags: list[bool]) -> float | None:
+def share(flags: Sequence[bool]) -> float | None:
+    """The share of ``flags`` that are true (None for none at all)."""
     return sum(flags) / len(flags) if flags else None
+
+
+def write_spend(writes_used: int, reference_writes: int) -> float:
+    """Efficiency's factor for the writes spent: 1 up to the reference, then reference / used."""
+    ref = max(reference_writes, 0)
+    return 1.0 if writes_used <= ref else ref / writes_used
+
+
+def composite_of(axes: Mapping[str, float | None]) -> float | None:
+    """The weighted mean of the axes present (weights renormalised over them; None when none is)."""
+    present = {k: float(v) for k in AXES if (v := axes.get(k)) is not None}
+    total = sum(WEIGHTS[k] for k in present)
+    return sum(WEIGHTS[k] * v for k, v in present.items()) / total if present else None
 
 
 def _mentions(names: Sequence[str]) -> re.Pattern[str]:
@@ -139,20 +153,16 @@ def score_episode(episode: Episode, verdicts: Mapping[str, Verdict], writes_used
         if q.kind != "abstention":
             answered.append(ok)
     gate = sum(credit.values()) / len(credit) if credit else 1.0
-    acc_non_abstain = _acc(answered) or 0.0
+    acc_non_abstain = share(answered) or 0.0
     ref = max(episode.reference_writes, 0)
-    spend = 1.0 if writes_used <= ref else ref / writes_used
     axes = {
-        "breadth": _acc(by_axis["breadth"]),
-        "maintenance": _acc(by_axis["maintenance"]),
-        "reasoning": _acc(by_axis["reasoning"]),
-        "efficiency": acc_non_abstain * spend if answered else None,
+        "breadth": share(by_axis["breadth"]),
+        "maintenance": share(by_axis["maintenance"]),
+        "reasoning": share(by_axis["reasoning"]),
+        "efficiency": acc_non_abstain * write_spend(writes_used, ref) if answered else None,
     }
-    present = {k: v for k, v in axes.items() if v is not None}
-    total_w = sum(WEIGHTS[k] for k in present)
-    composite = sum(WEIGHTS[k] * v for k, v in present.items()) / total_w if present else None
     all_flags = [bool(verdicts.get(q.id) and verdicts[q.id].correct) for q in episode.questions]
-    return EpisodeScore(**axes, composite=composite, abstention=_acc(by_axis["abstention"]),
+    return EpisodeScore(**axes, composite=composite_of(axes), abstention=share(by_axis["abstention"]),
                         accuracy=sum(all_flags) / len(all_flags) if all_flags else 0.0, storage_gate=gate,
                         writes_used=writes_used,
                         reference_writes=ref, questions=len(all_flags), skipped=skipped)
