@@ -248,12 +248,14 @@ def require_regular_file(path: Path) -> None:
         raise RunError(f"{path}: not a regular file (a device, pipe or socket); a run file must be a file")
 
 
-def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    """Yield the records of a JSONL file; a last line without its newline (a killed append) is dropped.
+def read_jsonl(path: Path, *, whole: bool = False) -> Iterator[dict[str, Any]]:
+    """Yield the records of a JSONL file; a last line without its newline (a killed append) is dropped, unless
+    ``whole`` says the file's writer has finished, so that such a line can only be damage.
 
     Raises:
         RunError: a complete line is not JSON, or the file is not UTF-8 (naming the file and line): that
-            is damage, not a kill, since an append never leaves a torn line before others.
+            is damage, not a kill, since an append never leaves a torn line before others; with ``whole``,
+            also a last line cut short.
     """
     path = Path(path)
     if not path.exists():
@@ -262,6 +264,9 @@ def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
     with open(path, "rb") as fh:
         for n, raw in enumerate(fh, start=1):
             if not raw.endswith(b"\n"):
+                if whole:
+                    raise RunError(f"{path}: the last line is cut short, though what wrote the file has finished; "
+                                   "the file is damaged")
                 break
             if not raw.strip():
                 continue

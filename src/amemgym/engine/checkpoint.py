@@ -27,10 +27,15 @@ CHECKPOINT_FILE = "checkpoint.json"
 TRACE_FILE = "trace.jsonl"
 
 
-def read_trace(unit_dir: Path) -> list[dict[str, Any]]:
-    """The trace records of a unit folder (complete lines only)."""
+def read_trace(unit_dir: Path, *, finished: bool = False) -> list[dict[str, Any]]:
+    """The trace records of a unit folder: complete lines only, or, for a ``finished`` unit (whose trace can no
+    longer end in an interrupted append), all of them.
+
+    Raises:
+        RunError: a line is damaged (see :func:`~amemgym.storage.read_jsonl`).
+    """
     path = Path(unit_dir) / TRACE_FILE
-    return list(read_jsonl(path)) if path.exists() else []
+    return list(read_jsonl(path, whole=finished)) if path.exists() else []
 
 
 class Checkpoint:

@@ -28,7 +28,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ...engine.checkpoint import TRACE_FILE, read_trace
+from ...engine.checkpoint import read_trace
 from ...engine.read import load_found, require_results
 from ...errors import ConfigError, RunError
 from ...storage import write_output_text
@@ -92,32 +92,11 @@ def export_budget_run(run_dir: Path, out: Path, *, fmt: str = "openai-chat", uni
     return ExportResult(Path(out), len(lines), detail, tuple(notes))
 
 
-def _refuse_torn_trace(path: Path) -> None:
-    """Refuse a finished episode's trace whose last line is cut short.
-
-    A reader skips such a line as an append a kill interrupted, which is right while the episode can still be
-    resumed; once it has its results, the line was whole when written, so the trace has been damaged since and
-    an export would silently hold one call less.
-
-    Raises:
-        RunError: the file does not end with a line break.
-    """
-    if not path.is_file() or path.stat().st_size == 0:
-        return
-    with path.open("rb") as fh:
-        fh.seek(-1, 2)
-        whole = fh.read(1) == b"\n"
-    if not whole:
-        raise RunError(f"{path}: the last line is cut short, though the episode finished; the trace is damaged "
-                       "(run the episode again into a new directory to export it)")
-
-
 def _export_episode(unit_dir: Path, name: str, results: dict[str, Any], fmt: str,
                     with_evaluation: bool) -> tuple[list[dict[str, Any]], dict[str, int], str]:
     """One finished episode's lines, the counts behind the notes, and its one-line description."""
     episode = _episode(unit_dir, results)
-    _refuse_torn_trace(unit_dir / TRACE_FILE)
-    trace = read_trace(unit_dir)
+    trace = read_trace(unit_dir, finished=True)  # a torn last line would export one call short
     # Every played event leaves at least one trace line; a trace cut short or deleted would export silently less.
     missing = sorted({ev.index for ev in episode.events} - {r.get("event") for r in trace})
     if missing:
