@@ -159,8 +159,7 @@ def collect_evolution(env: Environment, rundir: RunDir) -> dict[str, Any]:
         paths = [evolution_record_path(rundir, user.id, period) for period in range(len(user.periods))]
         there = [p.exists() for p in paths]
         done = all(rundir.evaluation(user.id, period).exists() for period in range(len(user.periods)))
-        gone = next((p for p, ok in zip(paths, there, strict=True)
-                     if not ok and (done or any(there[paths.index(p) + 1:]))), None)
+        gone = next((p for k, p in enumerate(paths) if not there[k] and (done or any(there[k + 1:]))), None)
         if gone is not None:
             raise RunError(f"{gone}: missing, though user {user.id} went past that period; the run's records are "
                            "incomplete (use a new --out directory)")
