@@ -70,13 +70,11 @@ def run_request(r: RunRequest[RunOptions], console: Console) -> int:
         console = err
     flags = ModelFlags(r.model, r.user_model, r.judge_model, r.max_connections)
     spec = resolve_agent(r.agent)  # a typo is refused before the environment is read
-    if r.judge_model is not None:
-        # Refused before the first trial starts; an agent plug-in that declares the judge role keeps it.
-        called = run_roles(spec.roles, off_policy=r.options.off_policy is not None)
-        flags.refuse_unused_judge(called, "amemgym run", "multiple-choice answers are scored exactly")
-    if r.user_model is not None:
-        called = run_roles(spec.roles, off_policy=r.options.off_policy is not None)
-        flags.refuse_unused_user_model(called, "amemgym run", "--off-policy replays recorded conversations")
+    # A model flag for a role the run never calls is refused before the first trial starts (each refusal acts
+    # only when its flag was given); an agent plug-in that declares the judge role keeps it.
+    called = run_roles(spec.roles, off_policy=r.options.off_policy is not None)
+    flags.refuse_unused_judge(called, "amemgym run", "multiple-choice answers are scored exactly")
+    flags.refuse_unused_user_model(called, "amemgym run", "--off-policy replays recorded conversations")
     if not r.options.dry_run:
         refuse_mixed_layout(r.out_dir, r.trials)
     environment = load_environment(r.env, limit=r.limit) if r.env else None  # --limit reads only N users
