@@ -36,6 +36,7 @@ from ..families.statetrack.progress import RunProgress
 from ..families.statetrack.summary import print_summary
 from ..llm.client import LLMClient
 from ..llm.preflight import preflight, run_roles
+from ..runfiles import METRICS
 from ..scoring.registry import registered
 
 if TYPE_CHECKING:
@@ -121,7 +122,7 @@ def evolve_command(cfg: Any, env_path: Path | None, agent: str, feedback: str, o
         if outcome.failures:
             console.print(f"[red]{len(outcome.failures)} failure(s)[/red] (see {out_dir / 'failures.json'}); "
                           "re-run the same command to retry what failed")
-        console.print(f"results: {out_dir / 'metrics.json'}, policies per cycle: {out_dir / 'evolution.json'}",
+        console.print(f"results: {out_dir / METRICS}, policies per cycle: {out_dir / 'evolution.json'}",
                       highlight=False)
         write_run_report(out_dir, console)
         return 1 if outcome.failures or not outcome.metrics["complete"] else 0

@@ -95,7 +95,7 @@ class EngineFamily:
             console.print(f"report skipped: {exc}", highlight=False, markup=False)
             return
         atomic_write_text(run_dir / REPORT, page)
-        console.print(f"report: {run_dir / 'report.html'}", highlight=False)
+        console.print(f"report: {run_dir / REPORT}", highlight=False)
 
     def require_results(self, run_dirs: list[Path]) -> None:
         """Refuse, in one line, a folder with no finished unit (see :func:`.read.require_results`)."""

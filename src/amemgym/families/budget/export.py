@@ -28,7 +28,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ...engine.checkpoint import read_trace
+from ...engine.checkpoint import TRACE_FILE, read_trace
 from ...engine.read import load_found, require_results
 from ...errors import ConfigError, RunError
 from ...storage import write_output_text
@@ -100,7 +100,7 @@ def _export_episode(unit_dir: Path, name: str, results: dict[str, Any], fmt: str
     # Every played event leaves at least one trace line; a trace cut short or deleted would export silently less.
     missing = sorted({ev.index for ev in episode.events} - {r.get("event") for r in trace})
     if missing:
-        raise RunError(f"{unit_dir / 'trace.jsonl'}: no line for {len(missing)} of the episode's "
+        raise RunError(f"{unit_dir / TRACE_FILE}: no line for {len(missing)} of the episode's "
                        f"{len(episode.events)} events (first: event {missing[0]}); the trace is incomplete")
     calls = [r for r in trace if r.get("reply") is not None]
     failed = len(trace) - len(calls)

@@ -20,7 +20,7 @@ from ...llm.preflight import run_roles
 from ...records import Manifest, read_record
 from ...records.base import load_json_file
 from ...report.build import build_report
-from ...runfiles import REPORT
+from ...runfiles import METRICS, REPORT
 from .compat.original_layout import IMPORT_FORMAT
 from .cut import environment_cut, first_users
 from .data.io import environment_sha256, load_environment
@@ -111,7 +111,7 @@ def run_command(
     code = run_units(STATETRACK_UNITS, cfg, env_path, out_dir, opts, console=console,
                      units=units, plan=plan, notes=[settings_note],
                      client=llm)
-    console.print(f"results: {out_dir / 'metrics.json'} (traces under {out_dir / 'users'})")
+    console.print(f"results: {out_dir / METRICS} (traces under {out_dir / 'users'})")
     write_run_report(out_dir, console, environment=(env, protocol["environment_sha256"]))
     return code
 
@@ -130,4 +130,4 @@ def write_run_report(rundir: Path, console: Console, *, environment: tuple[Any, 
         console.print(f"report skipped: {exc}", highlight=False, markup=False)
         return
     RunDir(rundir).writer().put_text_now(REPORT, report.html)
-    console.print(f"report: {rundir / 'report.html'}", highlight=False)
+    console.print(f"report: {rundir / REPORT}", highlight=False)
