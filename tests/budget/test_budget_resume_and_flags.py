@@ -27,6 +27,7 @@ from amemgym.families.budget.generate import build_episode
 from amemgym.families.budget.io import save_episode
 from amemgym.families.budget.model import Episode
 from amemgym.families.budget.units import BudgetUnits
+from amemgym.runfiles import LOCK
 from amemgym.testing.budget import BudgetScript, client_factory
 
 SEEDS = (0, 1)
@@ -61,8 +62,10 @@ def one_error_line(args: list[str]) -> str:
 
 
 def tree(root: Path) -> dict[str, bytes]:
-    """Every file below ``root`` with its bytes (to show a refusal wrote nothing)."""
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    """Every file below ``root`` with its bytes (to show a refusal wrote nothing), but the lock file: a refusal
+    looks under the lock for a writer that would explain it better, and the lock file records when."""
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and p.name != LOCK}
 
 
 # ---- bug 1: a resume whose --env lacks a planned episode ---------------------------------------------------
