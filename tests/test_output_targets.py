@@ -153,6 +153,22 @@ def test_leaderboard_out_csv_dev_stdout_prints_the_csv(budget_run: Path) -> None
     assert os.path.islink("/dev/stdout") or stat.S_ISCHR(os.stat("/dev/stdout").st_mode)
 
 
+def test_dev_stdout_redirected_to_a_file_keeps_the_table_before_the_csv(budget_run: Path, tmp_path: Path) -> None:
+    # `leaderboard --out-csv /dev/stdout > board.txt`: the CSV goes after the table the command printed, into
+    # the file the shell opened. Before, the CSV was renamed over board.txt and the table went to the old,
+    # unlinked file; opening /dev/stdout anew would have written it over the table from offset 0.
+    if not os.path.exists("/dev/stdout"):
+        pytest.skip("no /dev/stdout on this system")
+    board = tmp_path / "board.txt"
+    with board.open("wb") as fh:
+        res = subprocess.run([sys.executable, "-m", "amemgym", "leaderboard", str(budget_run), "--out-csv",
+                              "/dev/stdout"], stdout=fh, stderr=subprocess.PIPE, text=True, timeout=120, check=False)
+    assert res.returncode == 0, res.stderr
+    text = board.read_text(encoding="utf-8")
+    assert "run" in text.split("group,rank,run,agent")[0]  # the table is still there, before the CSV
+    assert text.count("group,rank,run,agent") == 1
+
+
 def test_reader_outputs_onto_a_link_and_a_folder(budget_run: Path, tmp_path: Path) -> None:
     target = tmp_path / "export.jsonl"
     link = tmp_path / "latest.jsonl"

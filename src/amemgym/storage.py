@@ -17,6 +17,7 @@ import json
 import os
 import re
 import stat
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -116,11 +117,45 @@ def _write_into(path: Path, data: bytes) -> None:
         fh.flush()
 
 
+# Names of this process's own open descriptors. ``--out-csv /dev/stdout > board.txt`` must add to what the
+# shell opened, at its current offset: opening the name anew would start at offset 0 over the lines already
+# printed, and a rename would swap the file away from under the shell's descriptor.
+_OWN_FD = re.compile(r"/dev/(?:(?P<std>stdout|stderr)|fd/(?P<fd>\d+))|/proc/self/fd/(?P<proc>\d+)")
+
+
+def _own_descriptor(path: Path) -> int | None:
+    """The descriptor number ``path`` names (``/dev/stdout``, ``/dev/fd/N``, ``/proc/self/fd/N``), or None."""
+    m = _OWN_FD.fullmatch(str(path))
+    if m is None:
+        return None
+    if m["std"]:
+        return 1 if m["std"] == "stdout" else 2
+    return int(m["fd"] or m["proc"])
+
+
+def _write_descriptor(fd: int, data: bytes) -> None:
+    """Write ``data`` to the open descriptor ``fd`` at its own offset, after what Python has buffered for it."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None and stream.fileno() == fd:
+                stream.flush()
+        except (OSError, ValueError):  # a stream without a descriptor (captured output) or closed
+            pass
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
 def write_output_text(path: Path, text: str) -> None:
     """Write ``text`` (keys masked) to ``path``, a file the user named as a command's output: atomically to a
-    file, through a symbolic link, straight into a device, FIFO or socket (see :func:`_write_target`)."""
+    file, through a symbolic link, straight into a device, FIFO or socket (see :func:`_write_target`), and
+    into an open descriptor of this process at its offset (``/dev/stdout``, see :func:`_own_descriptor`)."""
     path = Path(path)
     data = _encoded(path, redact_content(text))
+    fd = _own_descriptor(path)
+    if fd is not None and os.path.exists(path):
+        _write_descriptor(fd, data)
+        return
     target, stream = _write_target(path)
     if stream:
         _write_into(target, data)

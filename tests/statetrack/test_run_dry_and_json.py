@@ -110,3 +110,12 @@ def test_an_unfinished_trial_is_left_out_of_the_spread(endpoint: FakeEndpoint, t
     summary = trial_spread(dirs)
     # Before: its numbers over the periods it reached went into the mean and std as a whole trial's.
     assert summary["unfinished"] == ["trial_2"] and summary["spread"]["overall"]["n"] == 1
+
+
+def test_a_refusal_with_json_still_prints_one_json_object(tmp_path: Path) -> None:
+    res = CliRunner().invoke(app, ["run", "--env", str(tmp_path / "missing.json"), "--out", str(tmp_path / "r"),
+                                   "--json"])
+    assert res.exit_code == 2
+    error = json.loads(res.stdout)  # nothing but the object on stdout
+    assert error["exit_code"] == 2 and "missing.json" in error["error"]
+    assert error["error"] in res.stderr  # the same line a human reads

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import inspect
+import json
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -19,9 +21,12 @@ from ..cli_common import (
     SetOpt,
     UserModelOpt,
     handled,
+    one_line,
     out,
 )
+from ..errors import AMemGymError
 from ..families import OptionValue, RunRequest, family_for_env, family_options
+from ..redact import redact
 
 
 def run(
@@ -56,6 +61,22 @@ def run(
                                            "everything else goes to stderr.")] = False,
 ) -> None:
     """Run an agent on an environment (on-policy), evaluate every period, and write metrics."""
+    try:
+        code = _run(**locals())
+    except AMemGymError as exc:
+        if json_out:
+            # A caller reading stdout gets a JSON object on every exit; the same line still goes to stderr.
+            sys.stdout.write(json.dumps({"error": one_line(redact(str(exc))), "exit_code": exc.exit_code}) + "\n")
+            sys.stdout.flush()
+        raise
+    raise typer.Exit(code)
+
+
+def _run(*, out_dir: Path, env: Path | None, agent: str, config: str | None, set_: list[str] | None,
+         off_policy: Path | None, serial: bool, trials: int, executor: str, ray_address: str | None,
+         models: Path | None, resimulate_leaks: bool, no_cache: bool, allow_model_change: bool, model: str | None,
+         user_model: str | None, judge_model: str | None, max_connections: int | None, limit: int | None,
+         dry_run: bool, json_out: bool) -> int:
     family = family_for_env(env)
     defaults = {name: p.default for name, p in inspect.signature(run).parameters.items()}
     own = {name: OptionValue(flag, value, value != defaults[param]) for name, flag, param, value in (
@@ -68,7 +89,7 @@ def run(
                          ray_address=ray_address, models=models, no_cache=no_cache,
                          allow_model_change=allow_model_change, model=model, user_model=user_model,
                          judge_model=judge_model, max_connections=max_connections, limit=limit)
-    raise typer.Exit(family.run(request, out))
+    return family.run(request, out)
 
 
 def register(app: typer.Typer) -> None:
