@@ -147,3 +147,23 @@ def test_check_agent_still_reports_verdicts_and_input_errors_from_its_child() ->
     assert code == 0 and "all checks passed" in text
     code, text = _cli("check-agent", "no-such-agent")
     assert code == 2 and "unknown agent 'no-such-agent'" in text
+
+
+def test_brackets_in_paths_and_names_are_printed_as_they_are(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # rich markup used to parse every printed line: `--out "runs/x[/y]"` ran the whole run and then ended in a
+    # MarkupError traceback in the summary, and `[bold]` in a path vanished from the output.
+    from amemgym.testing.fake_endpoint import FakeEndpoint
+
+    with FakeEndpoint() as ep:
+        monkeypatch.setenv("OPENAI_BASE_URL", ep.base_url)
+        for name in ("x[/y]", "z[bold]"):
+            out = tmp_path / name
+            res = CliRunner().invoke(app, ["run", "--out", str(out), "--limit", "1"])
+            assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
+            assert res.exit_code == 0, res.output
+            assert str(out) in "".join(res.output.split())  # the results line, however the console wrapped it
+            board = CliRunner().invoke(app, ["leaderboard", str(out)])
+            assert board.exit_code == 0 and out.name in board.output, board.output
+        res = CliRunner().invoke(app, ["compare", str(tmp_path / "x[/y]"), str(tmp_path / "z[bold]")])
+        assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
+        assert "z[bold]" in res.output

@@ -5,20 +5,29 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
+from rich.text import Text
 
 from .redact import redact_content
 
-__all__ = ["new_console"]
+__all__ = ["new_console", "styled"]
 
 
 def new_console(**options: Any) -> Console:
     """A rich ``Console`` whose output is scrubbed of API keys (:func:`amemgym.redact.redact_content`).
 
     Every console amemgym prints to is made here, so a key a server echoed (in a model name, a reply) never
-    reaches the terminal or a captured log.
+    reaches the terminal or a captured log. Markup is off: the text printed carries paths, names and replies
+    that may hold brackets (``--out "runs/a[/b]"``), which markup would swallow or fail on. Colour is asked for
+    with :func:`styled`.
     """
     class _RedactingConsole(Console):
         def _render_buffer(self, buffer: Any) -> str:
             return redact_content(super()._render_buffer(buffer))
 
+    options.setdefault("markup", False)
     return _RedactingConsole(**options)
+
+
+def styled(style: str, head: str, rest: str = "") -> Text:
+    """``head`` in ``style`` followed by ``rest`` as it is: a coloured label before text that is never parsed."""
+    return Text.assemble((head, style), rest)

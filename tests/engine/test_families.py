@@ -172,7 +172,7 @@ def test_an_option_of_another_family_is_refused_in_one_line(family: str, args: l
     out = tmp_path / "out"
     res = CliRunner().invoke(app, [*args, "--out", str(out)] if args[0] != "validate" else args)
     assert res.exit_code == 2, res.output
-    assert flat(res.output) == f"error: {message}" and not out.exists()
+    assert flat(res.stderr) == f"error: {message}" and not out.exists()  # stdout: the JSON error of --json
 
 
 def test_a_family_without_an_options_model_takes_only_the_shared_options() -> None:

@@ -24,6 +24,7 @@ from ..cli_common import (
     out,
 )
 from ..config import load_config
+from ..console import styled
 from ..engine.flags import ModelFlags
 from ..engine.lock import run_lock
 from ..errors import ConfigError
@@ -120,8 +121,8 @@ def evolve_command(cfg: Any, env_path: Path | None, agent: str, feedback: str, o
         print_summary(console, outcome.metrics, out_dir)
         print_cycles(console, outcome.metrics, outcome.evolution)
         if outcome.failures:
-            console.print(f"[red]{len(outcome.failures)} failure(s)[/red] (see {out_dir / 'failures.json'}); "
-                          "re-run the same command to retry what failed")
+            console.print(styled("red", f"{len(outcome.failures)} failure(s)", f" (see {out_dir / 'failures.json'}); "
+                                 "re-run the same command to retry what failed"), highlight=False)
         console.print(f"results: {out_dir / METRICS}, policies per cycle: {out_dir / 'evolution.json'}",
                       highlight=False)
         write_run_report(out_dir, console)

@@ -9,13 +9,12 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape as rich_escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from ..cli_common import ConfigOpt, SetOpt, check_output, handled, out
 from ..config import load_config
-from ..console import new_console
+from ..console import new_console, styled
 from ..engine.lock import run_lock
 from ..errors import BackendUnavailable, ConfigError, LLMError
 from ..families import DEFAULT_FAMILY, OptionValue, ValidateRequest, family_for_env, family_for_run, family_options
@@ -49,10 +48,6 @@ def pick_embedder(name: str) -> tuple[Any, str, str | None]:
         return HashEmbedder().embed_sync, "hash", note
     return HashEmbedder().embed_sync, "hash", None
 
-
-def escape(text: str) -> str:
-    """``text`` with rich markup disabled."""
-    return rich_escape(text)
 
 
 def _ci(lo: float | None, hi: float | None) -> str:
@@ -104,7 +99,7 @@ def print_report(report: Any, max_rows: int = 20) -> None:
     for s in report.strategies:
         where = f" ({len(s.period_flags)} period(s))" if s.period_flags else ""
         table.add_row(s.name, s.family, f"{s.accuracy:.3f}", _ci(s.lo, s.hi), f"{s.baseline:.3f}",
-                      f"{s.excess:+.3f}", f"[{colours[s.verdict]}]{s.verdict}{where}[/]")
+                      f"{s.excess:+.3f}", styled(colours[s.verdict], f"{s.verdict}{where}"))
     out.print(table)
     out.print(f"rule: {DECISION_RULE} (gated kinds: {', '.join(report.gated_kinds)}; {report.tests.get('pooled', 0)} "
               f"pooled and {report.tests.get('per_period', 0)} per-period tests; embedder: {report.embedder})",
@@ -113,8 +108,8 @@ def print_report(report: Any, max_rows: int = 20) -> None:
         out.print("time per step: " + ", ".join(f"{k} {v:.1f} s" for k, v in report.timings.items()),
                   highlight=False, markup=False)
     if report.leaky_questions:
-        out.print(f"[yellow]{len(report.leaky_questions)} leaky question(s)[/] (an options-only strategy is right at "
-                  ">= 90% of periods while the correct option moves):")
+        out.print(styled("yellow", f"{len(report.leaky_questions)} leaky question(s)", " (an options-only strategy is "
+                         "right at >= 90% of periods while the correct option moves):"), highlight=False)
         for q in report.leaky_questions[:max_rows]:
             out.print(f"  user {q.user} question {q.question} via {q.strategy} ({q.hits:g}/{q.periods}): "
                       f"{q.query[:90]}", highlight=False, markup=False)
@@ -126,7 +121,8 @@ def print_report(report: Any, max_rows: int = 20) -> None:
     for check, meaning in CHECKS.items():
         n = audit.count(check)
         if n:
-            out.print(f"[yellow]warning[/]: {n}/{audit.checked[check]} {check} ({meaning})")
+            out.print(styled("yellow", "warning", f": {n}/{audit.checked[check]} {check} ({meaning})"),
+                      highlight=False)
             for f in [f for f in audit.findings if f.check == check][:5]:
                 where = f"user {f.user}" + (f" period {f.period}" if f.period is not None else "")
                 out.print(f"    {where}: {f.detail}", highlight=False, markup=False)
@@ -141,15 +137,15 @@ def print_report(report: Any, max_rows: int = 20) -> None:
     for note in report.notes:
         out.print(f"note: {note}", highlight=False, markup=False)
     for line in report.borderline:
-        out.print(f"[bold yellow]BORDERLINE[/]: {escape(line)}", highlight=False)
+        out.print(styled("bold yellow", "BORDERLINE", f": {line}"), highlight=False)
     if report.exposure_unchecked:
-        out.print(f"[bold yellow]WARNING[/]: {escape(report.exposure_unchecked)}", highlight=False)
+        out.print(styled("bold yellow", "WARNING", f": {report.exposure_unchecked}"), highlight=False)
     for failure in report.failures:
-        out.print(f"[red]FAIL[/]: {escape(failure)}", highlight=False)
+        out.print(styled("red", "FAIL", f": {failure}"), highlight=False)
     if report.passed:
         caveat = " (BUT EXPOSURE UNCHECKED, see the warning above)" if report.exposure_unchecked else ""
-        out.print(f"[green]PASS[/]: no memoryless strategy beats its baseline by more than the margin; reference "
-                  f"agents hold{caveat}")
+        out.print(styled("green", "PASS", ": no memoryless strategy beats its baseline by more than the margin; "
+                         f"reference agents hold{caveat}"), highlight=False)
 
 
 def register(app: typer.Typer) -> None:
@@ -245,10 +241,12 @@ def print_sim_audit(result: dict[str, Any], path: Path, max_rows: int = 30) -> N
         table.add_row(check, str(result["counts"][check]), "n/a" if rate is None else f"{rate:.3f}")
     out.print(table)
     if result.get("degenerate_rate") is not None and result["degenerate_rate"] > DEGENERATE_WARN:
-        out.print(f"[yellow]warning[/]: {result['degenerate']}/{result['turns']} simulator turns "
-                  f"({result['degenerate_rate']:.0%}) are degenerate (empty, copies, echoes or repeats)")
+        out.print(styled("yellow", "warning", f": {result['degenerate']}/{result['turns']} simulator turns "
+                         f"({result['degenerate_rate']:.0%}) are degenerate (empty, copies, echoes or repeats)"),
+                  highlight=False)
     if result.get("judge_failures"):
-        out.print(f"[yellow]{result['judge_failures']} judge call(s) failed[/] (recorded per turn, not scored)")
+        out.print(styled("yellow", f"{result['judge_failures']} judge call(s) failed", " (recorded per turn, not "
+                         "scored)"), highlight=False)
     for t in result["offending"][:max_rows]:
         flags = ", ".join(t["flags"]) or "judge failed"
         extra = f" [{'; '.join(t['revealed'])}]" if t["revealed"] else ""

@@ -18,8 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from rich.markup import escape
-
 from ..errors import AMemGymError, RunError
 from ..families import Board
 from ..scoring.registry import unit_metrics
@@ -171,7 +169,7 @@ def board_table(family: str, run_dirs: Sequence[Path], panel: BoardPanel | None 
         notes.append(f"note: runs differ in {group_noun} or protocol; each group is ranked separately")
     rows = [[cell(x) for x in row] for row in full]
     lost = [f"not boarded: {root}: {reason}" for root, _, reason in skipped]
-    notes += [escape(x) for x in lost]  # printed as console markup: a path's brackets stay text
+    notes += lost
     explain = (f"\nOne row per run folder given, agent, {group_noun} and protocol; each number is the mean over the "
                f"row's {noun} (a unit's trials are averaged first), with a 95 % t-interval over {noun} for "
                f"{head.label} ({head.description}). Rows are ranked only within a group of the same {group_noun} and "

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from .. import __version__
 from ..agents.guard import set_call_limit
 from ..config import AppConfig
+from ..console import styled
 from ..errors import ConfigError, RunError
 from ..families.folders import natural_key
 from ..llm.client import LLMClient
@@ -208,14 +209,14 @@ def run_units(family: UnitFamily, cfg: AppConfig, env: Path, out_dir: Path, opts
     hook(family, "run_summary")(console, out_dir, outcome)
     if outcome.failures:
         count = len({f["user"] for f in outcome.failures})  # a family's UnitFailed may give several per unit
-        console.print(f"[red]{count} {family.noun} failed[/red] (see {rd.failures_path}); re-run the same "
-                      "command to retry them", highlight=False)
+        console.print(styled("red", f"{count} {family.noun} failed", f" (see {rd.failures_path}); re-run the same "
+                             "command to retry them"), highlight=False)
     elif outcome.metrics.get("complete") is False:
         missing = [str(m) for m in outcome.metrics.get("missing") or []]
         which = f": {', '.join(missing[:3])}{' ...' if len(missing) > 3 else ''}" if missing else ""
-        console.print(f"[red]the run is not complete[/red]: {len(missing) or 'some'} planned {family.noun} without "
-                      f"results{which} (see {rd.metrics_path}); re-run the same command to finish them",
-                      highlight=False)
+        console.print(styled("red", "the run is not complete", f": {len(missing) or 'some'} planned {family.noun} "
+                             f"without results{which} (see {rd.metrics_path}); re-run the same command to finish "
+                             "them"), highlight=False)
     return 1 if outcome.failures or outcome.metrics.get("complete") is False else 0
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from ...console import styled
 from ...errors import ConfigError
 from ...storage import write_output_json
 from .domain import domain_names, pack_domains, resolve_domain
@@ -102,9 +103,10 @@ def validate(env: Path, *, seeds: int, json_out: Path | None, console: Console) 
                                                      for r in results}})
         console.print(f"results: {json_out}", highlight=False)
     for f in failures:
-        console.print(f"[red]FAIL[/]: {f}", highlight=False)
+        console.print(styled("red", "FAIL", f": {f}"), highlight=False)
     if not failures:
-        console.print("[green]PASS[/]: perfect = 1.0 on every axis (and keeps efficiency with the whole budget spent), "
-                      "attacks score nothing (names plus changes earns no maintenance), contradictions are silent, "
-                      "guessers and abstainers stay low, storing more and applying every change pay")
+        console.print(styled("green", "PASS", ": perfect = 1.0 on every axis (and keeps efficiency with the whole "
+                             "budget spent), attacks score nothing (names plus changes earns no maintenance), "
+                             "contradictions are silent, guessers and abstainers stay low, storing more and applying "
+                             "every change pay"), highlight=False)
     return 1 if failures else 0

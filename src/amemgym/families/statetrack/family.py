@@ -11,12 +11,12 @@ import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rich.markup import escape
 from rich.table import Table
 
 from ...cli_common import err
 from ...commands.validate import ValidateProgress, pick_embedder, print_report
 from ...config import load_config
+from ...console import styled
 from ...engine.board import markdown_cell
 from ...engine.lock import run_lock
 from ...engine.ranking_flags import shown
@@ -178,9 +178,9 @@ class StateTrack:
             raise RunError(skipped[0].removeprefix("not boarded: ") if len(skipped) == 1
                            else f"no run could be boarded ({len(skipped)} folders): {skipped[0]}")
         entries = leaderboard(runs)
-        notes = [f"[red]DEGENERATE[/] (not ranked) {e.summary.label}: {'; '.join(e.summary.flags)}; memory "
+        notes = [f"DEGENERATE (not ranked) {e.summary.label}: {'; '.join(e.summary.flags)}; memory "
                  f"score {e.summary.memory_text()}" for e in entries if e.summary.degenerate]
-        notes += [escape(line) for line in skipped]
+        notes += skipped
         if len({e.group for e in entries}) > 1:
             notes.append("note: runs differ in environment or protocol; each group is ranked separately")
         return Board(family=self.name, title="amemgym leaderboard (ranked within each group)",
@@ -217,8 +217,8 @@ class StateTrack:
         console.print(table)
         for name, run in (("A", a), ("B", b)):
             for flag in degeneracy_flags(run.metrics):
-                console.print(f"[red]DEGENERATE[/] run {name} ({run.label}): {flag}; the difference says little "
-                              "about memory", highlight=False)
+                console.print(styled("red", "DEGENERATE", f" run {name} ({run.label}): {flag}; the difference says "
+                                     "little about memory"), highlight=False)
         if not (a.complete and b.complete):
             console.print("note: at least one run is incomplete; only cells present in both are compared",
                           highlight=False, markup=False)

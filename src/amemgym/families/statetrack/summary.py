@@ -8,6 +8,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from ...console import styled
 from ...llm.health import describe as describe_problem
 from ...llm.health import truncation_note, uncounted_note
 from ...scoring.registry import in_display_order, registered
@@ -73,14 +74,14 @@ def print_summary(console: Console, metrics: dict[str, Any], rundir: Path) -> No
     for line in meanings:
         console.print(line, highlight=False, markup=False, soft_wrap=True)
     for flag in o.get("flags") or []:
-        console.print(f"[red]DEGENERATE[/]: {flag} - {RESULT_FLAGS.get(flag, '')}. This run is reported but not "
-                      "ranked on the leaderboard.", highlight=False)
+        console.print(styled("red", "DEGENERATE", f": {flag} - {RESULT_FLAGS.get(flag, '')}. This run is reported "
+                             "but not ranked on the leaderboard."), highlight=False)
     warning = degenerate_warning(metrics.get("simulator"))
     if warning:
-        console.print(f"[yellow]{warning}[/]", highlight=False)
+        console.print(styled("yellow", warning), highlight=False)
     problems = metrics.get("endpoint_problems") or []
     for problem in problems:
-        console.print(f"[red]{describe_problem(problem)}[/red]", highlight=False)
+        console.print(styled("red", describe_problem(problem)), highlight=False)
     answers = metrics.get("answers") or {}
     if answers.get("total"):
         counts = ", ".join(f"{k.replace('_', ' ')} {n}" for k, n in answers["status_counts"].items() if k != "ok")
