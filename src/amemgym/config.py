@@ -114,7 +114,7 @@ PRESET_RUN: dict[str, dict[str, Any]] = {
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,255}")
 
 
-def _looks_like_key(value: str) -> bool:
+def looks_like_key(value: str) -> bool:
     """A long token mixing letters and digits, with no underscore or with both cases: the look of a generated
     key, and not of a variable name like ``OPENAI_API_KEY_2`` or a file name like ``openai_key``."""
     return (len(value) >= 16 and any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
@@ -155,7 +155,7 @@ class EndpointConfig(_Strict):
         if not _ENV_NAME.fullmatch(v):
             raise ValueError("must be the name of an environment variable (letters, digits and underscores); "
                              "the key itself goes in that variable, never in the config")
-        if v not in os.environ and _looks_like_key(v):
+        if v not in os.environ and looks_like_key(v):
             raise ValueError("looks like a key rather than the name of an environment variable; put the key in a "
                              "variable and give its name here")
         return v
@@ -163,7 +163,7 @@ class EndpointConfig(_Strict):
     @field_validator("api_key_file")
     @classmethod
     def _a_file_name(cls, v: str | None) -> str | None:
-        if v and not any(c in v for c in "/\\.~") and _looks_like_key(v) and not Path(v).exists():
+        if v and not any(c in v for c in "/\\.~") and looks_like_key(v) and not Path(v).exists():
             raise ValueError("names no file here and looks like a key itself; put the key in a file and give "
                              "the file's path here")
         return v

@@ -21,6 +21,11 @@ def new_console(**options: Any) -> Console:
     with :func:`styled`.
     """
     class _RedactingConsole(Console):
+        # Each text is scrubbed before it is laid out (a key wrapped over two lines or cut at a table cell's
+        # width would no longer match), and the rendered output once more.
+        def render_str(self, text: str, **options: Any) -> Text:
+            return super().render_str(redact_content(text), **options)
+
         def _render_buffer(self, buffer: Any) -> str:
             return redact_content(super()._render_buffer(buffer))
 
@@ -30,4 +35,4 @@ def new_console(**options: Any) -> Console:
 
 def styled(style: str, head: str, rest: str = "") -> Text:
     """``head`` in ``style`` followed by ``rest`` as it is: a coloured label before text that is never parsed."""
-    return Text.assemble((head, style), rest)
+    return Text.assemble((redact_content(head), style), redact_content(rest))

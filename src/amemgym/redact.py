@@ -24,10 +24,15 @@ from urllib.parse import quote
 _KNOWN: set[str] = set()
 #: Every form (:func:`secret_forms`) of the registered keys, longest first.
 _KNOWN_SORTED: list[str] = []
+#: The opening :data:`PREFIX_CHARS` characters of each registered key longer than that, and the key.
+_PREFIXES: dict[str, str] = {}
 _LOCK = threading.Lock()
 
 #: Shorter "keys" (e.g. a placeholder like "x") are not registered: replacing them would mangle every text.
 MIN_SECRET_CHARS = 6
+#: A text cut short inside a key (an error body kept to its first N characters, a note's name) still holds
+#: the key's beginning: any run of at least this many of a key's opening characters is masked too.
+PREFIX_CHARS = 12
 MASK = "[REDACTED]"
 #: How many layers of JSON string escaping a registered key is also looked for under.
 _JSON_DEPTH = 3
@@ -38,7 +43,8 @@ _PATTERNS = (
     re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=:-]{4,}"),
     re.compile(r"\b(?:sk|pk|rk)-[A-Za-z0-9_-]{6,}"),
     re.compile(r"\b(?:ghp|gho|ghs|xox[abp]|AIza|hf)_?[A-Za-z0-9_-]{16,}"),
-    re.compile(r"(?i)(api[_-]?key|authorization|x-api-key)([\"']?\s*[:=]\s*[\"']?)(?!(?:bearer|basic)\b)[^\s\"',;}]{4,}"),
+    re.compile(r"(?i)(api[_-]?key|authorization|x-api-key)([\"']?\s*[:=]\s*[\"']?)(?!(?:bearer|basic)\b)"
+               r"(?=[^\s\"',;}]*[0-9])[^\s\"',;}]{4,}"),
     re.compile(r"(?<=://)[^/\s:@]+:[^/\s@]+@"),
 )
 
@@ -105,6 +111,20 @@ def register_secret(value: str | None) -> None:
         _KNOWN.update({secret, *parts})
         forms = {form for known in _KNOWN for form in secret_forms(known)}
         _KNOWN_SORTED[:] = sorted(forms, key=len, reverse=True)
+        _PREFIXES.update({k[:PREFIX_CHARS]: k for k in _KNOWN if len(k) > PREFIX_CHARS})
+
+
+def _mask_prefixes(text: str, prefixes: dict[str, str]) -> str:
+    """``text`` with every run of a key's opening characters (:data:`PREFIX_CHARS` or more) masked."""
+    for head, key in prefixes.items():
+        i = text.find(head)
+        while i != -1:
+            end = i + len(head)
+            while end < len(text) and end - i < len(key) and text[end] == key[end - i]:
+                end += 1
+            text = text[:i] + MASK + text[end:]
+            i = text.find(head, i + len(MASK))
+    return text
 
 
 def _sub(match: re.Match[str]) -> str:
@@ -121,10 +141,11 @@ def redact(text: str) -> str:
     if not text:
         return text
     with _LOCK:
-        known = list(_KNOWN_SORTED)
+        known, prefixes = list(_KNOWN_SORTED), dict(_PREFIXES)
     for secret in known:
         if secret in text:
             text = text.replace(secret, MASK)
+    text = _mask_prefixes(text, prefixes)
     for pattern in _PATTERNS:
         text = pattern.sub(_sub, text)
     return text
@@ -139,10 +160,11 @@ def redact_content(text: str) -> str:
     if not text:
         return text
     with _LOCK:
-        known = list(_KNOWN_SORTED)
+        known, prefixes = list(_KNOWN_SORTED), dict(_PREFIXES)
     for secret in known:
         if secret in text:
             text = text.replace(secret, MASK)
+    text = _mask_prefixes(text, prefixes)
     spans = sorted(_token_spans(text))
     if not spans:
         return text
@@ -206,5 +228,5 @@ def joins_safely(left: str, right: str) -> bool:
     elif any(c in left or c in right for c in _SHAPE_NEEDS):
         return False  # str's "in" is a fast scan; a regex over a long text would cost more than it saves
     with _LOCK:
-        known = list(_KNOWN_SORTED)
+        known = [*_KNOWN_SORTED, *_PREFIXES]
     return not any(secret in left[1 - len(secret):] + right[: len(secret) - 1] for secret in known)

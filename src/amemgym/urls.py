@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from urllib.parse import urlsplit, urlunsplit
 
 from .errors import ConfigError
@@ -37,6 +38,16 @@ def host_port(url: str) -> str:
     if ":" in host:
         host = f"[{host}]"
     return f"{host}:{parts.port}" if parts.port else host
+
+
+#: Query parameters whose value is a credential by name (``?code=`` of a function host, ``?key=``, ``?sig=``).
+_SECRET_PARAM = re.compile(r"(?i)key|code|token|sig|secret|pass|auth|cred")
+
+
+def query_secret(name: str) -> bool:
+    """Whether a base URL's query parameter ``name`` carries a credential, judged by its name alone: a value
+    judged by its look could be a model or version name, which run records must keep as it is."""
+    return _SECRET_PARAM.search(name) is not None
 
 
 def public_url(url: str) -> str:

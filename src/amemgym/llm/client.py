@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type
 
-from ..config import ROLE_TEMPERATURE, EndpointConfig, LLMConfig
+from ..config import ROLE_TEMPERATURE, ROLES, EndpointConfig, LLMConfig, looks_like_key
 from ..errors import BackendUnavailable, LLMError, MalformedOutput
 from ..seeding import derive_seed
 from ..urls import check_base_url
@@ -46,11 +46,23 @@ def read_api_key(endpoint: EndpointConfig) -> str | None:
         try:
             key = Path(endpoint.api_key_file).expanduser().read_text(encoding="utf-8").strip() or None
         except OSError as exc:
-            raise BackendUnavailable(f"cannot read api_key_file {endpoint.api_key_file}: {exc.strerror}") from None
+            name = endpoint.api_key_file
+            if "/" not in name and "\\" not in name and looks_like_key(name.replace(".", "")):
+                name = "(not shown: a name with no folder that looks like a key itself, perhaps pasted by mistake)"
+            raise BackendUnavailable(f"cannot read api_key_file {name}: {exc.strerror}") from None
     else:
         key = os.environ.get(endpoint.api_key_env) or None
     register_secret(key)  # so an error text that echoes it is scrubbed before it is stored or printed
     return key
+
+
+def _register_quietly(endpoint: EndpointConfig) -> None:
+    """Register ``endpoint``'s key (:func:`read_api_key`) if it can be read now; a missing key file is said
+    when a call needs it, not here."""
+    try:
+        read_api_key(endpoint)
+    except BackendUnavailable:
+        pass
 
 
 _ROLE_CONTENT = itemgetter("role", "content")
@@ -189,6 +201,10 @@ class LLMClient:
         self.sample_seed: int | None = None
         #: Where a run journals each finished call (set by the engine for the invocation; views share it).
         self.usage_journal: CallJournal | None = None
+        for role in ROLES:
+            # Every configured key is known from the start, also a role's this run never calls: a server
+            # that echoes it (it may hold more than one of the user's keys) must not get it into a record.
+            _register_quietly(self.endpoint(role))
         for role in ("generator", "simulator", "agent", "memory", "judge"):
             url = self.config.chat_base_url(role)  # type: ignore[arg-type]
             if url and not self.endpoint(role).base_url:

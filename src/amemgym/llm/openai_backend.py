@@ -15,14 +15,14 @@ import ssl
 import time
 from time import perf_counter
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 import httpx
 import numpy as np
 import orjson
 
 from ..textclean import clean_text, clean_value
-from ..urls import REDIRECT_ADVICE, public_url
+from ..urls import REDIRECT_ADVICE, public_url, query_secret
 from .backends import PermanentError, TransientError
 from .http import ReplyTooLarge, Response, SetupError, Transport
 from .redact import redact, register_secret
@@ -176,6 +176,9 @@ class OpenAIBackend:
         parts = urlsplit(base_url)
         self._root = urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), "", ""))
         self._query = parts.query
+        for name, value in parse_qsl(parts.query):
+            if query_secret(name):
+                register_secret(value)  # sent on every request, so a server's echo of the URL must not keep it
         self._model = model
         self._configured = model
         self._identity: str | None = None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import sys
 from collections.abc import Callable
@@ -100,6 +101,21 @@ class OriginalAgent:
         return int(self.endpoint.get("max_tokens") or PROTOCOL_MAX_TOKENS)
 
 
+#: Field names of an original agent config that hold a credential (``api_key``, ``openai_api_key``, ``token``,
+#: ``secret``, ``password``), at any depth: the config is copied into the results.
+_KEY_FIELD = re.compile(r"(?i)(api[_-]?key|token|secret|password)$")
+
+
+def _without_keys(value: Any) -> Any:
+    """``value`` (a JSON value) with every credential field of :data:`_KEY_FIELD` set to None."""
+    if isinstance(value, dict):
+        return {k: None if isinstance(k, str) and _KEY_FIELD.search(k) and v else _without_keys(v)
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_keys(v) for v in value]
+    return value
+
+
 def agent_from_original(path: str | None) -> OriginalAgent:
     """The amemgym agent and its endpoint from an original agent config (native with defaults when None)."""
     if path is None:
@@ -113,9 +129,7 @@ def agent_from_original(path: str | None) -> OriginalAgent:
     if kind not in names:
         raise ConfigError(f"{Path(path).name}: type: unsupported agent type {kind!r} (known: {', '.join(names)})")
     endpoint = _endpoint(cfg.get("llm_config"), f"{Path(path).name}: llm_config", AGENT_KEY_ENV)
-    raw = json.loads(json.dumps(cfg))
-    if isinstance(raw.get("llm_config"), dict) and raw["llm_config"].get("api_key"):
-        raw["llm_config"]["api_key"] = None  # results never carry keys
+    raw = _without_keys(json.loads(json.dumps(cfg)))  # results never carry keys
     return OriginalAgent(names[kind], str(cfg.get("name") or names[kind]), endpoint, raw)
 
 

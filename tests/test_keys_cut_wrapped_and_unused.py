@@ -1,0 +1,88 @@
+"""Keys that reached a file or the screen by a side door (found by probing with an echoing server): cut short
+before scrubbing, wrapped by the console, riding in a base URL's query, configured for a role the run never
+calls, or copied with an original agent config."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+from rich.table import Table
+
+from amemgym.config import EndpointConfig, LLMConfig
+from amemgym.console import new_console, styled
+from amemgym.errors import BackendUnavailable
+from amemgym.families.statetrack.compat.flags import agent_from_original
+from amemgym.llm.client import LLMClient, read_api_key
+from amemgym.llm.openai_backend import OpenAIBackend
+from amemgym.redact import MASK, PREFIX_CHARS, redact, redact_content, register_secret
+
+LONG = "sk-proj-Q7wErTy8UiOp9AsDfGh0JkLzXcVbNm1234567890abcdefGHIJKLmnopqrstUVWXyz0987654321LONGkey"
+
+
+def test_a_key_cut_short_keeps_none_of_its_opening() -> None:
+    register_secret(LONG)
+    for cut in (PREFIX_CHARS, 20, 40, len(LONG) - 1):
+        text = f'{{"error": "bad token {LONG[:cut]}"}}'
+        assert LONG[:PREFIX_CHARS] not in redact_content(text) and LONG[:PREFIX_CHARS] not in redact(text)
+        assert json.loads(redact_content(text))["error"] == f"bad token {MASK}"
+    # Fewer opening characters than that are left alone (they say nothing of the key).
+    assert redact_content(LONG[: PREFIX_CHARS - 1]) == LONG[: PREFIX_CHARS - 1]
+
+
+def test_a_long_key_in_a_narrow_table_or_a_wrapped_line_is_never_printed() -> None:
+    register_secret(LONG)
+    buf = io.StringIO()
+    console = new_console(file=buf, width=40, force_terminal=False)
+    table = Table("role", "reply")
+    table.add_row("agent", LONG)
+    console.print(table)
+    console.print(f"answered by: agent {LONG}")
+    console.print(styled("red", "FAIL", f": {LONG}"))
+    shown = buf.getvalue()
+    # No run of 8 key characters survives, on any line.
+    assert not any(LONG[i:i + 8] in shown.replace("\n", "") for i in range(len(LONG) - 8)), shown
+
+
+def test_a_credential_in_the_base_urls_query_is_registered(monkeypatch: pytest.MonkeyPatch) -> None:
+    secret = "AZFUNCqueryCODEvalue0042xyz"
+    OpenAIBackend(f"http://127.0.0.1:9/v1?api-version=2024-02-01&code={secret}", "m", None)
+    echoed = f"404 no route /v1/chat/completions?code={secret}"
+    assert secret not in redact_content(echoed) and secret not in redact(echoed)
+    assert "2024-02-01" in redact_content("api-version=2024-02-01")  # a parameter not named as a secret stays
+
+
+def test_a_key_of_a_role_never_called_is_known_from_the_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    secret = "judgeOnlyKEY55aa77bb99cc"
+    monkeypatch.setenv("JUDGE_ONLY_KEY", secret)
+    LLMClient(LLMConfig(roles={"judge": {"api_key_env": "JUDGE_ONLY_KEY"}}))
+    assert secret not in redact_content(f"reply quoting {secret}")
+
+
+def test_a_key_pasted_as_a_key_file_name_is_not_echoed() -> None:
+    pasted = "0123456789abcdef0123456789abcdef.PROBEsecretKeyXyZ"
+    with pytest.raises(BackendUnavailable) as info:
+        read_api_key(EndpointConfig(api_key_file=pasted))
+    assert pasted not in str(info.value) and "PROBEsecret" not in str(info.value)
+    with pytest.raises(BackendUnavailable, match="missing/key.txt"):
+        read_api_key(EndpointConfig(api_key_file="missing/key.txt"))  # a path is named, to be fixed
+
+
+def test_an_error_text_about_a_key_setting_stays_readable() -> None:
+    text = "llm.default.api_key: Extra inputs are not permitted; embedder_api_key: field required"
+    assert redact(text) == text
+    assert "abc123def456" not in redact("api_key=abc123def456")
+
+
+def test_an_original_agent_config_is_copied_without_any_key(tmp_path: Path) -> None:
+    cfg = {"type": "awe", "name": "a", "llm_config": {"model": "m", "api_key": "sk-top-0000aaaa"},
+           "memory_config": {"llm": {"config": {"api_key": "nestedKEY1234abcd", "model": "m2"}},
+                             "embedder": {"config": {"openai_api_key": "embKEY9876zyxw"}}},
+           "agent_config": {"update_bsz": 2, "local_length": 4, "top_k": 30}}
+    path = tmp_path / "agent.json"
+    path.write_text(json.dumps(cfg), encoding="utf-8")
+    raw = json.dumps(agent_from_original(str(path)).raw)
+    assert not any(k in raw for k in ("sk-top-0000aaaa", "nestedKEY1234abcd", "embKEY9876zyxw"))
+    assert '"model": "m2"' in raw and '"top_k": 30' in raw
