@@ -47,4 +47,24 @@ def clean_value(value: Any) -> Any:
     return value
 
 
-__all__ = ["clean_text", "clean_value"]
+def surrogate_path(value: Any, path: str = "") -> str | None:
+    """The JSON path (``[0].qas[1].query``) of the first string in ``value`` that holds a lone surrogate, dict
+    keys included, or None. For input files, which are refused rather than cleaned: the file is the user's, and
+    a changed value would no longer be what they wrote."""
+    if isinstance(value, str):
+        return path if not value.isascii() and _SURROGATE.search(value) else None
+    if isinstance(value, dict):
+        for k, v in value.items():
+            here = f"{path}.{clean_text(k) if isinstance(k, str) else k}" if path else str(k)
+            found = surrogate_path(k, here) or surrogate_path(v, here)
+            if found is not None:
+                return found
+    elif isinstance(value, list | tuple):
+        for i, v in enumerate(value):
+            found = surrogate_path(v, f"{path}[{i}]")
+            if found is not None:
+                return found
+    return None
+
+
+__all__ = ["clean_text", "clean_value", "surrogate_path"]

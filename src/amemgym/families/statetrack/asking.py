@@ -46,13 +46,26 @@ def _norm(value: Any) -> str:
 
 
 def parse_probe(reply: str, user: UserEnv, qa: QA) -> dict[str, str | None]:
-    """The value the reply gives for each required variable (None when missing or not a schema value)."""
+    """The value the reply gives for each required variable (None when missing or not a schema value).
+
+    A reply that spells a value exactly is that value. Otherwise case, spaces, hyphens, underscores and a
+    final full stop are ignored, but only where that leaves one schema value: a schema holding both ``High``
+    and ``high`` (or ``b 1`` and ``b_1``) reads a loose spelling of either as no value, never as the other.
+    """
     data = parse_json_reply(reply)
     out: dict[str, str | None] = {}
     for var in qa.required_info:
         got = data.get(var) if isinstance(data, dict) else None
-        canon = {_norm(v): v for v in user.state_schema[var]}
-        out[var] = canon.get(_norm(got)) if isinstance(got, str | int | float) and not isinstance(got, bool) else None
+        if not isinstance(got, str | int | float) or isinstance(got, bool):
+            out[var] = None
+            continue
+        values = user.state_schema[var]
+        exact = str(got).strip()
+        if exact in values:
+            out[var] = exact
+            continue
+        loose = [v for v in values if _norm(v) == _norm(got)]
+        out[var] = loose[0] if len(loose) == 1 else None
     return out
 
 

@@ -22,7 +22,7 @@ from ...records.base import load_json_file
 from ...report.build import build_report
 from ...runfiles import METRICS, REPORT
 from .compat.original_layout import IMPORT_FORMAT
-from .cut import environment_cut, first_users
+from .cut import environment_cut, first_users, recorded_environment
 from .data.io import environment_sha256, load_environment
 from .data.model import Environment
 from .generate.procedural import tiny_environment_path
@@ -36,11 +36,12 @@ def default_environment() -> Path:
     return tiny_environment_path()
 
 
-def check_off_policy_source(source: Path, env: Environment) -> None:
+def check_off_policy_source(source: Path, env: Environment, env_path: Path | None = None) -> None:
     """Refuse, before any call, an ``--off-policy`` source that cannot replay every session of this run.
 
     Raises:
-        RunError: ``source`` is not a run directory, lacks some of this run's users, or has not finished one.
+        RunError: ``source`` is not a run directory, lacks some of this run's users, has not finished one, or
+            was played on other data for them (:func:`_refuse_other_data`).
     """
     rd = RunDir(source)
     if not rd.manifest.exists():
@@ -57,12 +58,43 @@ def check_off_policy_source(source: Path, env: Environment) -> None:
         raise RunError(f"--off-policy {source}: has no conversations of {len(missing)} of this run's "
                        f"{len(env.users)} users (first: {missing[0]!r}); it recorded {len(recorded)} user(s), so "
                        f"replay it on those: the same --env with --limit {len(recorded)}, or its own environment")
+    _refuse_other_data(source, raw, env, env_path)
     for user in env.users:
         planned = sum(len(p.sessions) for p in user.periods)
         have = len(rd.session_records(user.id))
         if have < planned:
             raise RunError(f"--off-policy {source}: user {user.id!r} has {have} of its {planned} sessions recorded "
                            "(the source run is unfinished); finish the source run first")
+
+
+def _refuse_other_data(source: Path, manifest: dict[str, Any], env: Environment, env_path: Path | None) -> None:
+    """Refuse a source run whose users, as it played them, differ from this run's: replayed openings would then
+    tell the agent states this run's questions are not about, and every score would be measured against facts
+    the agent never heard.
+
+    The same users are recognised by the source's environment hash (this run's users, or its first ones), else
+    user by user against the source's environment file (the one its manifest names, or this run's ``--env``
+    when that is the file the source was played on).
+    """
+    recorded = (manifest.get("protocol") or {}).get("environment_sha256")
+    if not recorded or environment_sha256(env) == recorded:
+        return
+    users = [str(u) for u in manifest.get("users") or []]
+    if (len(env.users) > len(users) and [u.id for u in env.users[: len(users)]] == users
+            and environment_sha256(first_users(env, len(users))) == recorded):
+        return
+    played, why = recorded_environment(manifest)
+    if played is None and env_path is not None:
+        played, _ = recorded_environment(manifest, override=env_path)
+    if played is None:
+        raise RunError(f"--off-policy {source}: was played on another environment (sha256 {recorded[:12]}, this "
+                       f"run's is {environment_sha256(env)[:12]}) and its file cannot be read to compare users "
+                       f"({why}); replay it on the environment it was played on")
+    by_id = {u.id: u for u in played.users}
+    differ = [u.id for u in env.users if by_id.get(u.id) != u]
+    if differ:
+        raise RunError(f"--off-policy {source}: {len(differ)} of this run's users were played on other data there "
+                       f"(first: {differ[0]!r}); replay it on the environment it was played on")
 
 
 def run_command(
@@ -99,7 +131,7 @@ def run_command(
     if flags is not None:
         flags.apply(cfg)
     if off_policy is not None:
-        check_off_policy_source(off_policy, env)
+        check_off_policy_source(off_policy, env, env_path)
     protocol = protocol_of(sha256, spec, cfg, off_policy)
     plan = statetrack_plan(spec, protocol, run_roles(spec.roles, off_policy=off_policy is not None),
                            off_policy=off_policy, environment_cut=environment_cut(env_path, limit))

@@ -50,8 +50,18 @@ def check_manifest(old: dict[str, Any] | Any, protocol: dict[str, Any] | Any, ru
             raise RunError(
                 f"{rundir}: holds a run with a different {key.replace('_', ' ')}; "
                 f"refusing to mix results ({protocol_difference(key, before, value)}; use a new --out directory)"
+                + (_cut_note(old) if key == "environment_sha256" else "")
             )
     return dict(old)
+
+
+def _cut_note(old: dict[str, Any] | Any) -> str:
+    """Why a ``--limit`` run's directory takes no other ``--limit``: the users played are part of its identity."""
+    cut = old.get("environment_cut")
+    if not isinstance(cut, dict) or "limit" not in cut:
+        return ""
+    return (f"; the run played the first {cut['limit']} user(s) of its file, and a statetrack run's users are part "
+            "of what it measured (its headline is their mean), so another --limit is another run")
 
 
 def protocol_difference(key: str, before: Any, now: Any, most: int = 3) -> str:

@@ -32,8 +32,10 @@ def needed_combinations(user: UserEnv) -> list[tuple[int, tuple[str, ...]]]:
 
 
 def combo_key(q: int, combo: tuple[str, ...]) -> str:
-    """A JSON-safe key for a (question, combination) pair."""
-    return f"{q}|" + "|".join(combo)
+    """A JSON-safe key for a (question, combination) pair, one per pair: a value's own ``|`` and ``\\`` are
+    escaped (``("x|y", "w")`` and ``("x", "y|w")`` must not share ``0|x|y|w``); a value without them is written
+    as it is, so the keys of earlier runs stay valid."""
+    return f"{q}|" + "|".join(v.replace("\\", "\\\\").replace("|", "\\|") for v in combo)
 
 
 def upper_bound_key(user: UserEnv, period: int, q: int) -> str:

@@ -20,7 +20,7 @@ from .validity.sim_audit import degenerate_summary
 def changed_at(user: UserEnv, period: int, variable: str) -> int:
     """The latest period <= ``period`` whose updates changed ``variable`` (period 0 sets every variable)."""
     for p in range(period, 0, -1):
-        if variable in user.periods[p].updates:
+        if variable in user.periods[p].changes:
             return p
     return 0
 

@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from ....errors import DataError
 from ....storage import atomic_write_text
+from ....textclean import surrogate_path
 from .checks import check_environment, check_user
 from .model import FORMAT_VERSION, Environment, Protocol, UserEnv
 
@@ -58,6 +59,10 @@ def _build_users(items: Iterator[tuple[int, Any]], name: str, limit: int | None 
     """
     users: list[UserEnv] = []
     for i, item in items:
+        where = surrogate_path(item, f"[{i}]")
+        if where is not None:
+            raise DataError(f"{name}: {where}: holds a lone UTF-16 surrogate escape (such as \\ud800 without its "
+                            "pair), which is no character and cannot be written to any UTF-8 file; fix that escape")
         try:
             user = UserEnv.model_validate(item)
         except ValidationError as exc:

@@ -92,6 +92,13 @@ class Period(_Record):
     update_cnts: dict[str, int] = Field(default_factory=dict)
     sessions: list[Session]
 
+    @property
+    def changes(self) -> dict[str, StateUpdate]:
+        """The updates that change their variable: an entry whose ``old`` equals its ``new`` (which a file may
+        hold; the loader keeps it, as the file says it) changes nothing, so it is no change for when a variable
+        last changed, nor one its openings must state."""
+        return {var: upd for var, upd in self.updates.items() if upd.old != upd.new}
+
 
 class AnswerChoice(_Record):
     """One option of a question: the value combination it fits and its advice text."""

@@ -74,7 +74,7 @@ def audit_environment(env: Environment) -> DataAudit:
                         report.findings.append(AuditFinding(
                             "wrong_exposure", user.id, f"session {s} exposes {var}={value}, state has "
                             f"{period.state.get(var)}", period=p, variable=var))
-            for var, update in period.updates.items():
+            for var, update in period.changes.items():
                 report.checked["unexposed_update"] += 1
                 if p > 0:
                     changed_later.add(var)

@@ -218,7 +218,7 @@ def check_changes(user: UserEnv, period: int, stated: set[tuple[str, str]]) -> l
     """Compare what the reader found in one period's text with that period's changes and state."""
     out: list[TextExposureFinding] = []
     state = user.periods[period].state
-    for var, update in user.periods[period].updates.items():
+    for var, update in user.periods[period].changes.items():
         if (var, update.new) not in stated:
             out.append(TextExposureFinding("unrevealed_change", user.id, period, var, update.new,
                                            f"{var}: {update.old} -> {update.new} is not stated by any opening of "
@@ -240,7 +240,7 @@ def read_exposure(env: Environment, reader: Reader, name: str, caveat: str | Non
         if skip and user.id in skip:
             continue
         for p, period in enumerate(user.periods):
-            changes += len(period.updates)
+            changes += len(period.changes)
             stated[(user.id, p)] = reader(user, p)
             findings += check_changes(user, p, stated[(user.id, p)])
     return TextExposure(name, changes, findings, stated, caveat, sorted(skip or ()))
@@ -265,13 +265,13 @@ async def read_exposure_async(env: Environment, reader: AsyncReader, name: str, 
             except UnreadPeriod as exc:
                 # An unread period proves nothing: each of its changes counts as not shown to be revealed.
                 return [TextExposureFinding("unread_period", user.id, p, var, up.new, f"the reader failed: {exc}")
-                        for var, up in user.periods[p].updates.items()]
+                        for var, up in user.periods[p].changes.items()]
             stated[(user.id, p)] = found
             return check_changes(user, p, found)
 
     jobs = [one(u, p) for u in users for p in range(len(u.periods))]
     results = await asyncio.gather(*jobs)
-    changes = sum(len(p.updates) for u in users for p in u.periods)
+    changes = sum(len(p.changes) for u in users for p in u.periods)
     return TextExposure(name, changes, [f for r in results for f in r], stated,
                         judged_users=[u.id for u in users])
 

@@ -155,7 +155,7 @@ def _merge(env: Environment, lexical: TextExposure | None, judged: TextExposure)
     by_judge = set(judged.judged_users)
     findings = [f for f in lexical.findings if f.user not in by_judge] + judged.findings
     stated = {k: v for k, v in lexical.stated.items() if k[0] not in by_judge} | judged.stated
-    changes = sum(len(p.updates) for u in env.users for p in u.periods
+    changes = sum(len(p.changes) for u in env.users for p in u.periods
                   if u.id in by_judge or u.id not in lexical.unread_users)
     kept = len({u.id for u in env.users} - by_judge - set(lexical.unread_users))
     name = f"{lexical.reader} for {kept} user(s), {judged.reader} for {len(by_judge)}"

@@ -1,0 +1,110 @@
+"""Valid but unusual environment files that gave a wrong number with exit 0 or a traceback (found by probing
+with hand-written files; the files are under tests/fixtures/unusual)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from amemgym.cli import app
+from amemgym.families.statetrack.asking import parse_probe
+from amemgym.families.statetrack.data.io import load_environment
+from amemgym.families.statetrack.generate.procedural import tiny_environment_path
+from amemgym.families.statetrack.questioning import combo_key
+from amemgym.families.statetrack.results import changed_at
+from amemgym.testing.fake_endpoint import FakeEndpoint
+
+UNUSUAL = Path(__file__).resolve().parent.parent / "fixtures" / "unusual"
+
+
+@pytest.fixture
+def endpoint(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    monkeypatch.setenv("AMEMGYM_CACHE_DIR", str(tmp_path / "cache"))
+    with FakeEndpoint() as ep:
+        monkeypatch.setenv("OPENAI_BASE_URL", ep.base_url)
+        yield ep
+
+
+def _cli(*args: str) -> tuple[int, str]:
+    res = CliRunner().invoke(app, list(args))
+    assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
+    return res.exit_code, res.output
+
+
+def test_a_lone_surrogate_escape_in_the_file_is_refused_in_one_line(tmp_path: Path) -> None:
+    text = tiny_environment_path().read_text(encoding="utf-8")
+    for n, planted in enumerate((text.replace('"query": "', '"query": "\\ud800', 1),
+                                 text.replace('"id": "', '"id": "u\\udfff', 1))):
+        env = tmp_path / f"env{n}.json"
+        env.write_text(planted, encoding="utf-8")
+        for args in (["validate", "--env", str(env), "--no-judge"],
+                     ["run", "--env", str(env), "--out", str(tmp_path / f"r{n}"), "--dry-run"]):
+            code, out = _cli(*args)
+            assert code == 2 and "lone UTF-16 surrogate" in out and "Traceback" not in out, out
+
+
+def test_values_holding_a_bar_get_one_upper_bound_entry_per_combination(endpoint: FakeEndpoint,
+                                                                         tmp_path: Path) -> None:
+    # ("x|y", "w") and ("x", "y|w") used to share the key 0|x|y|w: one combination was never asked and its
+    # period was scored with the other's answer.
+    assert combo_key(0, ("x|y", "w")) != combo_key(0, ("x", "y|w"))
+    assert combo_key(3, ("plain", "values")) == "3|plain|values"  # earlier runs' keys stay valid
+    out = tmp_path / "run"
+    code, text = _cli("run", "--env", str(UNUSUAL / "pipe_values.json"), "--out", str(out))
+    assert code == 0, text
+    env = load_environment(UNUSUAL / "pipe_values.json")
+    for user in env.users:
+        folder = json.loads((out / "manifest.json").read_text())["user_folders"][user.id]
+        answers = json.loads((out / "users" / folder / "upper_bound.json").read_text())["answers"]
+        needed = {(q, tuple(p.state[v] for v in qa.required_info))
+                  for p in user.periods for q, qa in enumerate(user.qas)}
+        assert sorted((a["question"], tuple(a["state"])) for a in answers.values()) == sorted(needed)
+
+
+def test_the_probe_reads_an_exact_value_as_itself_and_a_loose_one_only_when_it_is_unambiguous() -> None:
+    user = load_environment(UNUSUAL / "case_values.json").users[0]  # a: High, high, hi gh; b: b-1, b_1, b 1
+    qa = user.qas[0]
+    assert parse_probe(json.dumps({"a": "High", "b": "b_1"}), user, qa) == {"a": "High", "b": "b_1"}
+    assert parse_probe(json.dumps({"a": "high", "b": "b 1"}), user, qa) == {"a": "high", "b": "b 1"}
+    # Loose spellings that fit several values are no value, never the last one listed.
+    assert parse_probe(json.dumps({"a": "HIGH", "b": "B-1."}), user, qa) == {"a": None, "b": None}
+    assert parse_probe(json.dumps({"a": "Hi Gh"}), user, qa)["a"] == "hi gh"  # one value spells hi_gh loosely
+
+
+def test_off_policy_refuses_a_source_played_on_other_data(endpoint: FakeEndpoint, tmp_path: Path) -> None:
+    source = tmp_path / "a"
+    code, text = _cli("run", "--env", str(UNUSUAL / "off_A.json"), "--out", str(source))
+    assert code == 0, text
+    # Same user ids and session counts, other states and openings: every replayed fact would be wrong.
+    code, text = _cli("run", "--env", str(UNUSUAL / "off_B.json"), "--off-policy", str(source),
+                      "--out", str(tmp_path / "b"))
+    assert code == 2 and "played on other data" in " ".join(text.split()), text
+    assert not (tmp_path / "b").exists()
+    code, text = _cli("run", "--env", str(UNUSUAL / "off_A.json"), "--off-policy", str(source),
+                      "--out", str(tmp_path / "c"))
+    assert code == 0, text  # its own environment replays
+
+
+def test_another_limit_on_a_statetrack_run_says_why_it_is_refused(endpoint: FakeEndpoint, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    gen = tmp_path / "env"
+    code, text = _cli("generate", "--config", "tiny", "--users", "3", "--out", str(gen))
+    assert code == 0, text
+    code, text = _cli("run", "--env", str(gen / "data.json"), "--limit", "1", "--out", str(out))
+    assert code == 0, text
+    code, text = _cli("run", "--env", str(gen / "data.json"), "--limit", "2", "--out", str(out))
+    assert code == 2 and "another --limit is another run" in " ".join(text.split()), text
+
+
+def test_an_update_that_keeps_its_value_is_no_change(tmp_path: Path) -> None:
+    env = load_environment(UNUSUAL / "noop_update.json")
+    user = env.users[0]
+    period = next(p for p, per in enumerate(user.periods) if any(u.old == u.new for u in per.updates.values()))
+    var = next(v for v, u in user.periods[period].updates.items() if u.old == u.new)
+    assert var not in user.periods[period].changes
+    assert changed_at(user, period, var) < period  # the latest real change, not the no-op
+    code, text = _cli("validate", "--env", str(UNUSUAL / "noop_update.json"), "--no-judge")
+    assert f"{var} -> {var}" not in text and f"{user.periods[period].updates[var].old} ->" not in text, text
