@@ -86,3 +86,10 @@ def test_an_original_agent_config_is_copied_without_any_key(tmp_path: Path) -> N
     raw = json.dumps(agent_from_original(str(path)).raw)
     assert not any(k in raw for k in ("sk-top-0000aaaa", "nestedKEY1234abcd", "embKEY9876zyxw"))
     assert '"model": "m2"' in raw and '"top_k": 30' in raw
+
+
+def test_an_over_encoded_or_lower_case_percent_form_of_a_key_is_masked() -> None:
+    key = "sk-proj-OverEncoded0123456789"
+    register_secret(key)
+    for form in ("sk%2Dproj%2DOverEncoded0123456789", "sk%2dproj%2dOverEncoded0123456789"):
+        assert "OverEncoded" not in redact_content(f'{{"echo": "{form}"}}')

@@ -73,7 +73,7 @@ def secret_forms(secret: str) -> set[str]:
     do). A key made of letters, digits, ``-`` and ``_`` has a handful of forms; escaping changes none of them."""
     raw = secret.encode("utf-8")
     b64 = {base64.b64encode(raw).decode("ascii"), base64.urlsafe_b64encode(raw).decode("ascii")}
-    bases = {secret, secret.lower(), secret.upper(), quote(secret, safe=""), *b64, *(b.rstrip("=") for b in b64),
+    bases = {secret, secret.lower(), secret.upper(), *_percent_forms(secret), *b64, *(b.rstrip("=") for b in b64),
              *_base64_cores(raw)}
     forms: set[str] = set()
     for base in bases:
@@ -82,6 +82,16 @@ def secret_forms(secret: str) -> set[str]:
                 forms.add(text)
                 text = _json_text(text)
     return {f for f in forms if len(f) >= MIN_SECRET_CHARS}
+
+
+def _percent_forms(secret: str) -> set[str]:
+    """``secret`` percent-encoded as a URL encoder writes it (letters, digits and ``-._~`` left as they are) and
+    with every character but letters and digits encoded (as some servers over-encode), in upper- and lower-case
+    hex."""
+    usual = quote(secret, safe="")
+    every = "".join(c if c.isascii() and c.isalnum() else quote(c, safe="").replace("-", "%2D").replace(
+        ".", "%2E").replace("_", "%5F").replace("~", "%7E") for c in secret)
+    return {form for text in (usual, every) for form in (text, re.sub("%[0-9A-F]{2}", lambda m: m[0].lower(), text))}
 
 
 def _base64_cores(raw: bytes) -> set[str]:

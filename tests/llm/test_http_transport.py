@@ -806,6 +806,22 @@ def test_the_preflight_ends_every_bad_model_list_in_one_line(serve, clean_env, a
     assert time.monotonic() - start < 20  # bounded by the endpoint's own limits, not the server's patience
 
 
+def silent_models(req: Request, conn: socket.socket) -> None:
+    time.sleep(8)  # connected, then nothing
+
+
+def test_a_model_list_that_never_comes_is_not_called_unreachable(serve, clean_env) -> None:
+    from amemgym.errors import BackendUnavailable
+    from amemgym.llm.preflight import preflight
+
+    srv = serve([silent_models])
+    cfg = LLMConfig(default=EndpointConfig(base_url=srv.url, model="m", read_timeout_s=1.0, timeout_s=3.0))
+    with pytest.raises(BackendUnavailable) as err:
+        preflight(cfg, ["agent"])
+    text = str(err.value)
+    assert "accepted the connection but did not answer GET /models" in text and "unreachable" not in text, text
+
+
 @pytest.mark.parametrize("page", [
     reply(b"<html><body>Welcome to nginx!</body></html>", extra="Content-Type: text/html\r\n"),
     reply(b"<html><body>Not Found</body></html>", status=404, extra="Content-Type: text/html\r\n"),

@@ -20,12 +20,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import logging
 import multiprocessing
 import os
 import queue
 import signal
 import sys
+import threading
 from collections import Counter
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -59,6 +62,31 @@ _reports: Any = None
 _driver: int | None = None
 
 
+@contextlib.contextmanager
+def _workers_start_deaf() -> Iterator[None]:
+    """Start worker processes with Ctrl-C ignored; :func:`_hearing` hears it again once their work is loaded.
+
+    Ctrl-C reaches every process of the terminal's group. A worker still importing amemgym (at start-up, or
+    while unpickling its work) would print the import's traceback; ignored, it goes on, and the driver's
+    death ends it (:func:`_set_reports`). An ignored signal stays ignored through the spawn's exec, and the
+    driver hears Ctrl-C again as soon as the processes are started.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may set handlers; a caller with its own loop thread keeps the default
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _hearing(entry: Callable[[list[Any], int], dict[str, Any]], group: list[Any], index: int) -> dict[str, Any]:
+    """``entry(group, index)`` in a worker that hears Ctrl-C again (see :func:`_workers_start_deaf`)."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    return entry(group, index)
+
+
 def _set_reports(q: Any, driver: int) -> None:
     """Pool initializer: keep the report queue, and end with the driver."""
     global _reports, _driver
@@ -67,7 +95,10 @@ def _set_reports(q: Any, driver: int) -> None:
         with contextlib.suppress(OSError, AttributeError):
             ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
     if os.getppid() != _driver:
-        raise SystemExit("the driver process is gone")  # it died while this worker was starting
+        # The driver died while this worker was starting, so no one reads its work. concurrent.futures logs
+        # an initializer's exception with its traceback, on a terminal the killed run has already left.
+        logging.getLogger("concurrent.futures").disabled = True
+        raise SystemExit("the driver process is gone")
 
 
 def usage_delta(new: UsageLedger, old: UsageLedger) -> UsageLedger:
@@ -168,8 +199,9 @@ async def run_in_workers(entry: Callable[[list[Any], int], dict[str, Any]], grou
     try:
         with ProcessPoolExecutor(len(groups), mp_context=mp, initializer=_set_reports,
                                  initargs=(reports, os.getpid())) as pool:
-            results: list[dict[str, Any] | BaseException] = await asyncio.gather(
-                *(loop.run_in_executor(pool, entry, g, i) for i, g in enumerate(groups)), return_exceptions=True)
+            with _workers_start_deaf():  # each submit starts its worker
+                futures = [loop.run_in_executor(pool, _hearing, entry, g, i) for i, g in enumerate(groups)]
+            results: list[dict[str, Any] | BaseException] = await asyncio.gather(*futures, return_exceptions=True)
     finally:
         drainer.cancel()
         with contextlib.suppress(asyncio.CancelledError):

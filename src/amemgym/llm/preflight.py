@@ -82,6 +82,11 @@ def _served_models(url: str, key: str | None, ep: EndpointConfig) -> tuple[list[
     except PermanentError as exc:
         return None, f"endpoint {where}: {exc}"
     except TransientError as exc:
+        if exc.kind == "timeout" and "ConnectTimeout" not in str(exc):
+            # Connected, then silence: the server is there, so "unreachable" would send the user the wrong way.
+            return None, (f"endpoint {where} accepted the connection but did not answer GET /models within the "
+                          f"endpoint's time limits ({exc}); a server still loading its model answers later: re-run "
+                          "then, or raise read_timeout_s / timeout_s")
         if exc.kind in ("connection", "timeout", "proxy"):
             return None, f"endpoint {where} is unreachable ({exc.kind}: {exc})"
         return None, f"endpoint {where} gave no usable reply to GET /models ({exc.kind}: {exc})"

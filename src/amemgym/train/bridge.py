@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from ..errors import ConfigError, RunError
 from ..llm.client import LLMClient
+from ..textclean import clean_text
 
 if TYPE_CHECKING:
     from ..config import AppConfig
@@ -200,6 +201,7 @@ class BridgedEnv:
             raise RunError(f"{name}: the episode is over (or never started); call reset()")
         if not isinstance(action, str):
             raise ConfigError(f"{name}: an action must be a str, got {type(action).__name__}")
+        action = clean_text(action)  # a lone surrogate could not be written to the episode's trace
         self._steps += 1
         self._channel.act(action)
         pub = self._channel.wait(self._loop)

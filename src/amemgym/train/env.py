@@ -94,11 +94,9 @@ class MemoryEnv(BridgedEnv, env_base()):  # type: ignore[misc]
             environment = load_environment(environment)
         if not environment.users:
             raise DataError("MemoryEnv: the environment has no users")
-        if max_steps is not None and max_steps < 1:
-            raise ConfigError(f"MemoryEnv: max_steps must be at least 1, got {max_steps}")
         self.environment = environment
         self.config = config or AppConfig()
-        self.defaults = {"upper_bound": upper_bound, "probes": probes, "max_steps": max_steps}
+        self.defaults = _checked({"upper_bound": upper_bound, "probes": probes, "max_steps": max_steps}, "MemoryEnv")
         self.observation_space = UnicodeText()
         self.action_space = UnicodeText()
         self._llm = llm
@@ -181,10 +179,7 @@ class MemoryEnv(BridgedEnv, env_base()):  # type: ignore[misc]
         if unknown:
             raise ConfigError(f"MemoryEnv.reset: unknown option {sorted(unknown)[0]!r}; known: "
                               f"{', '.join(sorted(_OPTION_KEYS))}")
-        opts = {**self.defaults, **options}
-        if opts["max_steps"] is not None and (not isinstance(opts["max_steps"], int) or opts["max_steps"] < 1):
-            raise ConfigError(f"MemoryEnv.reset: max_steps must be a positive int, got {opts['max_steps']!r}")
-        return opts
+        return _checked({**self.defaults, **options}, "MemoryEnv.reset")
 
     def _pick_user(self, which: Any) -> UserEnv:
         users = self.environment.users
@@ -198,3 +193,15 @@ class MemoryEnv(BridgedEnv, env_base()):  # type: ignore[misc]
             if u.id == which:
                 return u
         raise ConfigError(f"MemoryEnv.reset: no user {which!r} in the environment")
+
+
+def _checked(opts: dict[str, Any], where: str) -> dict[str, Any]:
+    """``opts`` once ``upper_bound`` and ``probes`` are bools and ``max_steps`` is None or a positive int: the
+    string ``"false"`` must not read as true, nor ``"5"`` fail deep inside the episode."""
+    for name in ("upper_bound", "probes"):
+        if not isinstance(opts[name], bool):
+            raise ConfigError(f"{where}: {name} must be True or False, got {opts[name]!r}")
+    steps = opts["max_steps"]
+    if steps is not None and (not isinstance(steps, int) or isinstance(steps, bool) or steps < 1):
+        raise ConfigError(f"{where}: max_steps must be a positive int, got {steps!r}")
+    return opts

@@ -131,6 +131,9 @@ class BudgetEnv(BridgedEnv, env_base()):  # type: ignore[misc]
             self.episode = load_episode(Path(episode))[0]
         else:
             get_tier(tier)
+            for name, value in (("seed", seed), ("salt", salt)):
+                if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                    raise ConfigError(f"BudgetEnv: {name} must be a whole number of 0 or more, got {value!r}")
             self._spec = (tier, domain, salt)
             self.episode = build_episode(tier, domain, seed, salt)
         self.config = config or AppConfig()
