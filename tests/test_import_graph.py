@@ -26,6 +26,8 @@ ON_USE = {
     ("amemgym.families.statetrack.family", "amemgym.train.env"),
     ("amemgym.families.statetrack.family", "amemgym.train.export"),
     ("amemgym.families.budget.family", "amemgym.families.budget.gym_env"),
+    # The console script imports the command line where a Ctrl-C during that import can be caught (one line).
+    ("amemgym.__main__", "amemgym.cli"),
     # ``python -m amemgym.testing.fake_endpoint`` would otherwise import its own module twice.
     ("amemgym.testing", "amemgym.testing.fake_endpoint"),
     ("amemgym.testing", "amemgym.testing.responder"),
