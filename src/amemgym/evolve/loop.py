@@ -26,7 +26,7 @@ from ..families.statetrack.runner import Runner
 from ..llm.client import LLMClient
 from ..llm.redact import redact_obj
 from ..records import EvolutionCycle, as_dict, read_record, versioned
-from ..scoring.intervals import mean_ci
+from ..scoring.intervals import share_ci
 from ..seeding import derive_seed
 from .evolver import Evolver, Proposal
 from .feedback import FeedbackBuilder, revealed_facts
@@ -189,8 +189,8 @@ def add_recall(metrics: dict[str, Any], evolution: dict[str, Any], num_periods: 
         if values:
             per_user_means.append(sum(values) / len(values))
     for row in metrics.get("per_period", []):
-        row["memory_recall"] = mean_ci(by_period.get(row["period"], []))
-    metrics["overall"]["memory_recall"] = mean_ci(per_user_means)
+        row["memory_recall"] = share_ci(by_period.get(row["period"], []))  # a recall lives in [0, 1]
+    metrics["overall"]["memory_recall"] = share_ci(per_user_means)
     metrics["evolution"] = {"accepted": accepted, "rejected": rejected}
 
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..families.statetrack.metrics import FAILURE_GROUP, HEADLINE, result_flags
+from ..families.statetrack.metrics import FAILURE_GROUP, HEADLINE, answer_scores, result_flags
 from ..scoring.registry import Metric, find, in_display_order, registered
 
 #: The extra curve of self-evolution runs (memory factual recall per period), drawn after the registered ones.
@@ -245,8 +245,10 @@ def user_period_grid(metrics: dict[str, Any], users: list[str], num_periods: int
     return Grid(tuple(users), tuple(f"P{p}" for p in range(num_periods)), tuple(values), tuple(undefined))
 
 
-def question_period_grid(evals: dict[str, dict[int, dict[str, Any]]], num_periods: int) -> Grid:
-    """(user, question) x periods accuracy from evaluation records (``evals[user][period]``)."""
+def question_period_grid(evals: dict[str, dict[int, dict[str, Any]]], num_periods: int,
+                         rule: str = "strict") -> Grid:
+    """(user, question) x periods accuracy from evaluation records (``evals[user][period]``), scored under the
+    run's answer ``rule`` as its headline is."""
     rows: list[str] = []
     values: list[tuple[float | None, ...]] = []
     for user in evals:
@@ -256,7 +258,7 @@ def question_period_grid(evals: dict[str, dict[int, dict[str, Any]]], num_period
             row: list[float | None] = []
             for p in range(num_periods):
                 rec = by_period.get(p) or {}
-                hits = [_num(q.get("score")) for q in rec.get("questions", []) if int(q["question"]) == qi]
+                hits = [answer_scores(q, rule)[0] for q in rec.get("questions", []) if int(q["question"]) == qi]
                 row.append(hits[0] if hits else None)
             rows.append(f"{user} Q{qi}")
             values.append(tuple(row))

@@ -13,8 +13,11 @@ import json
 from typing import Any
 
 from ..families.statetrack.data.model import Environment, UserEnv
+from ..families.statetrack.metrics import answer_scores
+from ..records import Metrics, as_dict, read_record
+from ..runfiles import METRICS
 from .extras import read_evolution
-from .load import RunRecord, eval_records, session_records
+from .load import RunRecord, answer_rule, eval_records, session_records
 
 
 def _memory_text(memory: Any) -> str | None:
@@ -23,7 +26,7 @@ def _memory_text(memory: Any) -> str | None:
     return json.dumps(memory, ensure_ascii=False, indent=2)
 
 
-def _question(q: dict[str, Any], user: UserEnv | None, period: int) -> dict[str, Any]:
+def _question(q: dict[str, Any], user: UserEnv | None, period: int, rule: str) -> dict[str, Any]:
     qi = int(q["question"])
     qa = user.qas[qi] if user is not None and qi < len(user.qas) else None
     truth = user.periods[period].state if user is not None and period < len(user.periods) else None
@@ -41,19 +44,20 @@ def _question(q: dict[str, Any], user: UserEnv | None, period: int) -> dict[str,
         "gold": q.get("gold"),
         "status": q.get("status"),
         "reply": q.get("reply"),
-        "score": q.get("score"),
-        "ub_score": q.get("ub_score"),
+        # The scores the run's headline counts (its answer rule), so the cell line and its questions agree.
+        **dict(zip(("score", "ub_score"), answer_scores(q, rule), strict=True)),
         "probe_reply": q.get("probe_reply"),
         "probe": probe,
     }
 
 
 def _period(run: RunRecord, uid: str, p: int, user: UserEnv | None, sessions: dict[tuple[int, int], Any],
-            evals: dict[int, dict[str, Any]], evolution: dict[int, dict[str, Any]]) -> dict[str, Any]:
+            evals: dict[int, dict[str, Any]], evolution: dict[int, dict[str, Any]],
+            per_user: dict[str, Any]) -> dict[str, Any]:
     env_period = user.periods[p] if user is not None and p < len(user.periods) else None
     recs = sorted((s, rec) for (pp, s), rec in sessions.items() if pp == p)
     ev = evals.get(p)
-    cell = ((run.metrics.get("per_user") or {}).get(uid) or {}).get(str(p))
+    cell = (per_user.get(uid) or {}).get(str(p))
     return {
         "period": p,
         "start": env_period.period_start if env_period else None,
@@ -69,7 +73,7 @@ def _period(run: RunRecord, uid: str, p: int, user: UserEnv | None, sessions: di
         ],
         "evaluated": ev is not None,
         "memory": _memory_text(ev.get("memory")) if ev else None,
-        "questions": [_question(q, user, p) for q in ev.get("questions", [])] if ev else [],
+        "questions": [_question(q, user, p, answer_rule(run)) for q in ev.get("questions", [])] if ev else [],
         "cell": cell,
         "evolution": evolution.get(p),
     }
@@ -78,15 +82,22 @@ def _period(run: RunRecord, uid: str, p: int, user: UserEnv | None, sessions: di
 def browser_run(run: RunRecord, env: Environment | None, env_note: str | None) -> dict[str, Any]:
     """Browser data of one run; ``env`` (None when unavailable, with ``env_note`` saying why) adds true states."""
     by_id = {u.id: u for u in env.users} if env else {}
+    # The conversations and questions shown are the detail run's (a --trials run's first trial), so each
+    # period's cell line is that trial's too, not the pool's, or it would disagree with the questions under it.
+    metrics = run.metrics
+    if run.trials:
+        metrics = as_dict(read_record(run.detail_root / METRICS, Metrics))
+    per_user = metrics.get("per_user") or {}
     users = []
     for uid in run.users:
         user = by_id.get(uid)
         sessions = session_records(run, uid)
         evals = eval_records(run, uid)
         evolution = read_evolution(run, uid)
-        users.append({"id": uid, "periods": [_period(run, uid, p, user, sessions, evals, evolution)
+        users.append({"id": uid, "periods": [_period(run, uid, p, user, sessions, evals, evolution, per_user)
                                              for p in range(run.num_periods)]})
-    return {"label": run.label, "agent": run.agent, "env_note": env_note, "users": users}
+    detail = f"{run.detail_root.name} of {len(run.trials)} trials" if run.trials else None
+    return {"label": run.label, "agent": run.agent, "env_note": env_note, "detail": detail, "users": users}
 
 
 def embed_json(data: Any) -> str:

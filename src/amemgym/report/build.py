@@ -26,7 +26,7 @@ from .extras import has_recall, leak_guard, read_sim_audit
 from .figures import curves_figure, diagnosis_figure, heatmap_figure
 from .html import FigureImage, SimulatorRow, render_report
 from .leaderboard import trials_flag
-from .load import RunRecord, eval_records, load_run_environment, load_runs, session_records
+from .load import RunRecord, answer_rule, eval_records, load_run_environment, load_runs, session_records
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -74,7 +74,7 @@ def run_figures(runs: list[RunRecord]) -> dict[str, Figure]:
         figures[f"heat_memory_{_safe(r.label)}"] = heatmap_figure(ms, "memory score (user x period)", vmin=-1.0,
                                                                   vmax=1.0, cmap="RdBu")
         evals = {u: eval_records(r, u) for u in r.users}
-        qs = question_period_grid(evals, r.num_periods)
+        qs = question_period_grid(evals, r.num_periods, answer_rule(r))
         figures[f"heat_questions_{_safe(r.label)}"] = heatmap_figure(qs, "accuracy (question x period)")
     return figures
 
@@ -180,7 +180,7 @@ def run_charts(runs: list[RunRecord]) -> dict[str, Any]:
         ms = user_period_grid(r.metrics, r.users, r.num_periods)
         charts[f"heat_memory_{i}"] = heatmap_chart(ms, f"memory score (user x period): {r.label}", vmin=-1.0,
                                                    vmax=1.0, diverging=True, undefined=UNDEFINED_MEMORY)
-        qs = question_period_grid({u: eval_records(r, u) for u in r.users}, r.num_periods)
+        qs = question_period_grid({u: eval_records(r, u) for u in r.users}, r.num_periods, answer_rule(r))
         charts[f"heat_questions_{i}"] = heatmap_chart(qs, f"accuracy (question x period): {r.label}",
                                                       undefined=UNDEFINED_QUESTION)
     return charts

@@ -28,6 +28,11 @@ from .load import RunRecord
 
 
 def protocol_key(run: RunRecord) -> str:
+    """A digest of :func:`protocol_fields`: runs with the same one are ranked together."""
+    return hashlib.sha256(json.dumps(protocol_fields(run), sort_keys=True).encode("utf-8")).hexdigest()
+
+
+def protocol_fields(run: RunRecord) -> dict[str, Any]:
     """What must match for two runs to be ranked together: environment, rounds, run settings, replay or not.
 
     The agent (what a leaderboard compares) and the seed are left out: runs that differ only in their seed
@@ -46,7 +51,7 @@ def protocol_key(run: RunRecord) -> str:
         # hash of the source's sessions (older manifests without it: the source path, to stay apart).
         "off_policy": (proto.get("off_policy_sessions_sha256") or proto.get("off_policy")) or False,
     }
-    return hashlib.sha256(json.dumps(key, sort_keys=True).encode("utf-8")).hexdigest()
+    return key
 
 
 @dataclass(frozen=True)

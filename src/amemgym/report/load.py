@@ -126,6 +126,11 @@ def load_run_environment(run: RunRecord, override: Path | None = None) -> tuple[
     return recorded_environment(run.manifest, override)
 
 
+def answer_rule(run: RunRecord) -> str:
+    """The answer rule the run's headline was scored under (``strict`` unless its settings say ``original``)."""
+    return str((run.protocol.get("run") or {}).get("answer_rule") or "strict")
+
+
 def eval_records(run: RunRecord, user: str) -> dict[int, dict[str, Any]]:
     """Evaluation files of one user, by period (missing periods are absent)."""
     rd = RunDir(run.detail_root)

@@ -110,6 +110,23 @@ def paired_comparison(
                             cells=int(counts.sum()), resamples=resamples, seed=seed)
 
 
+def shared_cell_means(
+    per_user_a: dict[str, dict[str, dict[str, object]]],
+    per_user_b: dict[str, dict[str, dict[str, object]]],
+    key: str = "memory_score",
+) -> tuple[float, float] | None:
+    """A's and B's mean over the cells :func:`cell_differences` compares, pooled as :func:`paired_comparison`
+    pools them (each cell counts once), so B's minus A's is the mean difference it reports; None without any."""
+    pairs = [(float(a[p][key]), float(b[p][key]))  # type: ignore[arg-type]
+             for user in sorted(set(per_user_a) & set(per_user_b))
+             for a, b in [(per_user_a[user], per_user_b[user])]
+             for p in sorted(set(a) & set(b), key=int)
+             if isinstance(a[p].get(key), int | float) and isinstance(b[p].get(key), int | float)]
+    if not pairs:
+        return None
+    return sum(x for x, _ in pairs) / len(pairs), sum(y for _, y in pairs) / len(pairs)
+
+
 def cell_differences(
     per_user_a: dict[str, dict[str, dict[str, object]]],
     per_user_b: dict[str, dict[str, dict[str, object]]],

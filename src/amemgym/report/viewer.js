@@ -172,7 +172,8 @@
     while (panel.firstChild) panel.removeChild(panel.firstChild);
     if (!p) { panel.appendChild(el("p", "warn", "Nothing recorded.")); return; }
     panel.setAttribute("data-selected", run.label + "/" + user.id + "/" + p.period);
-    var title = "Run " + run.label + " \u00b7 user " + user.id + " \u00b7 period " + p.period;
+    var title = "Run " + run.label + (run.detail ? " (" + run.detail + ")" : "") + " \u00b7 user " + user.id +
+      " \u00b7 period " + p.period;
     if (p.end) title += p.start ? " (" + p.start + " \u2013 " + p.end + ")" : " (until " + p.end + ")";
     panel.appendChild(el("h3", "selection", title));
     if (run.env_note) panel.appendChild(el("p", "warn", "True states not shown: " + run.env_note + "."));

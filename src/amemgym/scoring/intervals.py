@@ -42,3 +42,12 @@ def mean_ci(values: Sequence[float]) -> dict[str, float | int | None]:
     var = sum((v - m) ** 2 for v in values) / (n - 1)
     half = t95(n - 1) * math.sqrt(var / n)
     return {"mean": m, "lo": m - half, "hi": m + half, "n": n}
+
+
+def share_ci(values: Sequence[float]) -> dict[str, float | int | None]:
+    """:func:`mean_ci` of values that live in [0, 1] (accuracies, rates, recall), its interval clipped to it: a
+    t-interval over few values can reach past either end."""
+    ci = mean_ci(values)
+    if ci["lo"] is not None and ci["hi"] is not None:
+        ci["lo"], ci["hi"] = max(0.0, float(ci["lo"])), min(1.0, float(ci["hi"]))
+    return ci

@@ -28,9 +28,18 @@ from ...llm.preflight import preflight
 from ...report.aggregate import cell_counts, degeneracy_flags
 from ...report.build import build_report
 from ...report.figures import write_figures
-from ...report.leaderboard import display_columns, display_rows, leaderboard, to_csv, to_markdown, trials_flag
+from ...report.leaderboard import (
+    display_columns,
+    display_rows,
+    leaderboard,
+    protocol_fields,
+    protocol_key,
+    to_csv,
+    to_markdown,
+    trials_flag,
+)
 from ...report.load import load_run, load_runs
-from ...report.stats import cell_differences, paired_comparison, result_rows
+from ...report.stats import cell_differences, paired_comparison, result_rows, shared_cell_means
 from ...runfiles import MANIFEST
 from ...storage import atomic_write_json, write_output_json, write_output_text
 from ...urls import public_url
@@ -43,6 +52,7 @@ from .generate.personas import load_personas
 from .generate.procedural import generate_procedural, select_domains
 from .generate.progress import GenerationProgress
 from .options import GenerateOptions, RunOptions, ValidateOptions
+from .protocol import protocol_difference
 from .validity.exposure import recognise_pack
 from .validity.reading import TextJudge, judge_mode, judge_note, llm_judge
 from .validity.strategies import TextVectors
@@ -199,9 +209,13 @@ class StateTrack:
         if not diffs:
             raise RunError("the runs share no (user, period) cell with a defined memory score")
         res = paired_comparison(diffs, resamples=bootstrap, seed=seed)
+        shared = shared_cell_means(a.metrics.get("per_user") or {}, b.metrics.get("per_user") or {})
         table = Table("quantity", "value", title=f"{b.label} (B) vs {a.label} (A): memory score, B - A")
         table.add_row("shared users / cells", f"{res.users} / {res.cells}")
-        table.add_row("memory score A / B", f"{_mean(a.metrics)} / {_mean(b.metrics)}")
+        table.add_row("memory score A / B (headline: mean over users)", f"{_mean(a.metrics)} / {_mean(b.metrics)}")
+        if shared is not None:
+            # The difference below is over the shared cells, each counted once: these are its two sides.
+            table.add_row("memory score A / B over the shared cells", f"{shared[0]:.4f} / {shared[1]:.4f}")
         for row in result_rows(res, "user"):
             table.add_row(*row)
         for name, run in (("A", a), ("B", b)):
@@ -219,6 +233,12 @@ class StateTrack:
             for flag in degeneracy_flags(run.metrics):
                 console.print(styled("red", "DEGENERATE", f" run {name} ({run.label}): {flag}; the difference says "
                                      "little about memory"), highlight=False)
+        if protocol_key(a) != protocol_key(b):
+            pa, pb = protocol_fields(a), protocol_fields(b)
+            differ = "; ".join(protocol_difference(k, pa.get(k), pb.get(k)) for k in pa if pa.get(k) != pb.get(k))
+            differ = differ.replace(" in the directory,", " in A,").replace(" now", " in B")
+            console.print(styled("red", "PROTOCOL", f" differs ({differ}): the difference is not the agents' alone"),
+                          highlight=False)
         if not (a.complete and b.complete):
             console.print("note: at least one run is incomplete; only cells present in both are compared",
                           highlight=False, markup=False)

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...scoring.intervals import mean, mean_ci
+from ...scoring.intervals import mean, mean_ci, share_ci
 from ...scoring.registry import Metric, Row, metric, ratio, registered, show_first
 
 __all__ = ["FAILURE_GROUP", "HEADLINE", "RESULT_FLAGS", "Cell", "QuestionOutcome", "aggregate", "diagnose",
@@ -105,6 +105,18 @@ def result_flags(overall: dict[str, Any], simulator: dict[str, Any] | None = Non
     if simulator and simulator.get("warn"):
         flags.append("simulator degenerate")
     return flags
+
+
+def answer_scores(q: dict[str, Any], answer_rule: str = "strict") -> tuple[float, float | None]:
+    """One evaluation record question's score and upper-bound score under ``answer_rule``: the strict one (an
+    invalid reply is wrong) or the original release's (``score_original_rule``; records written before that
+    field carried only the random draw, and records without either predate both rules)."""
+    score, ub = float(q["score"]), q.get("ub_score")
+    if answer_rule == "original":
+        value = q.get("score_original_rule", q.get("score_with_random_fallback"))
+        score = score if value is None else float(value)
+        ub = q.get("ub_score_original_rule", ub)
+    return score, None if ub is None else float(ub)
 
 
 def memory_score(overall: float, random_: float, upper: float) -> float | None:
@@ -300,11 +312,7 @@ def aggregate(outcomes: list[QuestionOutcome], num_periods: int) -> dict[str, An
             xs = [c[m.name] for c in cells_u if c[m.name] is not None]
             if xs:
                 vals.append(sum(xs) / len(xs))
-        ci = mean_ci(vals)
-        if m.bounded and ci["lo"] is not None:
-            # Accuracies live in [0, 1]; a t-interval over few users can reach past either end.
-            ci["lo"], ci["hi"] = max(0.0, float(ci["lo"])), min(1.0, float(ci["hi"]))  # type: ignore[arg-type]
-        return ci
+        return share_ci(vals) if m.bounded else mean_ci(vals)
 
     def rows_of(period: int | None = None) -> list[dict[str, Any]]:
         return [c for u in users for p, c in per_cell[u].items() if period is None or p == period]

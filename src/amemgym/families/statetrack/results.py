@@ -12,7 +12,7 @@ from ...records import EvaluationRecord, UpperBoundRecord, as_dict, read_record
 from .data.model import Environment, UserEnv
 from .episode import recorded_sessions
 from .layout import TRACE, RunDir
-from .metrics import QuestionOutcome, aggregate, result_flags
+from .metrics import QuestionOutcome, aggregate, answer_scores, result_flags
 from .validity.exposure import unchecked_reason
 from .validity.sim_audit import degenerate_summary
 
@@ -38,13 +38,6 @@ def question_outcome(user: UserEnv, period: int, question: int, score: float, ub
                            changed_at={v: changed_at(user, period, v) for v in qa.required_info})
 
 
-def _original_score(q: dict[str, Any], key: str, old_key: str) -> float:
-    # Records written before the original rule had its own field carried only the random draw (which
-    # agrees with it except for 0 and negative answers); records without either predate both rules.
-    value = q.get(key, q.get(old_key))
-    return float(q["score"] if value is None else value)
-
-
 def outcomes_of(
     user: UserEnv, rundir: RunDir, answer_rule: str = "strict"
 ) -> tuple[list[QuestionOutcome], list[dict[str, Any]]]:
@@ -68,10 +61,7 @@ def outcomes_of(
             if q["question"] >= len(user.qas):
                 raise RunError(f"{path}: questions[{i}].question is {q['question']} but user {user.id!r} has "
                                f"{len(user.qas)} questions; the file is damaged")
-            score, ub = q["score"], q.get("ub_score")
-            if answer_rule == "original":
-                score = _original_score(q, "score_original_rule", "score_with_random_fallback")
-                ub = q.get("ub_score_original_rule", ub)
+            score, ub = answer_scores(q, answer_rule)
             outcomes.append(question_outcome(user, p, q["question"], score, ub, q["probe_correct"],
                                              n_choices=q["n_choices"]))
     return outcomes, records
@@ -98,7 +88,7 @@ def compute_metrics(env: Environment, rundir: RunDir, answer_rule: str = "strict
             for q in rec["questions"]:
                 status_counts[q["status"]] = status_counts.get(q["status"], 0) + 1
                 strict.append(q["score"])
-                original.append(_original_score(q, "score_original_rule", "score_with_random_fallback"))
+                original.append(answer_scores(q, "original")[0])
         if recs:
             agent_stats[user.id] = recs[-1].get("agent_stats", {})
     metrics = aggregate(outcomes, env.num_periods)

@@ -82,9 +82,18 @@ def pooled_metrics(env: Environment, dirs: list[Path]) -> dict[str, Any]:
     metrics = aggregate(outcomes, env.num_periods)
     # A trial flagged degenerate (e.g. by its simulator audit, which pooling cannot redo) keeps the pool flagged.
     flags = list(metrics["overall"].get("flags") or [])
+    usage: dict[str, dict[str, float]] = {}
     for d in dirs:
         trial = as_dict(read_record(d / METRICS, Metrics))
         flags += [f for f in (trial.get("overall") or {}).get("flags") or [] if f not in flags]
+        # What the run cost is every trial's calls and tokens together, role by role.
+        for role, counts in (((trial.get("usage") or {}).get("cumulative")) or {}).items():
+            if isinstance(counts, dict):
+                into = usage.setdefault(role, {})
+                for name, n in counts.items():
+                    if isinstance(n, int | float) and not isinstance(n, bool):
+                        into[name] = into.get(name, 0) + n
+    metrics["usage"] = {"cumulative": usage}
     metrics["overall"]["flags"] = flags
     metrics["overall"]["degenerate"] = bool(flags)
     metrics["complete"] = not missing

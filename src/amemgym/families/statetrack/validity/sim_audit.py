@@ -109,8 +109,10 @@ def degenerate_flags(text: str, opening: str, previous_reply: str | None, earlie
         if body == _squash(previous_reply):
             flags.append("echoes_assistant")
         elif jaccard(words(text), words(previous_reply)) >= COPY_SIMILARITY or (
-                len(body) >= 40 and body in _squash(previous_reply)):
-            # A turn that is a long verbatim chunk of the reply is an echo too, just a truncated one.
+                len(body) >= 40 and body in _squash(previous_reply)) or (
+                len(reply := _squash(previous_reply)) >= 40 and reply in body):
+            # A turn that is a long verbatim chunk of the reply is an echo too, just a truncated one; so is one
+            # that holds the whole reply with something added (the simulator's own instructions, say).
             flags.append("near_echo")
     if any(body == _squash(t) for t in earlier_turns):
         flags.append("repeats_user_turn")
