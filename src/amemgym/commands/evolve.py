@@ -29,6 +29,7 @@ from ..engine.flags import ModelFlags
 from ..engine.lock import run_lock
 from ..errors import ConfigError
 from ..evolve import LLMEvolver, LLMRecallJudge, PolicyLimits, evolve_loop, feedback_builder
+from ..families.statetrack.command import generated_with, protocol_note
 from ..families.statetrack.cut import first_users
 from ..families.statetrack.data.io import load_environment
 from ..families.statetrack.driver import default_environment, write_run_report
@@ -158,7 +159,13 @@ def register(app: typer.Typer) -> None:
         limit: LimitOpt = None,
     ) -> None:
         """Self-evolution: the agent rewrites its memory policy after every period from the chosen feedback."""
-        cfg = load_config(config if config or env else "tiny", set_)
+        # Settings as `run` takes them: the preset the environment was generated with unless --config says
+        # otherwise (with a note), so an evolve run keeps the token limits its environment was made for.
+        carried = generated_with(load_environment(env, limit=limit)) if env else None
+        cfg = load_config(config or carried or (None if env else "tiny"), set_)
+        note = protocol_note(carried, config)
+        if note:
+            out.print(note, highlight=False, soft_wrap=True)
         if serial:
             cfg.run.serial = True
         if no_cache:
