@@ -252,3 +252,18 @@ def test_llm_generation_checks_the_generator_role_first(recorded: tuple[FakeEndp
                                    "--set", "llm.roles.generator.model=missing-model"])
     assert res.exit_code == 2 and "role generator" in res.output and "missing-model" in res.output
     assert ep.calls == 0
+
+
+def test_evolve_takes_the_environments_preset_as_run_does(recorded: tuple[FakeEndpoint, Recorder],
+                                                          tmp_path: Path) -> None:
+    gen = CliRunner().invoke(app, ["generate", "--config", "small", "--users", "1", "--out", str(tmp_path / "env")])
+    assert gen.exit_code == 0, gen.output
+    env = str(tmp_path / "env" / "data.json")
+    common = ["--env", env, "--agent", "awi", "--feedback", "none", "--no-recall", "--limit", "1"]
+    for cmd in (["evolve", *common], ["run", "--env", env, "--agent", "awi", "--limit", "1"]):
+        out = tmp_path / cmd[0]
+        result = CliRunner().invoke(app, [*cmd, "--out", str(out)])
+        assert result.exit_code == 0, result.output
+    evolved, ran = (json.loads((tmp_path / d / "manifest.json").read_text())["config"] for d in ("evolve", "run"))
+    keys = ("eval_max_tokens", "reply_max_tokens", "simulator_max_tokens", "context_window")
+    assert evolved["env"] == ran["env"] and [evolved["run"][k] for k in keys] == [ran["run"][k] for k in keys]
