@@ -46,6 +46,12 @@ class AweOptions(RetrievalOptions):
     similar: int = Field(5, ge=1, description="stored memories retrieved per new fact for reconciliation")
 
 
+class Mem0Options(BufferOptions):
+    """Knobs of the mem0 adapter."""
+
+    topk: int = Field(30, ge=1, description="memories retrieved per reply")
+
+
 class AwiOptions(BufferOptions):
     """Knobs of AWI."""
 
@@ -111,4 +117,6 @@ def _awi_oracle(**options: Any) -> AgentFactory:
 @register(r"mem0(?:-(?P<topk>\d+))?", "mem0[-TOPK] (the mem0ai library, optional extra 'mem0')",
           roles=("agent", "memory", "embedder"))
 def _mem0(**options: Any) -> AgentFactory:
-    return mem0_factory(**options)
+    # The knobs are checked here, as every built-in's are, not first by mem0's vector store mid-run.
+    opts = _options(Mem0Options, "mem0", options)
+    return mem0_factory(**opts.model_dump())

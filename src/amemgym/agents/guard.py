@@ -253,11 +253,43 @@ def _failure(agent: str, method: str, exc: BaseException) -> AgentError:
 
 
 def _check_type(agent: str, method: str, value: Any, expect: type | tuple[type, ...] | None) -> Any:
-    """``value`` if it has the expected type, its strings cleaned of lone surrogates (see :mod:`amemgym.textclean`)."""
+    """``value`` if it has the expected type, its strings cleaned of lone surrogates (see :mod:`amemgym.textclean`).
+
+    A dict (a snapshot, stats) is stored as JSON, so it must be JSON all the way down: a set, bytes or an object
+    inside would fail the write with a traceback, and an int key would come back a string.
+    """
     if expect is not None and not isinstance(value, expect):
         names = " or ".join(t.__name__ for t in (expect if isinstance(expect, tuple) else (expect,)))
         raise AgentError(f"agent {agent!r}: {method} returned {type(value).__name__}, expected {names}")
+    if expect is dict:
+        problem = _not_json(value, method)
+        if problem is not None:
+            raise AgentError(f"agent {agent!r}: {method} returned {problem}; it must be JSON (dicts with string "
+                             "keys, lists, strings, numbers, booleans, None)")
     return clean_value(value)
+
+
+#: Deepest nesting a stored plug-in value may have (JSON readers refuse deeper ones).
+_MAX_DEPTH = 200
+
+
+def _not_json(value: Any, path: str, depth: int = 0) -> str | None:
+    """Where ``value`` stops being JSON (``snapshot["a"][2]: a set``), or None."""
+    if depth > _MAX_DEPTH:
+        return f"a value nested deeper than {_MAX_DEPTH} levels at {path}"
+    if value is None or isinstance(value, bool | int | float | str):
+        return None
+    if isinstance(value, list | tuple):
+        return next((p for i, v in enumerate(value) if (p := _not_json(v, f"{path}[{i}]", depth + 1))), None)
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if not isinstance(k, str):
+                return f"a {type(k).__name__} key {k!r} at {path}"
+            found = _not_json(v, f"{path}[{k!r}]", depth + 1)
+            if found is not None:
+                return found
+        return None
+    return f"a {type(value).__name__} at {path}"
 
 
 async def call_plugin(agent: str, method: str, fn: Callable[..., Any], *args: Any,
@@ -318,6 +350,10 @@ def call_plugin_sync(agent: str, method: str, fn: Callable[..., Any], *args: Any
             _WATCHDOG.step = call
         try:
             result = fn(*args, **kwargs)
+            if inspect.iscoroutine(result):
+                result.close()  # never awaited: the method did nothing, and its work must not be taken as done
+                raise AgentError(f"agent {agent!r}: {method} is async; it must be a plain method (it is called "
+                                 "where nothing awaits it)")
         except _Overdue:
             raise _overdue(call) from None
         except AMemGymError:

@@ -109,7 +109,7 @@ def _import_plugin_module(name: str, module_name: str) -> Any:
         if not path.is_file():
             raise ConfigError(f"agent {name!r}: no such file {module_name}")
         # A stable, unique name: the same file imported twice is the same module (pickling, dataclasses).
-        mod_name = "amemgym_plugin_" + re.sub(r"\W", "_", str(path.with_suffix("")))
+        mod_name = _FILE_MODULE_PREFIX + re.sub(r"\W", "_", str(path.with_suffix("")))
         if mod_name in sys.modules:
             return sys.modules[mod_name]
         _add_to_path(str(path.parent))  # its sibling modules import as they would next to a script
@@ -138,6 +138,23 @@ def _import_plugin_module(name: str, module_name: str) -> Any:
         raise ConfigError(f"agent {name!r}: cannot import module {module_name!r}: {exc}") from None
     except (Exception, SystemExit) as exc:  # the plug-in's own module-level code failed
         raise _import_failure(name, module_name, exc) from None
+
+
+#: Prefix of the module name a plug-in file is imported under (see :func:`_import_plugin_module`).
+_FILE_MODULE_PREFIX = "amemgym_plugin_"
+
+
+def loaded_plugin_files() -> list[str]:
+    """The ``.py`` plug-in files this process has imported. A worker process must import them too before it
+    reads its work: the agent's factory is pickled by its module's name, which only an import of the file makes."""
+    return sorted(str(m.__file__) for n, m in list(sys.modules.items())
+                  if n.startswith(_FILE_MODULE_PREFIX) and getattr(m, "__file__", None))
+
+
+def load_plugin_files(paths: list[str]) -> None:
+    """Import plug-in files (:func:`loaded_plugin_files` of the driver) under the names the driver used."""
+    for path in paths:
+        _import_plugin_module(Path(path).stem, path)
 
 
 def _import_failure(name: str, module_name: str, exc: BaseException) -> ConfigError:
@@ -205,7 +222,13 @@ def _lookup(name: str, also: Sequence[str] = ()) -> tuple[_Maker, tuple[str, ...
         unknown = sorted(set(roles or ()) - set(ROLES))
         if unknown:
             raise ConfigError(f"agent {name!r}: roles names unknown role {unknown[0]!r}; known: {', '.join(ROLES)}")
-        return (lambda options: factory), roles, True  # type: ignore[return-value]
+        def plugin(options: dict[str, Any]) -> AgentFactory:
+            if options:  # a plug-in's factory takes (llm, ctx) only: options would be recorded, never used
+                raise ConfigError(f"agent {name!r}: options {sorted(options)} given, but a module:factory plug-in "
+                                  "takes none; read your settings in your own module")
+            return factory  # type: ignore[no-any-return]
+
+        return plugin, roles, True
     raise unknown_agent(name, also)
 
 

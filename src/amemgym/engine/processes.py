@@ -34,6 +34,8 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..agents.guard import set_call_limit
+from ..agents.registry import load_plugin_files, loaded_plugin_files
 from ..llm.redact import redact
 from ..llm.usage import COUNTERS, CallJournal, RoleUsage, UsageLedger
 from .contract import hook
@@ -87,8 +89,9 @@ def _hearing(entry: Callable[[list[Any], int], dict[str, Any]], group: list[Any]
     return entry(group, index)
 
 
-def _set_reports(q: Any, driver: int) -> None:
-    """Pool initializer: keep the report queue, and end with the driver."""
+def _set_reports(q: Any, driver: int, plugin_files: Sequence[str] = ()) -> None:
+    """Pool initializer: keep the report queue, end with the driver, and import the driver's plug-in files (its
+    work names a file plug-in's factory by the module name the driver imported the file under)."""
     global _reports, _driver
     _reports, _driver = q, driver
     if sys.platform.startswith("linux"):
@@ -99,6 +102,7 @@ def _set_reports(q: Any, driver: int) -> None:
         # an initializer's exception with its traceback, on a terminal the killed run has already left.
         logging.getLogger("concurrent.futures").disabled = True
         raise SystemExit("the driver process is gone")
+    load_plugin_files(list(plugin_files))  # the driver imported each already, so none fails here
 
 
 def usage_delta(new: UsageLedger, old: UsageLedger) -> UsageLedger:
@@ -198,7 +202,7 @@ async def run_in_workers(entry: Callable[[list[Any], int], dict[str, Any]], grou
     loop = asyncio.get_running_loop()
     try:
         with ProcessPoolExecutor(len(groups), mp_context=mp, initializer=_set_reports,
-                                 initargs=(reports, os.getpid())) as pool:
+                                 initargs=(reports, os.getpid(), loaded_plugin_files())) as pool:
             with _workers_start_deaf():  # each submit starts its worker
                 futures = [loop.run_in_executor(pool, _hearing, entry, g, i) for i, g in enumerate(groups)]
             results: list[dict[str, Any] | BaseException] = await asyncio.gather(*futures, return_exceptions=True)
@@ -243,6 +247,7 @@ def run_unit_group(jobs: list[UnitJob], group: int = 0) -> dict[str, Any]:
         await in_worker(group, llm, played())
         return {"usage": llm.ledger.to_dict(), "failures": failures}
 
+    set_call_limit(jobs[0].cfg.run.agent_call_timeout)  # plug-in calls here keep the run's limit too
     return asyncio.run(go())
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -141,10 +141,11 @@ async def _maybe(call: Any) -> Any:
 def evolving_spec(spec: AgentSpec, kind: str, settings: dict[str, Any]) -> AgentSpec:
     """The agent renamed ``<name>+evolve(<kind>)``, with the evolution settings in its recorded options.
 
-    The options are part of the run's protocol, so a run directory never mixes feedback kinds.
+    The options are part of the run's protocol, so a run directory never mixes feedback kinds. Everything else
+    is kept, a plug-in's guard and schema-free context included.
     """
-    return AgentSpec(f"{spec.name}+evolve({kind})", spec.factory,
-                     {**spec.options, "evolve": {"feedback": kind, **settings}}, spec.llm_overrides)
+    return replace(spec, name=f"{spec.name}+evolve({kind})",
+                   options={**spec.options, "evolve": {"feedback": kind, **settings}})
 
 
 def collect_evolution(env: Environment, rundir: RunDir) -> dict[str, Any]:
@@ -158,7 +159,10 @@ def collect_evolution(env: Environment, rundir: RunDir) -> dict[str, Any]:
     for user in env.users:
         paths = [evolution_record_path(rundir, user.id, period) for period in range(len(user.periods))]
         there = [p.exists() for p in paths]
-        done = all(rundir.evaluation(user.id, period).exists() for period in range(len(user.periods)))
+        state = rundir.state(user.id)
+        # A user whose last cycle is still owed (interrupted, or its judge failed) plays it on the next run.
+        done = (all(rundir.evaluation(user.id, period).exists() for period in range(len(user.periods)))
+                and not (state is not None and state.hook_pending))
         gone = next((p for k, p in enumerate(paths) if not there[k] and (done or any(there[k + 1:]))), None)
         if gone is not None:
             raise RunError(f"{gone}: missing, though user {user.id} went past that period; the run's records are "

@@ -18,6 +18,9 @@ class State(RunFile):
     period: int = Field(ge=0)
     session: int = Field(ge=0)
     snapshot: Any
+    #: The period before ``period`` still owes its after-period hook (self-evolution's cycle): the episode is not
+    #: finished until the hook has run, even past its last period (absent in earlier records: False).
+    hook_pending: bool = False
 
 
 class Snapshot(RunFile):

@@ -218,7 +218,8 @@ class Episode:
                     # The snapshot lands before the checkpoint past the period (the evaluation is redone from it).
                     # One line: it holds the agent's whole memory, too big for the pure-Python pretty printer.
                     out.put(snapshot_name(p), versioned({"snapshot": snap}), compact=True)
-                    save_state(out, p + 1, 0, snap)
+                    # With a hook, the period is not done until the hook has run (_finish_period saves again).
+                    save_state(out, p + 1, 0, snap, hook_pending=self.after_period is not None)
                     if not out.exists(evaluation_name(p)):
                         evals.append(asyncio.create_task(self._evaluate(p, snap)))
                     if self.after_period is not None:

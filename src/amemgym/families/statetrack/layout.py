@@ -69,10 +69,11 @@ def read_state(out: UnitWriter) -> State | None:
     return out.read_journal(STATE, State, legacy=LEGACY_STATE)
 
 
-def save_state(out: UnitWriter, period: int, session: int, snapshot: Any) -> None:
-    """Queue a user's checkpoint: resume at (``period``, ``session``) with the agent's ``snapshot``."""
-    out.put_journal(STATE, versioned({"period": period, "session": session, "snapshot": snapshot}),
-                    replaces=LEGACY_STATE)
+def save_state(out: UnitWriter, period: int, session: int, snapshot: Any, *, hook_pending: bool = False) -> None:
+    """Queue a user's checkpoint: resume at (``period``, ``session``) with the agent's ``snapshot``;
+    ``hook_pending``: the period before still owes its after-period hook."""
+    out.put_journal(STATE, versioned({"period": period, "session": session, "snapshot": snapshot,
+                                      "hook_pending": hook_pending}), replaces=LEGACY_STATE)
 
 
 def user_unit(user_id: str) -> str:

@@ -139,8 +139,8 @@ def user_finished(rundir: RunDir, user: UserEnv) -> bool:
         state = rundir.state(user.id)
     except RunError:
         return False  # the episode itself reports the broken file
-    if state is None or state.period < len(user.periods) or state.session != 0:
-        return False
+    if state is None or state.period < len(user.periods) or state.session != 0 or state.hook_pending:
+        return False  # (a last period's self-evolution cycle still to run counts as unfinished)
     refuse_lost_sessions(rundir, user, (state.period, state.session), lost_fix(rundir, user))
     read_record(rundir.upper_bound(user.id), UpperBoundRecord)
     return True

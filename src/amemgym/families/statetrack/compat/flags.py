@@ -164,7 +164,14 @@ def app_config(args: argparse.Namespace, agent: OriginalAgent) -> AppConfig:
 
 
 def output_dir(args: argparse.Namespace, name: str) -> Path:
-    """``<output_dir>/<name>``, emptied first with ``--reset``."""
+    """``<output_dir>/<name>``, emptied first with ``--reset``.
+
+    Raises:
+        ConfigError: ``name`` (the agent config's ``name``) is not one plain folder name: ``../x`` or an absolute
+            path would put the run, and ``--reset``'s deletion, outside ``--output_dir``.
+    """
+    if not name or name in (".", "..") or Path(name).name != name or "\\" in name:
+        raise ConfigError(f"agent config name {name!r}: must be one folder name inside --output_dir (no path)")
     out = Path(args.output_dir) / name
     if args.reset and out.exists():
         shutil.rmtree(out)
