@@ -166,3 +166,33 @@ def test_evolve_resumes_a_last_cycle_that_did_not_finish(endpoint: FakeEndpoint,
     assert again.exit_code == 0, again.output
     assert json.loads(record.read_text())["period"] == kept["period"] == last
     assert not rd.state(uid).hook_pending  # type: ignore[union-attr]
+
+
+def test_a_plugin_raising_cancelled_or_a_base_exception_is_one_failure(tmp_path: Path) -> None:
+    import asyncio
+
+    from amemgym.agents.base import AgentContext
+    from amemgym.agents.guard import call_plugin
+    from amemgym.errors import AMemGymError
+
+    async def reply() -> str:
+        raise asyncio.CancelledError  # the plug-in's own, not a cancellation of the run
+
+    with pytest.raises(AgentError, match="reply"):
+        asyncio.run(call_plugin("p", "reply", reply))
+    path = tmp_path / "base.py"
+    path.write_text("class Odd(BaseException):\n    pass\n\ndef make(llm, ctx):\n    raise Odd('no')\n",
+                    encoding="utf-8")
+    with pytest.raises(AMemGymError, match="factory"):
+        resolve_agent(f"{path}:make").build(None, AgentContext(user_id="u"))  # type: ignore[arg-type]
+
+
+def test_what_a_plugin_prints_stays_off_the_json_summary(endpoint: FakeEndpoint, tmp_path: Path) -> None:
+    path = tmp_path / "loud.py"
+    path.write_text(textwrap.dedent(PLUGIN).replace("        self.notes.append(message)\n",
+                                                    "        self.notes.append(message)\n        print('chatty')\n"),
+                    encoding="utf-8")
+    res = CliRunner().invoke(app, ["run", "--agent", f"{path}:make", "--out", str(tmp_path / "r"), "--limit", "1",
+                                   "--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["exit_code"] == 0 and "chatty" in res.stderr

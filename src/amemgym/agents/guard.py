@@ -326,8 +326,13 @@ async def call_plugin(agent: str, method: str, fn: Callable[..., Any], *args: An
             raise (_overdue(call) if deadline.expired() else _failure(agent, method, exc)) from None
         except AMemGymError:
             raise
-        except (KeyboardInterrupt, asyncio.CancelledError):
+        except KeyboardInterrupt:
             raise
+        except asyncio.CancelledError as exc:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise  # this task is being cancelled (the run stops): not the plug-in's doing
+            raise _failure(agent, method, exc) from None  # the plug-in raised it itself
         except BaseException as exc:  # noqa: BLE001 - SystemExit and the plug-in's bugs: one line each
             raise _failure(agent, method, exc) from None
     return _check_type(agent, method, result, expect)

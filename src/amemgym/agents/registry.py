@@ -75,7 +75,9 @@ class AgentSpec:
             agent = self.factory(llm, ctx)
         except AMemGymError:
             raise
-        except (Exception, SystemExit) as exc:  # a plug-in's own bug: one line naming it, not a traceback
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - a plug-in's own bug (any kind): one line naming it
             raise plugin_failure(self.name, "its factory", exc) from None
         if not isinstance(agent, MemoryAgent):
             raise ConfigError(f"agent {self.name!r}: its factory returned {type(agent).__name__}, not a memory agent "
@@ -120,8 +122,10 @@ def _import_plugin_module(name: str, module_name: str) -> Any:
         sys.modules[mod_name] = module
         try:
             spec.loader.exec_module(module)
-        except (Exception, SystemExit) as exc:
+        except BaseException as exc:  # noqa: BLE001 - the file's own code, whatever it raised
             del sys.modules[mod_name]
+            if isinstance(exc, KeyboardInterrupt):
+                raise
             raise _import_failure(name, module_name, exc) from None
         return module
     try:
@@ -136,7 +140,9 @@ def _import_plugin_module(name: str, module_name: str) -> Any:
             return importlib.import_module(module_name)
     except (ImportError, ValueError, TypeError) as exc:  # empty or relative module names raise the latter two
         raise ConfigError(f"agent {name!r}: cannot import module {module_name!r}: {exc}") from None
-    except (Exception, SystemExit) as exc:  # the plug-in's own module-level code failed
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - the plug-in's own module-level code failed
         raise _import_failure(name, module_name, exc) from None
 
 
@@ -214,7 +220,9 @@ def _lookup(name: str, also: Sequence[str] = ()) -> tuple[_Maker, tuple[str, ...
         try:  # a module-level __getattr__, or a property on the factory, is the plug-in's own code
             factory = getattr(module, attr, None)
             declared = getattr(factory, "roles", None)
-        except (Exception, SystemExit) as exc:
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - the plug-in's own code
             raise plugin_failure(name, f"looking up {attr!r} in {module_name}", exc) from None
         if factory is None or not callable(factory):
             raise ConfigError(f"agent {name!r}: module {module_name!r} has no callable {attr!r}")

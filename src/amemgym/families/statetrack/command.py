@@ -6,6 +6,7 @@ The family adapter (``families/statetrack/family.py``) forwards the request here
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -94,10 +95,12 @@ def run_request(r: RunRequest[RunOptions], console: Console) -> int:
         return dry_run(cfg, played, spec.roles, r, flags, console, note)
 
     def one(out_dir: Path, first: bool = True) -> int:
-        return run_command(cfg, r.env, r.agent, out_dir, off_policy=r.options.off_policy, console=console,
-                           executor=r.executor, ray_address=r.ray_address, models=r.models,
-                           allow_model_change=r.allow_model_change, flags=flags, limit=r.limit,
-                           environment=environment, settings_note=note if first else None)
+        # With --json, stdout carries the summary alone: what a plug-in prints goes to stderr meanwhile.
+        with contextlib.redirect_stdout(sys.stderr) if r.options.json else contextlib.nullcontext():
+            return run_command(cfg, r.env, r.agent, out_dir, off_policy=r.options.off_policy, console=console,
+                               executor=r.executor, ray_address=r.ray_address, models=r.models,
+                               allow_model_change=r.allow_model_change, flags=flags, limit=r.limit,
+                               environment=environment, settings_note=note if first else None)
 
     if r.trials == 1:
         code = one(r.out_dir)
