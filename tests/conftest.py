@@ -1,4 +1,5 @@
-"""Shared fixtures: the original-shape environment, the scripted model client, and a temp cache dir."""
+"""Shared fixtures: the original-shape environment, the scripted model client, a temp cache dir, and the fake
+endpoint as the environment's default endpoint."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from amemgym.testing.fake_endpoint import FakeEndpoint
 from amemgym.testing.scripted_model import Script, ScriptedClient, scripted_client
 
 # tests/ holds helper modules (toy_family, budget_plugins, evolve_script), and test modules in the folders
@@ -28,6 +30,15 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytes
     monkeypatch.setenv("AMEMGYM_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+
+
+@pytest.fixture
+def endpoint(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Any:
+    """The fake endpoint as ``$OPENAI_BASE_URL`` (what a bare ``amemgym run`` talks to), with a cache of its own."""
+    monkeypatch.setenv("AMEMGYM_CACHE_DIR", str(tmp_path / "cache"))
+    with FakeEndpoint() as ep:
+        monkeypatch.setenv("OPENAI_BASE_URL", ep.base_url)
+        yield ep
 
 
 @pytest.fixture

@@ -5,19 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 from typer.testing import CliRunner
 
 from amemgym.cli import app
 from amemgym.testing.fake_endpoint import FakeEndpoint
-
-
-@pytest.fixture
-def endpoint(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
-    monkeypatch.setenv("AMEMGYM_CACHE_DIR", str(tmp_path / "cache"))
-    with FakeEndpoint() as ep:
-        monkeypatch.setenv("OPENAI_BASE_URL", ep.base_url)
-        yield ep
 
 
 def _flat(text: str) -> str:

@@ -12,14 +12,6 @@ from amemgym.cli import app
 from amemgym.testing.fake_endpoint import FakeEndpoint
 
 
-@pytest.fixture
-def endpoint(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
-    monkeypatch.setenv("AMEMGYM_CACHE_DIR", str(tmp_path / "cache"))
-    with FakeEndpoint() as ep:
-        monkeypatch.setenv("OPENAI_BASE_URL", ep.base_url)
-        yield ep
-
-
 def _generate(tmp_path: Path, config: str) -> Path:
     # The preset's name travels in each user's _amemgym metadata; the sizes are cut down to keep the run short.
     res = CliRunner().invoke(app, ["generate", "--config", config, "--users", "1", "--set", "env.num_periods=1",

@@ -55,13 +55,6 @@ make.roles = ("agent",)
 """
 
 
-@pytest.fixture
-def endpoint(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
-    monkeypatch.setenv("AMEMGYM_CACHE_DIR", str(tmp_path / "cache"))
-    with FakeEndpoint() as ep:
-        monkeypatch.setenv("OPENAI_BASE_URL", ep.base_url)
-        yield ep
-
 
 def _plugin(tmp_path: Path, mode: str) -> str:
     path = tmp_path / f"plug_{mode}.py"

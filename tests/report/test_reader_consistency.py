@@ -20,14 +20,6 @@ from amemgym.scoring.intervals import share_ci
 from amemgym.testing.fake_endpoint import FakeEndpoint
 
 
-@pytest.fixture
-def endpoint(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
-    monkeypatch.setenv("AMEMGYM_CACHE_DIR", str(tmp_path / "cache"))
-    with FakeEndpoint() as ep:
-        monkeypatch.setenv("OPENAI_BASE_URL", ep.base_url)
-        yield ep
-
-
 def _run(*args: str) -> str:
     res = CliRunner().invoke(app, list(args))
     assert res.exit_code == 0, res.output

@@ -14,14 +14,6 @@ from amemgym.testing.fake_endpoint import FakeEndpoint
 
 
 @pytest.fixture
-def endpoint(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
-    monkeypatch.setenv("AMEMGYM_CACHE_DIR", str(tmp_path / "cache"))
-    with FakeEndpoint() as ep:
-        monkeypatch.setenv("OPENAI_BASE_URL", ep.base_url)
-        yield ep
-
-
-@pytest.fixture
 def env3(endpoint: FakeEndpoint, tmp_path: Path) -> Path:
     gen = CliRunner().invoke(app, ["generate", "--config", "tiny", "--users", "3", "--out", str(tmp_path / "env")])
     assert gen.exit_code == 0, gen.output

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 from typer.testing import CliRunner
 
 from amemgym.cli import app
@@ -19,13 +18,6 @@ from amemgym.testing.fake_endpoint import FakeEndpoint
 
 UNUSUAL = Path(__file__).resolve().parent.parent / "fixtures" / "unusual"
 
-
-@pytest.fixture
-def endpoint(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
-    monkeypatch.setenv("AMEMGYM_CACHE_DIR", str(tmp_path / "cache"))
-    with FakeEndpoint() as ep:
-        monkeypatch.setenv("OPENAI_BASE_URL", ep.base_url)
-        yield ep
 
 
 def _cli(*args: str) -> tuple[int, str]:
