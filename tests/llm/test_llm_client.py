@@ -221,3 +221,37 @@ async def test_replies_cut_at_their_token_limit_are_counted_and_said() -> None:
     note = truncation_note(usage)
     assert note is not None and "2 of 2 fresh replies" in note and "agent 2" in note
     assert truncation_note({"agent": {"calls": 5, "truncated": 0}}) is None
+
+
+class _GreedyEmptyBackend:
+    """A greedy decoder that answers one request with nothing, every time it is sent as is (found by the
+    README's demo: the embedded model's empty reply failed a user after six identical attempts)."""
+
+    backend_id = "greedy:test"
+
+    def __init__(self, fault: str) -> None:
+        self.fault, self.sent = fault, []
+
+    async def complete(self, req: object) -> object:
+        from amemgym.llm.backends import TransientError
+        from amemgym.llm.types import ChatResult
+
+        self.sent.append(req)
+        if len(self.sent) == 1 or getattr(req, "temperature", 0.0) == 0.0:
+            raise TransientError(self.fault, "fault")
+        return ChatResult(text="a reply", model="greedy-model", completion_tokens=2)
+
+
+async def test_an_empty_reply_is_retried_with_a_little_sampling_and_a_server_fault_unchanged() -> None:
+    backend = _GreedyEmptyBackend("empty_reply")
+    llm = LLMClient(LLMConfig(cache=False), backends={"agent": backend}, backoff_base=0.001)  # type: ignore[dict-item]
+    res = await llm.chat("agent", [{"role": "user", "content": "a question"}], temperature=0.0, seed=3)
+    assert res.text == "a reply" and len(backend.sent) == 2
+    first, second = backend.sent
+    assert first.temperature == 0.0 and second.temperature == 0.5 and second.seed != first.seed
+    assert second.messages == first.messages
+    server = _GreedyEmptyBackend("server_error")
+    llm = LLMClient(LLMConfig(cache=False), backends={"agent": server}, backoff_base=0.001)  # type: ignore[dict-item]
+    with pytest.raises(LLMError):
+        await llm.chat("agent", [{"role": "user", "content": "a question"}], temperature=0.0, seed=3)
+    assert all(r.temperature == 0.0 and r.seed == server.sent[0].seed for r in server.sent)  # unchanged

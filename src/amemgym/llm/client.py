@@ -9,6 +9,7 @@ import os
 import random
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
 from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -54,6 +55,31 @@ def read_api_key(endpoint: EndpointConfig) -> str | None:
         key = os.environ.get(endpoint.api_key_env) or None
     register_secret(key)  # so an error text that echoes it is scrubbed before it is stored or printed
     return key
+
+
+#: Retry kinds that say the model's output was empty, not that the server or the network failed.
+_EMPTY_OUTPUT = frozenset({"empty_reply", "empty_choices"})
+
+
+def _resampling(backend: ChatBackend, req: ChatRequest) -> Callable[[], Awaitable[ChatResult]]:
+    """One attempt of ``req`` per call; after an empty reply the next attempts sample a little (another seed,
+    temperature at least 0.5). A greedy decoder answers the same request with the same empty reply every time,
+    so plain retries could never succeed; a failure of the server or the network is retried unchanged. The
+    reply is cached under ``req``'s own key, so a re-run replays it."""
+    empty = 0
+
+    async def attempt() -> ChatResult:
+        nonlocal empty
+        sent = req if not empty else replace(req, seed=(req.seed or 0) + 7919 * empty,
+                                              temperature=max(req.temperature, 0.5))
+        try:
+            return await backend.complete(sent)
+        except TransientError as exc:
+            if exc.kind in _EMPTY_OUTPUT:
+                empty += 1
+            raise
+
+    return attempt
 
 
 def _register_quietly(endpoint: EndpointConfig) -> None:
@@ -458,7 +484,7 @@ class LLMClient:
         fut: asyncio.Future[ChatResult] = asyncio.get_running_loop().create_future()
         self._inflight[flight] = fut
         try:
-            res = await self._retried(role, backend.backend_id, ep, lambda: backend.complete(req))
+            res = await self._retried(role, backend.backend_id, ep, _resampling(backend, req))
         except BaseException as exc:
             fut.set_exception(exc)
             fut.exception()  # mark retrieved: waiters re-raise it themselves
