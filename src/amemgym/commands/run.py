@@ -62,7 +62,19 @@ def run(
 ) -> None:
     """Run an agent on an environment (on-policy), evaluate every period, and write metrics."""
     try:
-        code = _run(**locals())
+        family = family_for_env(env)
+        defaults = {name: p.default for name, p in inspect.signature(run).parameters.items()}
+        own = {name: OptionValue(flag, value, value != defaults[param]) for name, flag, param, value in (
+            ("off_policy", "--off-policy", "off_policy", off_policy),
+            ("resimulate_leaks", "--resimulate-leaks", "resimulate_leaks", resimulate_leaks),
+            ("dry_run", "--dry-run", "dry_run", dry_run),
+            ("json", "--json", "json_out", json_out))}
+        request = RunRequest(out_dir=out_dir, options=family_options(family, "run", own), env=env, agent=agent,
+                             config=config, sets=set_, serial=serial, trials=trials, executor=executor,
+                             ray_address=ray_address, models=models, no_cache=no_cache,
+                             allow_model_change=allow_model_change, model=model, user_model=user_model,
+                             judge_model=judge_model, max_connections=max_connections, limit=limit)
+        code = family.run(request, out)
     except AMemGymError as exc:
         if json_out:
             # A caller reading stdout gets a JSON object on every exit; the same line still goes to stderr.
@@ -70,26 +82,6 @@ def run(
             sys.stdout.flush()
         raise
     raise typer.Exit(code)
-
-
-def _run(*, out_dir: Path, env: Path | None, agent: str, config: str | None, set_: list[str] | None,
-         off_policy: Path | None, serial: bool, trials: int, executor: str, ray_address: str | None,
-         models: Path | None, resimulate_leaks: bool, no_cache: bool, allow_model_change: bool, model: str | None,
-         user_model: str | None, judge_model: str | None, max_connections: int | None, limit: int | None,
-         dry_run: bool, json_out: bool) -> int:
-    family = family_for_env(env)
-    defaults = {name: p.default for name, p in inspect.signature(run).parameters.items()}
-    own = {name: OptionValue(flag, value, value != defaults[param]) for name, flag, param, value in (
-        ("off_policy", "--off-policy", "off_policy", off_policy),
-        ("resimulate_leaks", "--resimulate-leaks", "resimulate_leaks", resimulate_leaks),
-        ("dry_run", "--dry-run", "dry_run", dry_run),
-        ("json", "--json", "json_out", json_out))}
-    request = RunRequest(out_dir=out_dir, options=family_options(family, "run", own), env=env, agent=agent,
-                         config=config, sets=set_, serial=serial, trials=trials, executor=executor,
-                         ray_address=ray_address, models=models, no_cache=no_cache,
-                         allow_model_change=allow_model_change, model=model, user_model=user_model,
-                         judge_model=judge_model, max_connections=max_connections, limit=limit)
-    return family.run(request, out)
 
 
 def register(app: typer.Typer) -> None:
