@@ -81,6 +81,9 @@ async def play_and_write(family: UnitFamily, unit: Unit, plan: AgentPlan, pins: 
     """Play one unit on a view of ``llm`` (its calls merged into ``llm``'s ledger at the end, and seen by ``live``
     meanwhile) and write its record; a ``play`` that returns None wrote its files already, and what its family's
     ``finished`` hook reads back is returned."""
+    # Plug-in calls keep the run's limit in whatever process or task plays the unit (worker processes and Ray
+    # tasks start from a fresh context).
+    set_call_limit(cfg.run.agent_call_timeout)
     view = counted_view(llm)
     checkpoint = Checkpoint(rd.unit_dir(unit.id), _identity(family.name, unit, plan), run_dir=rd.root,
                             ledger=view.ledger)

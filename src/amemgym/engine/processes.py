@@ -34,7 +34,6 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..agents.guard import set_call_limit
 from ..agents.registry import load_plugin_files, loaded_plugin_files
 from ..llm.redact import redact
 from ..llm.usage import COUNTERS, CallJournal, RoleUsage, UsageLedger
@@ -247,7 +246,6 @@ def run_unit_group(jobs: list[UnitJob], group: int = 0) -> dict[str, Any]:
         await in_worker(group, llm, played())
         return {"usage": llm.ledger.to_dict(), "failures": failures}
 
-    set_call_limit(jobs[0].cfg.run.agent_call_timeout)  # plug-in calls here keep the run's limit too
     return asyncio.run(go())
 
 
