@@ -23,13 +23,12 @@ from ..cli_common import (
     handled,
     out,
 )
-from ..config import load_config
 from ..console import styled
 from ..engine.flags import ModelFlags
 from ..engine.lock import run_lock
 from ..errors import ConfigError
 from ..evolve import LLMEvolver, LLMRecallJudge, PolicyLimits, evolve_loop, feedback_builder
-from ..families.statetrack.command import generated_with, protocol_note
+from ..families.statetrack.command import settings_for
 from ..families.statetrack.cut import first_users
 from ..families.statetrack.data.io import load_environment
 from ..families.statetrack.driver import default_environment, write_run_report
@@ -43,6 +42,8 @@ from ..scoring.registry import registered
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from ..families.statetrack.data.model import Environment
 
 _ROLES = ("agent", "memory", "judge", "generator", "simulator")
 
@@ -75,11 +76,13 @@ def print_cycles(console: Console, metrics: dict[str, Any], evolution: dict[str,
 
 def evolve_command(cfg: Any, env_path: Path | None, agent: str, feedback: str, out_dir: Path, *,
                    evolver_role: str, max_policy_chars: int, recall: bool, console: Console,
-                   allow_model_change: bool = False, flags: Any = None, limit: int | None = None) -> int:
+                   allow_model_change: bool = False, flags: Any = None, limit: int | None = None,
+                   environment: Environment | None = None) -> int:
     """Resolve inputs, run (or resume) the evolution loop, print the per-cycle table. Returns the exit code.
 
     ``flags`` (a :class:`~amemgym.engine.flags.ModelFlags`) and ``limit`` (first N users) work as for ``run``;
-    every role the loop will call is checked before the first model call.
+    every role the loop will call is checked before the first model call. ``environment``: the file at
+    ``env_path`` already read (with ``limit``), when the caller has it.
     """
     if evolver_role not in _ROLES:
         raise ConfigError(f"--evolver-role must be one of {', '.join(_ROLES)}, got {evolver_role!r}")
@@ -89,7 +92,7 @@ def evolve_command(cfg: Any, env_path: Path | None, agent: str, feedback: str, o
     spec = resolve_agent(agent)
     env_path = env_path or default_environment()
 
-    env = first_users(load_environment(env_path, limit=limit), limit)
+    env = first_users(environment if environment is not None else load_environment(env_path, limit=limit), limit)
     if spec.llm_overrides:
         roles = dict(cfg.llm.roles)
         roles["agent"] = {**roles.get("agent", {}), **spec.llm_overrides}
@@ -159,11 +162,9 @@ def register(app: typer.Typer) -> None:
         limit: LimitOpt = None,
     ) -> None:
         """Self-evolution: the agent rewrites its memory policy after every period from the chosen feedback."""
-        # Settings as `run` takes them: the preset the environment was generated with unless --config says
-        # otherwise (with a note), so an evolve run keeps the token limits its environment was made for.
-        carried = generated_with(load_environment(env, limit=limit)) if env else None
-        cfg = load_config(config or carried or (None if env else "tiny"), set_)
-        note = protocol_note(carried, config)
+        # Settings as `run` takes them, so an evolve run keeps the token limits its environment was made for.
+        environment = load_environment(env, limit=limit) if env else None
+        cfg, note = settings_for(environment, config, set_)
         if note:
             out.print(note, highlight=False, soft_wrap=True)
         if serial:
@@ -173,4 +174,5 @@ def register(app: typer.Typer) -> None:
         flags = ModelFlags(model, user_model, judge_model, max_connections)
         raise typer.Exit(evolve_command(cfg, env, agent, feedback, out_dir, evolver_role=evolver_role,
                                         max_policy_chars=max_policy_chars, recall=recall, console=out,
-                                        allow_model_change=allow_model_change, flags=flags, limit=limit))
+                                        allow_model_change=allow_model_change, flags=flags, limit=limit,
+                                        environment=environment))

@@ -50,6 +50,18 @@ def generated_with(env: Environment) -> str | None:
     return name if name in PRESETS else None
 
 
+def settings_for(environment: Environment | None, config: str | None, sets: list[str] | None
+                 ) -> tuple[AppConfig, str | None]:
+    """The settings a run (or an evolve run) on ``environment`` takes, and the note to print about them.
+
+    The environment carries the preset it was generated with, and the run takes its settings from there unless
+    ``--config`` says otherwise (then the note says so). With neither, the bundled tiny demo runs tiny.
+    """
+    carried = generated_with(environment) if environment is not None else None
+    cfg = load_config(config or carried or (None if environment is not None else "tiny"), sets)
+    return cfg, protocol_note(carried, config)
+
+
 def protocol_note(carried: str | None, config: str | None) -> str | None:
     """The line that says where a run's settings come from, when the environment names its preset."""
     if carried is None:
@@ -79,11 +91,7 @@ def run_request(r: RunRequest[RunOptions], console: Console) -> int:
     if not r.options.dry_run:
         refuse_mixed_layout(r.out_dir, r.trials)
     environment = load_environment(r.env, limit=r.limit) if r.env else None  # --limit reads only N users
-    # The environment carries the preset it was generated with, and a run takes its settings from there
-    # unless --config says otherwise (then a note says so). With neither, the bundled tiny demo runs tiny.
-    carried = generated_with(environment) if environment is not None else None
-    cfg = load_config(r.config or carried or (None if r.env else "tiny"), r.sets)
-    note = protocol_note(carried, r.config)
+    cfg, note = settings_for(environment, r.config, r.sets)
     if r.serial:
         cfg.run.serial = True
     if r.options.resimulate_leaks:
