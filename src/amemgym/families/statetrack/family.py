@@ -235,8 +235,8 @@ class StateTrack:
                                      "little about memory"), highlight=False)
         if protocol_key(a) != protocol_key(b):
             pa, pb = protocol_fields(a), protocol_fields(b)
-            differ = "; ".join(protocol_difference(k, pa.get(k), pb.get(k)) for k in pa if pa.get(k) != pb.get(k))
-            differ = differ.replace(" in the directory,", " in A,").replace(" now", " in B")
+            differ = "; ".join(protocol_difference(k, pa.get(k), pb.get(k), sides=("in A", "in B"))
+                               for k in pa if pa.get(k) != pb.get(k))
             console.print(styled("red", "PROTOCOL", f" differs ({differ}): the difference is not the agents' alone"),
                           highlight=False)
         if not (a.complete and b.complete):

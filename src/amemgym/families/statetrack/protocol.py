@@ -64,8 +64,11 @@ def _cut_note(old: dict[str, Any] | Any) -> str:
             "of what it measured (its headline is their mean), so another --limit is another run")
 
 
-def protocol_difference(key: str, before: Any, now: Any, most: int = 3) -> str:
-    """Which settings of one protocol entry differ, as ``run.seed: 0 in the directory, 99 now``."""
+def protocol_difference(key: str, before: Any, now: Any, most: int = 3,
+                        sides: tuple[str, str] = ("in the directory", "now")) -> str:
+    """Which settings of one protocol entry differ, as ``run.seed: 0 in the directory, 99 now`` (``sides`` names
+    where each value comes from)."""
+    was, is_ = sides
 
     def show(v: Any) -> str:
         text = repr(v) if not isinstance(v, str) or key != "environment_sha256" else v[:12]
@@ -73,6 +76,6 @@ def protocol_difference(key: str, before: Any, now: Any, most: int = 3) -> str:
 
     if isinstance(before, dict) and isinstance(now, dict):
         keys = [k for k in dict.fromkeys([*before, *now]) if before.get(k) != now.get(k)]
-        parts = [f"{key}.{k}: {show(before.get(k))} in the directory, {show(now.get(k))} now" for k in keys[:most]]
+        parts = [f"{key}.{k}: {show(before.get(k))} {was}, {show(now.get(k))} {is_}" for k in keys[:most]]
         return "; ".join(parts) + (f"; and {len(keys) - most} more" if len(keys) > most else "")
-    return f"{key}: {show(before)} in the directory, {show(now)} now"
+    return f"{key}: {show(before)} {was}, {show(now)} {is_}"
