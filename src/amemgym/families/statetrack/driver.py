@@ -36,8 +36,10 @@ def default_environment() -> Path:
     return tiny_environment_path()
 
 
-def check_off_policy_source(source: Path, env: Environment, env_path: Path | None = None) -> None:
-    """Refuse, before any call, an ``--off-policy`` source that cannot replay every session of this run.
+def check_off_policy_source(source: Path, env: Environment, env_path: Path | None = None,
+                            env_sha256: str | None = None) -> None:
+    """Refuse, before any call, an ``--off-policy`` source that cannot replay every session of this run
+    (``env_sha256``: ``env``'s hash, when the caller has it).
 
     Raises:
         RunError: ``source`` is not a run directory, lacks some of this run's users, has not finished one, or
@@ -58,7 +60,7 @@ def check_off_policy_source(source: Path, env: Environment, env_path: Path | Non
         raise RunError(f"--off-policy {source}: has no conversations of {len(missing)} of this run's "
                        f"{len(env.users)} users (first: {missing[0]!r}); it recorded {len(recorded)} user(s), so "
                        f"replay it on those: the same --env with --limit {len(recorded)}, or its own environment")
-    _refuse_other_data(source, raw, env, env_path)
+    _refuse_other_data(source, raw, env, env_path, env_sha256 or environment_sha256(env))
     for user in env.users:
         planned = sum(len(p.sessions) for p in user.periods)
         have = len(rd.session_records(user.id))
@@ -67,7 +69,8 @@ def check_off_policy_source(source: Path, env: Environment, env_path: Path | Non
                            "(the source run is unfinished); finish the source run first")
 
 
-def _refuse_other_data(source: Path, manifest: dict[str, Any], env: Environment, env_path: Path | None) -> None:
+def _refuse_other_data(source: Path, manifest: dict[str, Any], env: Environment, env_path: Path | None,
+                       env_sha256: str) -> None:
     """Refuse a source run whose users, as it played them, differ from this run's: replayed openings would then
     tell the agent states this run's questions are not about, and every score would be measured against facts
     the agent never heard.
@@ -77,7 +80,7 @@ def _refuse_other_data(source: Path, manifest: dict[str, Any], env: Environment,
     when that is the file the source was played on).
     """
     recorded = (manifest.get("protocol") or {}).get("environment_sha256")
-    if not recorded or environment_sha256(env) == recorded:
+    if not recorded or env_sha256 == recorded:
         return
     users = [str(u) for u in manifest.get("users") or []]
     if (len(env.users) > len(users) and [u.id for u in env.users[: len(users)]] == users
@@ -88,7 +91,7 @@ def _refuse_other_data(source: Path, manifest: dict[str, Any], env: Environment,
         played, _ = recorded_environment(manifest, override=env_path)
     if played is None:
         raise RunError(f"--off-policy {source}: was played on another environment (sha256 {recorded[:12]}, this "
-                       f"run's is {environment_sha256(env)[:12]}) and its file cannot be read to compare users "
+                       f"run's is {env_sha256[:12]}) and its file cannot be read to compare users "
                        f"({why}); replay it on the environment it was played on")
     by_id = {u.id: u for u in played.users}
     differ = [u.id for u in env.users if by_id.get(u.id) != u]
@@ -131,7 +134,7 @@ def run_command(
     if flags is not None:
         flags.apply(cfg)
     if off_policy is not None:
-        check_off_policy_source(off_policy, env, env_path)
+        check_off_policy_source(off_policy, env, env_path, sha256)
     protocol = protocol_of(sha256, spec, cfg, off_policy)
     plan = statetrack_plan(spec, protocol, run_roles(spec.roles, off_policy=off_policy is not None),
                            off_policy=off_policy, environment_cut=environment_cut(env_path, limit))
