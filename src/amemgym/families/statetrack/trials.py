@@ -12,6 +12,7 @@ from typing import Any
 
 from ...engine.pool import pass_k, spread
 from ...engine.unit_writer import UnitWriter
+from ...llm.usage import UsageLedger
 from ...records import Manifest, Metrics, as_dict, read_record
 from ...runfiles import MANIFEST, METRICS, TRIALS
 from ...scoring.registry import in_display_order
@@ -82,18 +83,13 @@ def pooled_metrics(env: Environment, dirs: list[Path]) -> dict[str, Any]:
     metrics = aggregate(outcomes, env.num_periods)
     # A trial flagged degenerate (e.g. by its simulator audit, which pooling cannot redo) keeps the pool flagged.
     flags = list(metrics["overall"].get("flags") or [])
-    usage: dict[str, dict[str, float]] = {}
+    usage = UsageLedger()
     for d in dirs:
         trial = as_dict(read_record(d / METRICS, Metrics))
         flags += [f for f in (trial.get("overall") or {}).get("flags") or [] if f not in flags]
         # What the run cost is every trial's calls and tokens together, role by role.
-        for role, counts in (((trial.get("usage") or {}).get("cumulative")) or {}).items():
-            if isinstance(counts, dict):
-                into = usage.setdefault(role, {})
-                for name, n in counts.items():
-                    if isinstance(n, int | float) and not isinstance(n, bool):
-                        into[name] = into.get(name, 0) + n
-    metrics["usage"] = {"cumulative": usage}
+        usage.merge(UsageLedger.from_dict(((trial.get("usage") or {}).get("cumulative")) or {}))
+    metrics["usage"] = {"cumulative": usage.to_dict()}
     metrics["overall"]["flags"] = flags
     metrics["overall"]["degenerate"] = bool(flags)
     metrics["complete"] = not missing
