@@ -159,10 +159,12 @@ def collect_evolution(env: Environment, rundir: RunDir) -> dict[str, Any]:
     for user in env.users:
         paths = [evolution_record_path(rundir, user.id, period) for period in range(len(user.periods))]
         there = [p.exists() for p in paths]
-        state = rundir.state(user.id)
-        # A user whose last cycle is still owed (interrupted, or its judge failed) plays it on the next run.
-        done = (all(rundir.evaluation(user.id, period).exists() for period in range(len(user.periods)))
-                and not (state is not None and state.hook_pending))
+        done = all(rundir.evaluation(user.id, period).exists() for period in range(len(user.periods)))
+        if done:
+            # A user whose last cycle is still owed (interrupted, or its judge failed) plays it on the next run.
+            # (The checkpoint holds the agent's whole snapshot: read only when it decides.)
+            state = rundir.state(user.id)
+            done = not (state is not None and state.hook_pending)
         gone = next((p for k, p in enumerate(paths) if not there[k] and (done or any(there[k + 1:]))), None)
         if gone is not None:
             raise RunError(f"{gone}: missing, though user {user.id} went past that period; the run's records are "
