@@ -164,7 +164,8 @@ class BufferedAgent:
         """Reply with retrieved memory and the local window in context, then schedule the memory write."""
         await self._settle()
         msgs = await self._messages(message)
-        res = await self.llm.chat("agent", msgs, max_tokens=self.ctx.reply_max_tokens, tag="agent.reply")
+        res = await self.llm.chat("agent", msgs, max_tokens=self.ctx.reply_max_tokens, tag="agent.reply",
+                                  keep_empty=True)
         await self._after_exchange(message, res.text, time)
         return res.text
 

@@ -49,7 +49,8 @@ class NativeAgent:
         msgs = self._window(message, self.ctx.reply_max_tokens)
         kept = len(msgs) - 1 - (1 if self.system else 0)
         self.dropped_messages = max(self.dropped_messages, len(self.history) - kept)
-        res = await self.llm.chat("agent", msgs, max_tokens=self.ctx.reply_max_tokens, tag="agent.reply")
+        res = await self.llm.chat("agent", msgs, max_tokens=self.ctx.reply_max_tokens, tag="agent.reply",
+                                  keep_empty=True)
         self.history += [{"role": "user", "content": message}, {"role": "assistant", "content": res.text}]
         return res.text
 

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.table import Column, Table
 
-from ..llm.health import truncation_note, uncounted_note
+from ..llm.health import empty_note, truncation_note, uncounted_note
 from ..llm.usage import UsageLedger
 from ..scoring.registry import Metric, unit_metrics
 from .pool import Entry, Found, build_entries
@@ -73,7 +73,8 @@ def print_run_summary(console: Console, family: UnitFamily, out_dir: Path, rows:
     console.print(f"this invocation: {t.calls} model calls, {t.cache_hits} cache hits, {t.prompt_tokens} prompt + "
                   f"{t.completion_tokens} completion tokens, {seconds:.1f} s; results under {out_dir}",
                   highlight=False)
-    for note in (truncation_note(ledger.to_dict()), uncounted_note(ledger.to_dict())):
+    spent = ledger.to_dict()
+    for note in (truncation_note(spent), uncounted_note(spent), empty_note(spent)):
         if note:
             console.print(note, highlight=False, markup=False)
 

@@ -417,6 +417,7 @@ class LLMClient:
         accept: Callable[[str], bool] | None = None,
         tools: list[dict[str, Any]] | tuple[dict[str, Any], ...] | None = None,
         tool_choice: str | dict[str, Any] | None = None,
+        keep_empty: bool = False,
     ) -> ChatResult:
         """One chat completion for ``role``.
 
@@ -424,6 +425,11 @@ class LLMClient:
         reply is cached, and a cached reply that is not usable is ignored, so a bad answer is never replayed
         from the cache. An empty reply is never usable, unless it calls ``tools`` (function tools in the
         chat-completions form; the calls come back in ``ChatResult.tool_calls`` and replay from the cache).
+
+        ``keep_empty`` is for conversation turns, where saying nothing is a reply the conversation can go on
+        from: when every attempt came back empty, an empty, uncached result is returned and counted under
+        ``empty_kept`` instead of failing the call. Scored answers never set it: an endpoint that answers
+        nothing fails the user rather than scoring zero (docs/design.md §10).
 
         Raises:
             LLMError: when the call fails permanently or exhausts its retries (the failure is counted).
@@ -483,8 +489,10 @@ class LLMClient:
             return ChatResult(**{**res.__dict__, "cached": True})
         fut: asyncio.Future[ChatResult] = asyncio.get_running_loop().create_future()
         self._inflight[flight] = fut
+        empty = ChatResult(text="", model=model_name, tokens_reported=False)
         try:
-            res = await self._retried(role, backend.backend_id, ep, _resampling(backend, req))
+            res = await self._retried(role, backend.backend_id, ep, _resampling(backend, req),
+                                      on_empty=(lambda: empty) if keep_empty else None)
         except BaseException as exc:
             fut.set_exception(exc)
             fut.exception()  # mark retrieved: waiters re-raise it themselves
@@ -492,6 +500,8 @@ class LLMClient:
         finally:
             self._inflight.pop(flight, None)
         fut.set_result(res)
+        if res is empty:
+            return res  # kept empty (``keep_empty``): counted by _retried, and never cached
         if res.model and not usage.answered:
             usage.answered = res.model
         processed = res.prompt_tokens_processed if res.prompt_tokens_processed is not None else res.prompt_tokens
@@ -522,9 +532,10 @@ class LLMClient:
         return res
 
     async def _retried(self, role: str, backend_id: str, ep: EndpointConfig,
-                       call: Callable[[], Awaitable[_T]]) -> _T:
+                       call: Callable[[], Awaitable[_T]], on_empty: Callable[[], _T] | None = None) -> _T:
         """``call()`` under the endpoint's adaptive limit, retried on transient failures, its faults counted
-        under ``role``; a failure that outlives the retries is one :class:`LLMError` line."""
+        under ``role``; a failure that outlives the retries is one :class:`LLMError` line, unless every retry
+        was spent on empty output and ``on_empty`` gives what to return instead (counted as ``empty_kept``)."""
         usage = self.ledger.role(role)
         size = ep.max_concurrency
         if backend_id.startswith("embedded:"):
@@ -550,6 +561,9 @@ class LLMClient:
         try:
             return await retrying(attempt)
         except TransientError as exc:
+            if on_empty is not None and exc.kind in _EMPTY_OUTPUT:
+                usage.empty_kept += 1
+                return on_empty()
             usage.failures += 1
             n = retrying.statistics.get("attempt_number", 1)
             wait = self._longest_wait

@@ -64,6 +64,18 @@ def uncounted_note(usage: dict[str, Any]) -> str | None:
     return _per_role_note(usage, "uncounted", "carried no token counts", "the tokens and cost shown leave them out")
 
 
+def empty_note(usage: dict[str, Any]) -> str | None:
+    """A console line when conversation turns got an empty reply on every attempt and were kept as empty turns
+    (``empty_kept``), from a ledger's ``to_dict()``: the conversation went on from the model's silence."""
+    ledger = UsageLedger.from_dict(usage)
+    counts = {role: u.empty_kept for role, u in sorted(ledger.roles.items()) if u.empty_kept}
+    if not counts:
+        return None
+    roles = ", ".join(f"{role} {n}" for role, n in counts.items())
+    return (f"note: {sum(counts.values())} conversation turns got an empty reply on every attempt ({roles}); "
+            "each was kept as an empty turn and the conversation went on")
+
+
 def describe(problem: dict[str, Any]) -> str:
     """One line for the console."""
     kinds = ", ".join(f"{n} {k}" for k, n in problem["kinds"].items())

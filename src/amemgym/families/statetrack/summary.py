@@ -10,7 +10,7 @@ from rich.table import Table
 
 from ...console import styled
 from ...llm.health import describe as describe_problem
-from ...llm.health import truncation_note, uncounted_note
+from ...llm.health import empty_note, truncation_note, uncounted_note
 from ...scoring.registry import in_display_order, registered
 from .metrics import RESULT_FLAGS
 from .validity.sim_audit import degenerate_warning
@@ -116,6 +116,8 @@ def print_summary(console: Console, metrics: dict[str, Any], rundir: Path) -> No
                       "same model, prompt and seed), not from the model; pass --no-cache for fresh samples",
                       highlight=False, markup=False)
     last = metrics.get("usage", {}).get("last_invocation", {})
-    for note in (truncation_note(last), uncounted_note(last)):
+    # Kept empty replies stay in the records, so the whole run's count is said, not only this invocation's.
+    whole = metrics.get("usage", {}).get("cumulative", {})
+    for note in (truncation_note(last), uncounted_note(last), empty_note(whole)):
         if note:
             console.print(note, highlight=False, markup=False)

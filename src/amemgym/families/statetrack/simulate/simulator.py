@@ -20,7 +20,7 @@ from ....llm.client import LLMClient
 from ....llm.types import ChatMessage
 from ....prompts import render
 from ....seeding import derive_seed
-from ....textsim import jaccard, plain, words
+from ....textsim import jaccard, plain, shares_run, words
 from ..data.model import UserEnv
 from .leaks import leaked_values
 
@@ -60,12 +60,18 @@ class LeakTally:
         return out
 
 
+#: A user turn that repeats this many consecutive words of the assistant's reply is quoting it back, not talking.
+ECHO_RUN = 12
+
+
 def echoes_assistant(draft: str, assistant: str) -> bool:
-    """Whether a draft user turn mostly repeats the assistant's last reply (small models do this)."""
+    """Whether a draft user turn mostly repeats the assistant's last reply (small models do this, at times
+    framed as "here's a message for you: ..." around the copied reply)."""
     a, b = words(draft), words(assistant)
     if not a or not b:
         return False
-    return jaccard(a, b) >= 0.6 or draft.strip()[:60] == assistant.strip()[:60]
+    return (jaccard(a, b) >= 0.6 or draft.strip()[:60] == assistant.strip()[:60]
+            or shares_run(draft, assistant, ECHO_RUN))
 
 
 class UserSimulator:
@@ -115,7 +121,7 @@ class UserSimulator:
 
     async def _draft(self, messages: list[ChatMessage], seed: int) -> str:
         res = await self.llm.chat("simulator", messages, max_tokens=self.max_tokens, seed=seed,
-                                  tag="simulator.turn")
+                                  tag="simulator.turn", keep_empty=True)
         return res.text.strip()
 
     async def next_turn(

@@ -7,9 +7,9 @@ Every user message after the opening one (round >= 1) is checked for:
 - ``ends_conversation`` (lexical): a goodbye or "that's all" phrase;
 - ``empty`` and ``copies_opening``: a blank turn, or one that repeats the opening utterance;
 - ``echoes_assistant``: a word-for-word copy of the assistant's previous reply (case and spacing ignored),
-  ``near_echo``: nearly the same words as that reply, ``repeats_user_turn``: the same text as an earlier
-  user turn of the session. These and the two above are *degenerate* turns: the simulator stopped playing
-  the user, so the conversation tests nothing. Their share is also in ``metrics.json`` (``simulator``);
+  ``near_echo``: nearly the same words as that reply, or a passage of it, ``repeats_user_turn``: the same
+  text as an earlier user turn of the session. These and the two above are *degenerate* turns: the simulator
+  stopped playing the user, so the conversation tests nothing. Their share is also in ``metrics.json`` (``simulator``);
 - with the judge (one structured call per turn, role ``judge``): ``judge_reveals_value`` (a value the
   judge reads in the turn beyond what the opening exposed), ``judge_contradicts_state`` and
   ``judge_ends_conversation``. A judge call that fails is recorded per turn, never scored.
@@ -30,12 +30,13 @@ from ....llm.redact import redact
 from ....prompts import render
 from ....records import Manifest, as_dict, read_record
 from ....runfiles import SIM_AUDIT
-from ....textsim import jaccard, words
+from ....textsim import jaccard, shares_run, words
 from ..cut import recorded_environment
 from ..data.model import Environment, Session, UserEnv
 from ..episode import recorded_sessions
 from ..layout import RunDir
 from ..simulate.leaks import leaked_values
+from ..simulate.simulator import ECHO_RUN
 
 LEXICAL_CHECKS = ("reveals_value", "ends_conversation", "empty", "copies_opening", "echoes_assistant", "near_echo",
                   "repeats_user_turn")
@@ -110,9 +111,11 @@ def degenerate_flags(text: str, opening: str, previous_reply: str | None, earlie
             flags.append("echoes_assistant")
         elif jaccard(words(text), words(previous_reply)) >= COPY_SIMILARITY or (
                 len(body) >= 40 and body in _squash(previous_reply)) or (
-                len(reply := _squash(previous_reply)) >= 40 and reply in body):
+                len(reply := _squash(previous_reply)) >= 40 and reply in body) or shares_run(
+                text, previous_reply, ECHO_RUN):
             # A turn that is a long verbatim chunk of the reply is an echo too, just a truncated one; so is one
-            # that holds the whole reply with something added (the simulator's own instructions, say).
+            # that holds the whole reply with something added (the simulator's own instructions, say), or a
+            # long passage of it restyled ("here's a message for you: **...**").
             flags.append("near_echo")
     if any(body == _squash(t) for t in earlier_turns):
         flags.append("repeats_user_turn")

@@ -1,0 +1,109 @@
+"""A conversation turn the model keeps answering with nothing (found by the README's demo: the 0.5B simulator
+quoted the assistant back at it, and the agent model then ended its reply at once on every attempt).
+
+Such a turn is kept as an empty turn, counted and said; a scored answer that stays empty still fails the user,
+so an endpoint that answers nothing never scores zero with exit 0.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from amemgym.cli import app
+from amemgym.config import LLMConfig
+from amemgym.errors import LLMError
+from amemgym.families.statetrack.simulate.simulator import echoes_assistant
+from amemgym.families.statetrack.validity.sim_audit import degenerate_flags
+from amemgym.llm import LLMClient, ResponseCache
+from amemgym.testing.fake_endpoint import FakeEndpoint
+from amemgym.testing.responder import default_responder, request_kind
+
+REPLY = ("To plan your trip, consider the following:\n\n1. **Budget**: Determine how much you can afford to spend "
+         "on your trip. This will help you decide how much you can realistically spend on your meals and other "
+         "expenses.\n\n2. **Time Frame**: Consider the time frame you have to travel.")
+# What the simulator wrote back, word for word from the demo's failing run (the name changed).
+QUOTED = ("Sure, here's a personalized message for Rene:\n\n---\n\n**To plan your trip, consider the following:**"
+          "\n\n1. **Budget**: Determine how much you can afford to spend on your trip. This will help you decide "
+          "how much you can")
+
+
+class _SilentBackend:
+    """Answers every request with nothing, however it is sampled."""
+
+    backend_id = "silent:test"
+
+    def __init__(self) -> None:
+        self.sent = 0
+
+    async def complete(self, req: object) -> object:
+        from amemgym.llm.backends import TransientError
+
+        self.sent += 1
+        raise TransientError("empty_reply", "the server returned an empty reply")
+
+
+async def test_a_turn_empty_on_every_attempt_is_kept_counted_and_never_cached(tmp_path: Path) -> None:
+    from amemgym.llm.health import empty_note
+
+    backend = _SilentBackend()
+    llm = LLMClient(LLMConfig(), backends={"agent": backend}, cache=ResponseCache(tmp_path / "c.sqlite"),
+                    backoff_base=0.001)  # type: ignore[dict-item]
+    turn = [{"role": "user", "content": "hello"}]
+    res = await llm.chat("agent", turn, keep_empty=True)
+    assert res.text == "" and backend.sent == 6
+    usage = llm.ledger.to_dict()["agent"]
+    assert usage["empty_kept"] == 1 and usage["failures"] == 0 and usage["faults"] == {"empty_reply": 6}
+    assert usage["calls"] == 0  # no reply arrived: no tokens are claimed for it
+    note = empty_note(llm.ledger.to_dict())
+    assert note is not None and "1 conversation turns" in note and "agent 1" in note
+    await llm.chat("agent", turn, keep_empty=True)
+    assert backend.sent == 12  # the empty result was not cached: a re-run asks the model again
+    with pytest.raises(LLMError, match="empty_reply"):
+        await llm.chat("agent", turn)  # without keep_empty (a scored answer) it still fails
+    assert llm.ledger.to_dict()["agent"]["failures"] == 1
+    assert empty_note({"agent": {"calls": 3}}) is None
+
+
+def test_a_quoted_reply_framed_as_a_message_is_an_echo() -> None:
+    assert echoes_assistant(QUOTED, REPLY)
+    assert "near_echo" in degenerate_flags(QUOTED, "Can you help me plan this?", REPLY, [])
+    # A user who picks up a few of the reply's words is talking, not echoing.
+    talk = "The budget part makes sense. I fly for work though, so how much time do I need between trips?"
+    assert not echoes_assistant(talk, REPLY)
+    assert degenerate_flags(talk, "Can you help me plan this?", REPLY, []) == []
+
+
+def _silent_replies(body: dict[str, Any]) -> Any:
+    # The agent's conversation replies are empty; its answers, the simulator and everything else are served.
+    return "" if request_kind(body) == "chat" else default_responder(body)
+
+
+def test_a_run_whose_agent_replies_stay_empty_finishes_and_says_so(endpoint: FakeEndpoint, tmp_path: Path) -> None:
+    endpoint.responder = _silent_replies
+    out = tmp_path / "run"
+    result = CliRunner().invoke(app, ["run", "--config", "tiny", "--out", str(out), "--limit", "1",
+                                      "--set", "llm.default.max_retries=1"])
+    assert result.exit_code == 0, result.output
+    assert "conversation turns got an empty reply on every attempt (agent " in result.output
+    turns = [m for p in (out / "users").glob("*/sessions.jsonl") for line in p.read_text().splitlines()
+             for m in json.loads(line)["messages"]]
+    replies = [m["content"] for m in turns if m["role"] == "assistant"]
+    assert replies and all(r == "" for r in replies)
+    usage = json.loads((out / "usage.json").read_text())["cumulative"]["agent"]
+    assert usage["empty_kept"] == len(replies) and usage["failures"] == 0
+    assert json.loads((out / "metrics.json").read_text())["complete"]
+
+
+def test_a_run_whose_answers_stay_empty_fails_the_user(endpoint: FakeEndpoint, tmp_path: Path) -> None:
+    endpoint.responder = lambda body: "" if request_kind(body) in ("answer", "probe") else default_responder(body)
+    out = tmp_path / "run"
+    result = CliRunner().invoke(app, ["run", "--config", "tiny", "--out", str(out), "--limit", "1",
+                                      "--set", "llm.default.max_retries=1"])
+    assert result.exit_code != 0
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert not metrics["complete"]
