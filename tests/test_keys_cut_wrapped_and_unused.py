@@ -93,3 +93,21 @@ def test_an_over_encoded_or_lower_case_percent_form_of_a_key_is_masked() -> None
     register_secret(key)
     for form in ("sk%2Dproj%2DOverEncoded0123456789", "sk%2dproj%2dOverEncoded0123456789"):
         assert "OverEncoded" not in redact_content(f'{{"echo": "{form}"}}')
+
+
+# ---- keys typed where the command line does not expect them ------------------------------------------------
+@pytest.mark.parametrize("args", [
+    ["run", "--out", "x", "--set", "llm.default.api_key", "Abc123def456ghi789XYZjkl"],  # "=" forgotten
+    ["run", "--out", "x", "Abc123def456ghi789XYZjkl"],
+    ["run", "--out", "x", "--set", "Abc123def456ghi789XYZjkl"],
+    ["report", "--out", "x", "--unknown-flag", "sk-proj-Abc123def456ghi789XYZ"],
+])
+def test_a_key_typed_as_a_stray_argument_is_not_printed_back(args: list[str]) -> None:
+    from typer.testing import CliRunner
+
+    from amemgym.cli import app
+
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code != 0
+    assert "Abc123def456ghi789XYZ" not in result.output and "Abc123def456" not in result.output
+    assert MASK in result.output or "not shown" in result.output or "No such option" in result.output

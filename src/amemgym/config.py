@@ -404,7 +404,9 @@ def set_value(raw: str) -> Any:
 
 def _parse_set(item: str) -> dict[str, Any]:
     if "=" not in item:
-        raise ConfigError(f"--set {item!r}: expected KEY.PATH=VALUE")
+        # Without "=", a pasted key may be the whole item: it is not printed back.
+        shown = "(not shown: it looks like a key)" if looks_like_key(item) else repr(item)
+        raise ConfigError(f"--set {shown}: expected KEY.PATH=VALUE")
     key, raw = item.split("=", 1)
     value = set_value(raw)
     out: dict[str, Any] = {}
