@@ -255,3 +255,15 @@ async def test_an_empty_reply_is_retried_with_a_little_sampling_and_a_server_fau
     with pytest.raises(LLMError):
         await llm.chat("agent", [{"role": "user", "content": "a question"}], temperature=0.0, seed=3)
     assert all(r.temperature == 0.0 and r.seed == server.sent[0].seed for r in server.sent)  # unchanged
+
+
+async def test_tokens_of_a_reply_rejected_after_it_arrived_are_counted(endpoint: FakeEndpoint) -> None:
+    """An empty reply that says what it cost was paid for: its tokens are in the usage, under no call."""
+    endpoint.force_faults, endpoint.force_budget = {"*": "empty_content"}, 2
+    llm = client(endpoint)
+    await llm.chat("agent", HELLO)
+    usage = llm.ledger.roles["agent"]
+    assert usage.faults == {"empty_reply": 2} and usage.calls == 1
+    prompt = endpoint.completion({"messages": HELLO}, "")["usage"]["prompt_tokens"]
+    assert prompt > 0 and usage.prompt_tokens == 3 * prompt and usage.prompt_tokens_processed == 3 * prompt
+    await llm.aclose()

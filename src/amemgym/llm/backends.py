@@ -21,6 +21,9 @@ class TransientError(Exception):
         super().__init__(message or kind)
         self.kind = kind
         self.retry_after = retry_after
+        #: What the server says the rejected reply cost (prompt, completion, prompt tokens processed), when the
+        #: reply arrived and carried its usage: spent all the same, so it is counted.
+        self.spent: tuple[int, int, int] | None = None
 
 
 class PermanentError(Exception):

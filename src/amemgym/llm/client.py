@@ -505,15 +505,7 @@ class LLMClient:
         if res.model and not usage.answered:
             usage.answered = res.model
         processed = res.prompt_tokens_processed if res.prompt_tokens_processed is not None else res.prompt_tokens
-        cost = (res.prompt_tokens * ep.price_per_mtok_in + res.completion_tokens * ep.price_per_mtok_out) / 1e6
-        usage.calls += 1
-        usage.prompt_tokens += res.prompt_tokens
-        usage.completion_tokens += res.completion_tokens
-        usage.prompt_tokens_processed += processed
-        usage.seconds += res.seconds
-        usage.cost_usd += cost
-        if self.usage_journal is not None:
-            self.usage_journal.record(role, (1, res.prompt_tokens, res.completion_tokens, processed, res.seconds, cost))
+        self._spend(role, ep, 1, res.prompt_tokens, res.completion_tokens, processed, res.seconds)
         if res.finish_reason == "length":
             usage.truncated += 1
         if not res.tokens_reported:
@@ -530,6 +522,20 @@ class LLMClient:
                 record["tool_calls"] = [c.to_wire() for c in res.tool_calls]
             self.cache.put(key, role, model_name, record)
         return res
+
+    def _spend(self, role: str, ep: EndpointConfig, calls: int, prompt: int, completion: int, processed: int,
+               seconds: float) -> None:
+        """Count what a reply cost under ``role``, and journal it so a resumed run still counts it."""
+        usage = self.ledger.role(role)
+        cost = (prompt * ep.price_per_mtok_in + completion * ep.price_per_mtok_out) / 1e6
+        usage.calls += calls
+        usage.prompt_tokens += prompt
+        usage.completion_tokens += completion
+        usage.prompt_tokens_processed += processed
+        usage.seconds += seconds
+        usage.cost_usd += cost
+        if self.usage_journal is not None:
+            self.usage_journal.record(role, (calls, prompt, completion, processed, seconds, cost))
 
     async def _retried(self, role: str, backend_id: str, ep: EndpointConfig,
                        call: Callable[[], Awaitable[_T]], on_empty: Callable[[], _T] | None = None) -> _T:
@@ -551,6 +557,10 @@ class LLMClient:
                         return await call()
             except (TransientError, PermanentError) as exc:
                 usage.faults[exc.kind] += 1
+                spent = getattr(exc, "spent", None)
+                if spent is not None:
+                    # A reply rejected after it arrived (empty, malformed) was still paid for.
+                    self._spend(role, ep, 0, *spent, 0.0)
                 raise
 
         def count_retry(state: RetryCallState) -> None:

@@ -290,7 +290,10 @@ class OpenAIBackend:
         seconds = perf_counter() - start
         try:
             result = _chat_result(resp, model, seconds)
-        except (TransientError, PermanentError):
+        except TransientError as exc:
+            exc.spent = _spent(resp)
+            raise
+        except PermanentError:
             raise
         except Exception as exc:  # noqa: BLE001 - a body of the wrong shape is a malformed reply
             raise classify(exc) from exc
@@ -365,6 +368,22 @@ def _embedding_problem(rows: list[Any], vecs: np.ndarray, texts: list[str]) -> s
     if len({t for t in texts if t.strip()}) >= 3 and bool((vecs == vecs[0]).all()):
         return "gives the same vector for every text"
     return None
+
+
+def _spent(resp: Any) -> tuple[int, int, int] | None:
+    """The tokens a reply that was rejected (empty, malformed) says it cost, or None when it says nothing
+    usable about them."""
+    usage = resp.get("usage") if isinstance(resp, dict) else None
+    if not isinstance(usage, dict) or (usage.get("prompt_tokens") is None and usage.get("completion_tokens") is None):
+        return None
+    timings = resp.get("timings")
+    processed = timings.get("prompt_n") if isinstance(timings, dict) else None
+    try:
+        prompt = _token_count(usage.get("prompt_tokens"), "prompt_tokens")
+        completion = _token_count(usage.get("completion_tokens"), "completion_tokens")
+        return prompt, completion, _token_count(processed, "timings.prompt_n") if processed is not None else prompt
+    except TransientError:
+        return None
 
 
 def _chat_result(resp: Any, model: str, seconds: float) -> ChatResult:
