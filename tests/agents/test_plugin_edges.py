@@ -99,6 +99,14 @@ def test_a_snapshot_that_is_not_json_is_one_failure(value: dict[str, Any], where
     assert _check_type("p", "snapshot", {"a": [1, 2.5, None, True, "x"]}, dict) == {"a": [1, 2.5, None, True, "x"]}
 
 
+def test_a_runaway_reply_is_one_failure_not_a_full_disk() -> None:
+    from amemgym.agents.guard import MAX_TEXT_CHARS
+
+    with pytest.raises(AgentError, match=r"answer returned 1,000,001 characters; at most 1,000,000"):
+        _check_type("p", "answer", "x" * (MAX_TEXT_CHARS + 1), str)
+    assert _check_type("p", "answer", "x" * MAX_TEXT_CHARS, str) == "x" * MAX_TEXT_CHARS
+
+
 def test_an_async_restore_is_refused_not_skipped() -> None:
     async def restore(snapshot: Any) -> None:
         pass

@@ -261,6 +261,11 @@ def _check_type(agent: str, method: str, value: Any, expect: type | tuple[type, 
     if expect is not None and not isinstance(value, expect):
         names = " or ".join(t.__name__ for t in (expect if isinstance(expect, tuple) else (expect,)))
         raise AgentError(f"agent {agent!r}: {method} returned {type(value).__name__}, expected {names}")
+    if isinstance(value, str) and len(value) > MAX_TEXT_CHARS:
+        # Every reply is written to the run's records, and some are sent back to the model: a runaway one
+        # would fill the disk (50 MB answers made a 1.7 GB run) before anything noticed.
+        raise AgentError(f"agent {agent!r}: {method} returned {len(value):,} characters; at most "
+                         f"{MAX_TEXT_CHARS:,} are accepted")
     if expect is dict:
         problem = _not_json(value, method)
         if problem is not None:
@@ -268,6 +273,9 @@ def _check_type(agent: str, method: str, value: Any, expect: type | tuple[type, 
                              "keys, lists, strings, numbers, booleans, None)")
     return clean_value(value)
 
+
+#: Longest text a plug-in may return from one call (a reply, an answer, its memory view).
+MAX_TEXT_CHARS = 1_000_000
 
 #: Deepest nesting a stored plug-in value may have (JSON readers refuse deeper ones).
 _MAX_DEPTH = 200
