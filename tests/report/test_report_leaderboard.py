@@ -51,3 +51,9 @@ def test_markdown_and_csv_outputs() -> None:
 def test_unique_labels_disambiguate_same_names() -> None:
     labels = unique_labels([Path("/r/one/run"), Path("/r/two/run"), Path("/r/solo")])
     assert labels == ["one/run", "two/run", "r/solo"]
+
+
+def test_the_same_run_given_twice_is_labelled_by_its_path_and_number() -> None:
+    assert unique_labels([Path("/tmp/p/run"), Path("/tmp/p/run")]) == ["/tmp/p/run #1", "/tmp/p/run #2"]
+    deep = [Path("/a/x/y/z/w/v/run"), Path("/b/x/y/z/w/v/run")]
+    assert unique_labels(deep) == ["a/x/y/z/w/v/run", "b/x/y/z/w/v/run"]

@@ -160,11 +160,12 @@ def run_unfinished(rd: UnitRunDir) -> tuple[set[str], str | None]:
 def unique_labels(roots: list[Path]) -> list[str]:
     """Directory names, prefixed with parents where two runs share a name."""
     labels = [r.name for r in roots]
+    paths = [r.resolve() for r in roots]
     depth = 1
-    while len(set(labels)) < len(labels) and depth < 6:
+    while len(set(labels)) < len(labels) and depth < max(len(p.parts) for p in paths):
         depth += 1
-        labels = ["/".join(r.resolve().parts[-depth:]) for r in roots]
-    if len(set(labels)) < len(labels):
+        labels = [str(Path(*p.parts[-depth:])) for p in paths]
+    if len(set(labels)) < len(labels):  # the same folder given twice
         labels = [f"{lab} #{i + 1}" for i, lab in enumerate(labels)]
     return labels
 
