@@ -42,6 +42,15 @@ def test_names_are_normalised() -> None:
     assert ok(q("name", "Blue Labs"), "  the BLUE labs. ")
 
 
+def test_names_in_any_script_are_read() -> None:
+    """Found by probing: normalising kept ASCII only, so a kanji name became "" and its exact gold scored wrong."""
+    names = ["屿巫 伣社", "Ёлка Групп", "Café Nord"]
+    assert check(q("name", "屿巫 伣社"), "屿巫 伣社", names).correct
+    assert check(q("name", "Ёлка Групп"), "It is ёлка групп.", names).correct
+    assert check(q("name", "Café Nord"), "cafe nord", names).correct
+    assert not check(q("name", "屿巫 伣社"), "Ёлка Групп", names).correct
+
+
 def test_listing_several_names_is_wrong() -> None:
     assert not ok(q("name", "Blue Labs"), "Apex Works, Blue Labs, Cinder Group")
     assert not ok(q("name", "Blue Labs"), "Blue Labs or Cinder Group")

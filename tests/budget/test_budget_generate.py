@@ -40,6 +40,35 @@ def test_a_domain_with_too_few_names_is_refused() -> None:
         parse_domain(raw, "domains/films.yaml", pools())
 
 
+def _films() -> dict:
+    from importlib import resources
+
+    import yaml
+
+    return yaml.safe_load(resources.files("amemgym.packs").joinpath("budget/films.yaml").read_text())
+
+
+def test_names_the_checker_cannot_tell_apart_are_refused() -> None:
+    """Found by probing: "Iron Brands" and "IRON Brands" in one pack credited a reply naming the wrong entity,
+    and a name part or unit holding a number ("Dynamics 7", "per 1000 people") scored faithful replies wrong."""
+    raw = _films()
+    first = raw["name_parts"]["first"]
+    raw["name_parts"]["first"] = [*first, first[0].upper()]
+    with pytest.raises(DataError, match=r"read the same to the checker"):
+        parse_domain(raw, "domains/films.yaml", pools())
+    raw = _films()
+    raw["name_parts"]["second"] = [f"{raw['name_parts']['second'][0]} 7", *raw["name_parts"]["second"][1:]]
+    with pytest.raises(DataError, match=r"holds a number"):
+        parse_domain(raw, "domains/films.yaml", pools())
+    raw = _films()
+    numeric = next(a for a in raw["attributes"] if a["type"] in ("int", "float"))
+    numeric["suffix"] = " per 1000 people"
+    with pytest.raises(DataError, match=r"suffix ' per 1000 people' holds a number"):
+        parse_domain(raw, "domains/films.yaml", pools())
+    numeric["suffix"] = " km2"  # a digit inside a word is not a number
+    parse_domain(raw, "domains/films.yaml", pools())
+
+
 def test_same_seed_gives_identical_bytes() -> None:
     assert episode_bytes(build_episode("hard", "films", 4)) == episode_bytes(build_episode("hard", "films", 4))
 

@@ -14,17 +14,16 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-import unicodedata
 from dataclasses import dataclass
 
 from .model import Question
+from .reading import NUMBER, normalise, numbers
 from .world import MONTHS
 
 FLOAT_TOLERANCE = 0.02
 REFUSAL_PHRASES = ("don't know", "do not know", "not in my memory", "no record", "cannot answer", "can't answer",
                    "unknown", "never appeared", "no information", "not stored", "not sure", "no such",
                    "never mentioned", "not found", "i refuse", "unable to answer", "cannot find", "can't find")
-_NUMBER = re.compile(r"(?<![\w.])([-\u2212]?)\$?(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?")
 _ISO = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
 _LONG = re.compile(r"\b(" + "|".join(MONTHS) + r")\s+(\d{1,2}),?\s+(\d{4})\b", re.I)
 _DMY = re.compile(r"\b(\d{1,2})\s+(" + "|".join(MONTHS) + r"),?\s+(\d{4})\b", re.I)
@@ -48,22 +47,6 @@ class Verdict:
     abstained: bool = False
     #: The reply named several candidate answers (never right, and never sent to a judge).
     listed: bool = False
-
-
-def normalise(text: str) -> str:
-    """Lower case, accents and punctuation removed, single spaces, no leading article."""
-    text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
-    text = re.sub(r"[^a-z0-9]+", " ", text.lower()).strip()
-    return re.sub(r"^the ", "", text)
-
-
-def numbers(text: str) -> list[float]:
-    """Every number in ``text`` (thousands separators, currency signs and minus signs handled)."""
-    out = []
-    for sign, whole, frac in _NUMBER.findall(text):
-        x = float(whole.replace(",", "") + (frac or ""))
-        out.append(-x if sign else x)
-    return out
 
 
 def dates(text: str) -> set[str]:
@@ -96,7 +79,7 @@ def committed_number(reply: str) -> float | None:
         return None
     labelled: list[float] = []
     others: list[float] = []
-    for m in _NUMBER.finditer(reply):
+    for m in NUMBER.finditer(reply):
         sign, whole, frac = m.groups()
         x = float(whole.replace(",", "") + (frac or ""))
         x = -x if sign else x

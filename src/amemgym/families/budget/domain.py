@@ -34,6 +34,7 @@ from ...packs.loader import (
     shared_yaml,
 )
 from .model import DomainPack, Episode
+from .reading import normalise, numbers
 
 AttrType = Literal["int", "float", "text", "enum", "date", "series"]
 NUMERIC: tuple[str, ...] = ("int", "float")
@@ -77,6 +78,11 @@ class Attribute(BaseModel):
             raise ValueError(f"{self.key}: an enum attribute needs at least 3 values")
         if self.type == "date" and (self.min_year is None or self.max_year is None or self.min_year >= self.max_year):
             raise ValueError(f"{self.key}: a date attribute needs min_year < max_year")
+        for side, text in (("prefix", self.prefix), ("suffix", self.suffix)):
+            if numbers(text):
+                # A value is written with it ("3.3 per 1000 people"): a reply that copies it names two numbers.
+                raise ValueError(f"{self.key}: its {side} {text!r} holds a number, which the checker would read "
+                                 "beside the value")
         return self
 
     @property
@@ -117,6 +123,26 @@ class NameParts(BaseModel):
         if len(set(self.first)) * len(set(self.second)) < MIN_NAMES:
             raise ValueError(f"{len(set(self.first))} first x {len(set(self.second))} second parts make fewer than "
                              f"{MIN_NAMES} names")
+        return self
+
+    @model_validator(mode="after")
+    def _names_read_apart(self) -> NameParts:
+        # The checker compares names after normalise(): two names that read the same there ("Iron Brands",
+        # "IRON Brands") would credit a reply naming the wrong entity, and a number in a name would be read
+        # as the reply's answer.
+        for part in (*self.first, *self.second):
+            if not normalise(part):
+                raise ValueError(f"name part {part!r} has no letter the checker can read")
+            if numbers(part):
+                raise ValueError(f"name part {part!r} holds a number, which the checker would read as an answer")
+        seen: dict[str, str] = {}
+        for a in dict.fromkeys(self.first):
+            for b in dict.fromkeys(self.second):
+                name = f"{a} {b}"
+                other = seen.setdefault(normalise(name), name)
+                if other != name:
+                    raise ValueError(f"names {other!r} and {name!r} read the same to the checker (case, accents "
+                                     "and punctuation set aside)")
         return self
 
 
