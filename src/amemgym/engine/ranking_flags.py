@@ -30,6 +30,14 @@ def model_change_flag(changes: Iterable[Mapping[str, Any]] | None) -> str | None
 FLAG_PREFIX = "model changed during the run"
 
 
+def endpoint_flag(problems: Iterable[Mapping[str, Any]] | None) -> str | None:
+    """``"endpoint problem (agent: 40 of 60 attempts unusable)"`` for a run whose endpoint mostly failed to answer
+    (``metrics.json``'s ``endpoint_problems``): its scores measure the server, not the model."""
+    parts = [f"{p.get('role')}: {p.get('unusable')} of {p.get('attempts')} attempts unusable"
+             for p in problems or () if isinstance(p, Mapping)]
+    return f"endpoint problem ({'; '.join(parts)})" if parts else None
+
+
 def shown(flag: str) -> str:
     """A run's flag as tables show it: degeneracy flags marked ``DEGENERATE:``, the flags of this module as they are."""
     return flag if flag.startswith(FLAG_PREFIX) else f"DEGENERATE: {flag}"

@@ -342,7 +342,9 @@ async def play_units(family: UnitFamily, units: list[Unit], plan: AgentPlan, llm
     usage = book.cumulative()
     usage.pop("format_version", None)
     metrics.update({"agent": plan.agent, "usage": usage,
-                    "endpoint_problems": endpoint_problems(usage.get("last_invocation") or {}),
+                    # Over every invocation: a re-run that replays a broken endpoint's replies from the
+                    # cache scores them again, so the problem stays said.
+                    "endpoint_problems": endpoint_problems(usage.get("cumulative") or {}),
                     "wall_seconds_last_invocation": round(time.perf_counter() - t0, 3), "failures": written})
     rd.write_metrics(metrics, getattr(family, "metrics_record", UnitMetrics))
     return RunOutcome(metrics, written, rows, found, llm.ledger, time.perf_counter() - t0)

@@ -57,8 +57,9 @@ def read_api_key(endpoint: EndpointConfig) -> str | None:
     return key
 
 
-#: Retry kinds that say the model's output was empty, not that the server or the network failed.
-_EMPTY_OUTPUT = frozenset({"empty_reply", "empty_choices"})
+#: Retry kinds that say the model's output was empty, not that the server or the network failed (a reply with
+#: no choices at all, or an error body, is the server's failure: retried unchanged, never kept as silence).
+_EMPTY_OUTPUT = frozenset({"empty_reply"})
 
 
 def _resampling(backend: ChatBackend, req: ChatRequest) -> Callable[[], Awaitable[ChatResult]]:
@@ -123,9 +124,10 @@ def _flight_key(req: ChatRequest, backend_id: str, model: str, plain: bool = Tru
 def _usable(text: Any, accept: Callable[[str], bool] | None, tool_calls: Any = ()) -> bool:
     """Whether a reply may be returned from, or stored in, the cache.
 
-    A reply that calls tools is usable with empty text; ``accept`` judges text only.
+    A reply that calls tools is usable with empty text when nothing judges it; ``accept`` judges the text, calls
+    or not (a structured call's reply must parse whatever else it carries).
     """
-    if tool_calls:
+    if tool_calls and accept is None:
         return True
     if not isinstance(text, str) or not text.strip():
         return False

@@ -13,7 +13,7 @@ from typing import Any
 from .usage import UsageLedger
 
 #: Attempt faults that mean "the server answered, but not with a usable reply".
-UNUSABLE_FAULTS = ("empty_reply", "empty_choices", "malformed_body", "reply_too_large")
+UNUSABLE_FAULTS = ("empty_reply", "empty_choices", "error_body", "finish_error", "malformed_body", "reply_too_large")
 #: Fewer attempts than this say too little to judge an endpoint.
 MIN_ATTEMPTS = 3
 

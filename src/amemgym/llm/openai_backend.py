@@ -289,7 +289,7 @@ class OpenAIBackend:
         resp = await self._request("POST", "/chat/completions", req.body(model))
         seconds = perf_counter() - start
         try:
-            result = _chat_result(resp, model, seconds)
+            result = _chat_result(resp, model, seconds, tools_offered=req.tools is not None)
         except TransientError as exc:
             exc.spent = _spent(resp)
             raise
@@ -386,7 +386,14 @@ def _spent(resp: Any) -> tuple[int, int, int] | None:
         return None
 
 
-def _chat_result(resp: Any, model: str, seconds: float) -> ChatResult:
+#: Finish reasons that say the server failed the generation, whatever text came with it (vLLM, SGLang).
+_FAILED_FINISH = frozenset({"error", "abort"})
+
+
+def _chat_result(resp: Any, model: str, seconds: float, *, tools_offered: bool = True) -> ChatResult:
+    if isinstance(resp, dict) and resp.get("error") is not None and not resp.get("choices"):
+        # A proxy's failure sent with status 200 (OpenRouter's style): the server failed, the model did not speak.
+        raise TransientError("error_body", "the server answered 200 with an error instead of a completion")
     choices = resp.get("choices") if isinstance(resp, dict) else None
     if not choices:
         raise TransientError("empty_choices", "the server returned no choices")
@@ -398,13 +405,19 @@ def _chat_result(resp: Any, model: str, seconds: float) -> ChatResult:
     answered = resp.get("model")
     if answered is not None and not isinstance(answered, str):
         raise TransientError("malformed_body", "the reply's model is not a name")
+    if choice.get("finish_reason") in _FAILED_FINISH:
+        raise TransientError("finish_error", f"the server ended the generation with {choice['finish_reason']!r}")
     message = choice.get("message") or {}
     text = message.get("content")
     calls = _tool_calls(message.get("tool_calls"))
+    if calls and not tools_offered:
+        # Calls to tools nobody offered answer some other request; taken as the reply they would score as
+        # silence, and be cached as such.
+        raise TransientError("malformed_body", "the reply calls tools the request did not offer")
     if text is None and calls:
         text = ""  # a reply that only calls tools has no content, and needs none
     if text is None:
-        raise TransientError("empty_choices", "the server returned a choice without content")
+        raise TransientError("empty_reply", "the server returned a choice without content")
     if not isinstance(text, str):
         raise TransientError("malformed_body", "message content is not text")
     if not text.strip() and not calls:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..engine.ranking_flags import model_change_flag, with_flag
+from ..engine.ranking_flags import endpoint_flag, model_change_flag, with_flag
 from ..engine.read import refuse_missing_trials, unique_labels
 from ..engine.trials import is_trials_dir, trial_run_dirs
 from ..errors import RunError
@@ -87,6 +87,7 @@ def load_run(root: Path, label: str | None = None) -> RunRecord:
     manifest = as_dict(read_record(rd.manifest, Manifest))
     # A run resumed on another model carries the flag in every reader (board, compare, report), never ranked.
     metrics = with_flag(as_dict(read_record(rd.metrics, Metrics)), model_change_flag(manifest.get("model_changes")))
+    metrics = with_flag(metrics, endpoint_flag(metrics.get("endpoint_problems")))
     scored = len(metrics.get("per_period") or [])
     if scored and manifest["periods"] != scored:
         raise RunError(f"{rd.manifest}: periods is {manifest['periods']} but metrics.json scores {scored} periods; "
@@ -109,6 +110,7 @@ def _load_trials(root: Path, label: str | None) -> RunRecord:
     metrics = pooled_metrics(env, [t.root for t in trials])
     metrics["agent"] = first.agent
     metrics = with_flag(metrics, model_change_flag([c for t in trials for c in t.manifest.get("model_changes") or []]))
+    metrics = with_flag(metrics, endpoint_flag([p for t in trials for p in t.metrics.get("endpoint_problems") or []]))
     return RunRecord(root=root, label=label or root.name, manifest=first.manifest, metrics=metrics,
                      trials=tuple(t.root for t in trials))
 
