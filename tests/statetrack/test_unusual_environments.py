@@ -100,3 +100,53 @@ def test_an_update_that_keeps_its_value_is_no_change(tmp_path: Path) -> None:
     assert changed_at(user, period, var) < period  # the latest real change, not the no-op
     code, text = _cli("validate", "--env", str(UNUSUAL / "noop_update.json"), "--no-judge")
     assert f"{var} -> {var}" not in text and f"{user.periods[period].updates[var].old} ->" not in text, text
+
+
+def _planted(tmp_path: Path, name: str, edit: object) -> Path:
+    data = json.loads(tiny_environment_path().read_text(encoding="utf-8"))
+    edit(data)  # type: ignore[operator]
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def _users(data: dict) -> list[dict]:
+    return data if isinstance(data, list) else data["users"]  # type: ignore[return-value]
+
+
+def test_files_the_scoring_could_not_read_right_are_refused(tmp_path: Path) -> None:
+    """Found by probing: schema values "low" and "low " (the probe trims a reply, so the exact value read as the
+    other), a variable named twice in required_info (one probe item, where the rates count two), and a session
+    dated before the one it follows (the agent is told the time goes backwards)."""
+
+    def spaced(data: dict) -> None:
+        user = _users(data)[0]
+        var = next(iter(user["state_schema"]))
+        user["state_schema"][var].append(user["state_schema"][var][0] + " ")
+
+    def twice(data: dict) -> None:
+        qa = _users(data)[0]["qas"][0]
+        qa["required_info"] = [*qa["required_info"], qa["required_info"][0]]
+
+    def backwards(data: dict) -> None:
+        sessions = [s for p in _users(data)[0]["periods"] for s in p["sessions"]]
+        sessions[-1]["session_time"] = "1999-01-01 00:00"
+
+    for name, edit, said in (("spaced", spaced, "differ only in leading or trailing spaces"),
+                             ("twice", twice, "names a variable more than once"),
+                             ("backwards", backwards, "1999-01-01 00:00 is before")):
+        env = _planted(tmp_path, name, edit)
+        for args in (["validate", "--env", str(env), "--no-judge"],
+                     ["run", "--env", str(env), "--out", str(tmp_path / f"r-{name}"), "--dry-run"]):
+            code, out = _cli(*args)
+            assert code == 2 and said in out and "Traceback" not in out, (name, out)
+
+
+def test_the_probe_takes_a_value_spelled_exactly_before_trimming_it() -> None:
+    from amemgym.families.statetrack.data.model import QA
+
+    user = load_environment(UNUSUAL / "case_values.json").users[0]
+    qa = QA.model_validate({**user.qas[0].model_dump(), "required_info": ["a"]})
+    spaced = user.model_copy(update={"state_schema": {**user.state_schema, "a": [" padded", "plain"]}})
+    assert parse_probe(json.dumps({"a": " padded"}), spaced, qa) == {"a": " padded"}
+    assert parse_probe(json.dumps({"a": "plain  "}), spaced, qa) == {"a": "plain"}

@@ -60,8 +60,8 @@ def parse_probe(reply: str, user: UserEnv, qa: QA) -> dict[str, str | None]:
             out[var] = None
             continue
         values = user.state_schema[var]
-        exact = str(got).strip()
-        if exact in values:
+        exact = next((v for v in (str(got), str(got).strip()) if v in values), None)
+        if exact is not None:
             out[var] = exact
             continue
         loose = [v for v in values if _norm(v) == _norm(got)]

@@ -19,6 +19,17 @@ def _check_time(problems: list[str], path: str, value: str | None, *, allow_null
         problems.append(f"{path}: {exc}")
 
 
+def _time_or_none(value: str | None) -> str | None:
+    """``value`` normalised for ordering (``parse_time``'s ISO form), or None when it is missing or malformed
+    (already reported by :func:`_check_time`)."""
+    if value is None:
+        return None
+    try:
+        return parse_time(value).isoformat()
+    except ValueError:
+        return None
+
+
 def check_user(user: UserEnv, i: int) -> list[str]:
     """All consistency problems of one user item at list index ``i``."""
     problems: list[str] = []
@@ -30,9 +41,13 @@ def check_user(user: UserEnv, i: int) -> list[str]:
             problems.append(f"{at}.state_schema.{var}: needs at least 2 values, got {len(values)}")
         if len(set(values)) != len(values):
             problems.append(f"{at}.state_schema.{var}: duplicate values")
+        elif len({v.strip() for v in values}) != len(values):
+            # A reply is read with its spaces trimmed: "low" and "low " could never be told apart.
+            problems.append(f"{at}.state_schema.{var}: values that differ only in leading or trailing spaces")
     if not user.periods:
         problems.append(f"{at}.periods: no periods")
     previous: dict[str, str] | None = None
+    last_time: tuple[str, str] | None = None  # (path, time) of the latest session so far
     for p, period in enumerate(user.periods):
         pp = f"{at}.periods[{p}]"
         _check_time(problems, f"{pp}.period_start", period.period_start, allow_null=p == 0)
@@ -66,6 +81,13 @@ def check_user(user: UserEnv, i: int) -> list[str]:
         for s, session in enumerate(period.sessions):
             sp = f"{pp}.sessions[{s}]"
             _check_time(problems, f"{sp}.session_time", session.session_time)
+            when = _time_or_none(session.session_time)
+            if when is not None:
+                # The conversation is one timeline: each opening tells the agent the current time, and "current
+                # state" means the latest one; a session dated before the one it follows breaks both.
+                if last_time is not None and when < last_time[1]:
+                    problems.append(f"{sp}.session_time: {session.session_time} is before {last_time[0]}")
+                last_time = (f"{sp}.session_time ({session.session_time})", when)
             for var, value in session.exposed_states.items():
                 if var not in schema:
                     problems.append(f"{sp}.exposed_states.{var}: variable is not in state_schema")
@@ -77,6 +99,10 @@ def check_user(user: UserEnv, i: int) -> list[str]:
         unknown = [v for v in qa.required_info if v not in schema]
         if unknown:
             problems.append(f"{qp}.required_info: {unknown} not in state_schema")
+            continue
+        if len(set(qa.required_info)) != len(qa.required_info):
+            # Probes are scored per (question, variable) item: a repeated variable would be one item, not two.
+            problems.append(f"{qp}.required_info: names a variable more than once")
             continue
         n = len(qa.required_info)
         for c, choice in enumerate(qa.answer_choices):
