@@ -51,9 +51,21 @@ def query_secret(name: str) -> bool:
 
 
 def public_url(url: str) -> str:
-    """``url`` without credentials, query string or fragment, safe to log, record and key the cache with."""
+    """``url`` without credentials, path parameters (``;key=...``), query string or fragment, safe to log,
+    record and key the cache with."""
     parts = urlsplit(url)
-    return urlunsplit((parts.scheme, host_port(url), parts.path.rstrip("/"), "", ""))
+    path = "/".join(segment.split(";", 1)[0] for segment in parts.path.split("/"))
+    return urlunsplit((parts.scheme, host_port(url), path.rstrip("/"), "", ""))
+
+
+def path_params(url: str) -> list[tuple[str, str]]:
+    """The ``name=value`` parameters of ``url``'s path segments (``/v1;key=abc``), as a server reads them."""
+    found = []
+    for segment in urlsplit(url).path.split("/"):
+        for param in segment.split(";")[1:]:
+            name, _, value = param.partition("=")
+            found.append((name, value))
+    return found
 
 
 def check_base_url(url: str, source: str = "base_url") -> None:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from amemgym.config import EndpointConfig, LLMConfig
@@ -367,6 +368,8 @@ def embeddings(*rows: tuple[int | None, list[float]]) -> bytes:
     embeddings((0, [1.0]), (1, [1.0])),  # one dimension: every text points the same way
     embeddings((0, [1.0, 0.0]), (1, [0.0, 0.0])),  # all zeros: no direction to compare
     reply(b'{"data": [{"index": 0, "embedding": [1e999, 0]}, {"index": 1, "embedding": [0, 1]}]}'),  # infinite
+    reply(b'{"data": [{"index": 0, "embedding": ["0.5", "1"]}, {"index": 1, "embedding": [0, 1]}]}'),  # strings
+    reply(b'{"data": [{"index": 0, "embedding": [true, false]}, {"index": 1, "embedding": [0, 1]}]}'),  # booleans
 ])
 async def test_embeddings_that_do_not_match_their_inputs_are_malformed(serve, clean_env, raw: bytes) -> None:
     srv = serve([raw])
@@ -385,6 +388,14 @@ async def test_one_vector_for_three_different_texts_is_malformed(serve, clean_en
         await be.embed(["first", "second", "third"])
     assert err.value.kind == "malformed_body"
     assert (await be.embed(["same text", "same text", ""])).shape == (3, 2)  # the same text may well agree
+    await be.aclose()
+
+
+async def test_embeddings_of_extreme_magnitude_keep_their_direction(serve, clean_env) -> None:
+    srv = serve([embeddings((0, [3e-40, 4e-40]), (1, [0.0, 1e30]))])
+    be = backend(srv.url)
+    vecs = await be.embed(["tiny", "huge"])
+    assert np.allclose(vecs, [[0.6, 0.8], [0.0, 1.0]])
     await be.aclose()
 
 

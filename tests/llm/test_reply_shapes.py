@@ -100,3 +100,24 @@ def test_an_endpoint_problem_stays_said_after_a_resume_and_keeps_the_run_off_the
     assert json.loads((out / "metrics.json").read_text())["endpoint_problems"]
     board = CliRunner().invoke(app, ["leaderboard", str(out)], env={"COLUMNS": "300"})
     assert "endpoint problem" in board.output, board.output
+
+
+def test_a_key_in_a_path_parameter_is_neither_shown_nor_kept() -> None:
+    from amemgym.llm.openai_backend import OpenAIBackend
+    from amemgym.redact import redact
+    from amemgym.urls import public_url
+
+    url = "http://127.0.0.1:9/v1;key=pathparam0SECRET123"
+    assert public_url(url) == "http://127.0.0.1:9/v1"
+    OpenAIBackend(url, "m", None)
+    assert "pathparam0SECRET123" not in redact(f"GET {url} failed")
+
+
+def test_a_huge_error_message_is_kept_to_one_readable_line() -> None:
+    import json
+
+    from amemgym.llm.openai_backend import MAX_ERROR_CHARS, status_error
+
+    body = json.dumps({"error": {"message": "x" * 200_000}}).encode()
+    err = status_error(422, body, {})
+    assert len(str(err)) < MAX_ERROR_CHARS + 100 and "200,000 characters" in str(err)

@@ -22,7 +22,7 @@ import numpy as np
 import orjson
 
 from ..textclean import clean_text, clean_value
-from ..urls import REDIRECT_ADVICE, public_url, query_secret
+from ..urls import REDIRECT_ADVICE, path_params, public_url, query_secret
 from .backends import PermanentError, TransientError
 from .http import ReplyTooLarge, Response, SetupError, Transport
 from .redact import redact, register_secret
@@ -59,6 +59,10 @@ def _looks_like_json(body: bytes) -> bool:
     return body.lstrip()[:1] in (b"{", b"[")
 
 
+#: Longest server error message kept in an error (and so in failures.json).
+MAX_ERROR_CHARS = 1000
+
+
 def status_error(status: int, body: bytes, headers: Any) -> TransientError | PermanentError:
     """Map a non-2xx response onto our retry decision (5xx and 408/409/425/429 are worth retrying)."""
     if status >= 500 or status in _RETRYABLE_STATUS:
@@ -77,6 +81,9 @@ def status_error(status: int, body: bytes, headers: Any) -> TransientError | Per
         message = str(err.get("message", err)) if isinstance(err, dict) else str(err or message)
     except (ValueError, AttributeError, RecursionError):
         pass
+    if len(message) > MAX_ERROR_CHARS:
+        # One line for a person to read, kept in failures.json per failed unit: not a copy of whatever came back.
+        message = message[:MAX_ERROR_CHARS] + f"... ({len(message):,} characters)"
     return PermanentError(f"http_{status}", redact(f"HTTP {status}: {clean_text(message)}"))
 
 
@@ -176,7 +183,7 @@ class OpenAIBackend:
         parts = urlsplit(base_url)
         self._root = urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), "", ""))
         self._query = parts.query
-        for name, value in parse_qsl(parts.query):
+        for name, value in [*parse_qsl(parts.query), *path_params(base_url)]:
             if query_secret(name):
                 register_secret(value)  # sent on every request, so a server's echo of the URL must not keep it
         self._model = model
@@ -328,7 +335,14 @@ class OpenAIBackend:
         resp = await self._request("POST", "/embeddings", {"model": model, "input": texts})
         try:
             rows = sorted(resp["data"], key=lambda d: d.get("index", 0))
-            vecs = np.asarray([d["embedding"] for d in rows], dtype=np.float32)
+            if not all(isinstance(d["embedding"], list) and all(type(x) is float or type(x) is int
+                                                                 for x in d["embedding"]) for d in rows):
+                # numpy would turn "0.5" or true into a number without a word.
+                raise TransientError("malformed_body", "embeddings reply holds a value that is not a number")
+            # float64 until normalised: values near 1e-40 or 1e30 lose their norm in float32.
+            vecs = np.asarray([d["embedding"] for d in rows], dtype=np.float64)
+        except TransientError:
+            raise
         except Exception as exc:  # noqa: BLE001
             raise classify(exc) from exc
         problem = _embedding_problem(rows, vecs, texts)
@@ -337,7 +351,7 @@ class OpenAIBackend:
             # silently; a malformed reply is retried like any other.
             raise TransientError("malformed_body", f"embeddings reply {problem}")
         norms = np.linalg.norm(vecs, axis=1, keepdims=True)
-        return vecs / np.maximum(norms, 1e-12)
+        return (vecs / np.maximum(norms, 1e-300)).astype(np.float32)
 
     async def aclose(self) -> None:
         """Close the HTTP clients and their connections."""
