@@ -144,3 +144,23 @@ def test_trials_json_names_each_trials_flags(trials_run: tuple[Path, Path], tmp_
     rows = write_trial_summary(copy, trial_run_dirs(copy))["trials"]
     assert [t["flags"] for t in rows] == [before[0], ["simulator degenerate"], before[2]]
     assert json.loads((copy / "trials.json").read_text())["trials"][1]["flags"] == ["simulator degenerate"]
+
+
+def test_a_trials_output_is_only_ever_resumed_whole(trials_run: tuple[Path, Path], tmp_path: Path) -> None:
+    """Found by probing: --trials 2 on a three-trial output wrote a summary of two while every reader pooled three,
+    and a plain run into trial_3 ran under trial 1's seed, replaying it from the cache as a "third" sample."""
+    import shutil
+
+    three, _ = trials_run
+    copy = tmp_path / "three"
+    shutil.copytree(three, copy)
+    manifest = json.loads((copy / "trial_1" / "manifest.json").read_text())
+    env = manifest["environment_file"]
+    for args, said in ((["--out", str(copy), "--trials", "2"], "re-run it with --trials 3"),
+                       (["--out", str(copy / "trial_3")], "is a trial folder of the --trials output")):
+        res = CliRunner().invoke(app, ["run", "--env", env, "--config", "tiny", *args])
+        assert res.exit_code == 2 and said in res.output, res.output
+    shutil.rmtree(copy / "trial_3")
+    shutil.copytree(copy / "trial_1", copy / "trial_3")  # seed 0 twice
+    board = CliRunner().invoke(app, ["leaderboard", str(copy)])
+    assert board.exit_code == 2 and "ran with the same seed 0" in board.output, board.output

@@ -72,6 +72,17 @@ def refuse_mixed_layout(out_dir: Path, trials: int) -> None:
     if trials == 1 and existing:
         raise ConfigError(f"{out_dir} holds a --trials output ({len(existing)} trials); re-run it with --trials "
                           f"{len(existing)} (or more) to resume it, or use a new --out directory")
+    highest = max((int(d.name.removeprefix("trial_")) for d in existing), default=0)
+    if 1 < trials < highest:
+        # Readers pool every trial folder they find; a summary of fewer would contradict them.
+        raise ConfigError(f"{out_dir} holds trials up to trial_{highest}; re-run it with --trials {highest} (or "
+                          f"more), not {trials}, or use a new --out directory")
+    parent, name = Path(out_dir).parent, Path(out_dir).name
+    if (name.startswith("trial_") and name.removeprefix("trial_").isdigit() and not (parent / MANIFEST).exists()
+            and any(d != Path(out_dir) for d in trial_run_dirs(parent))):
+        # Its seed would be this command's, not trial k's: readers would pool a repeat of another trial.
+        raise ConfigError(f"{out_dir} is a trial folder of the --trials output {parent}; resume that with "
+                          "--trials on the parent folder")
 
 
 def run_trials(out_dir: Path, trials: int, base_seed: int, play: Callable[[int, int, Path], int], *,

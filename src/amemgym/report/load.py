@@ -104,6 +104,13 @@ def _load_trials(root: Path, label: str | None) -> RunRecord:
         if t.environment_sha256 != first.environment_sha256 or t.agent != first.agent:
             raise RunError(f"{root}: {t.root.name} was run on another environment or agent than "
                            f"{first.root.name}; cannot pool the trials")
+    seen: dict[Any, str] = {}
+    for t in trials:
+        seed = (t.manifest.get("config") or {}).get("run", {}).get("seed")
+        if seed is not None and seen.setdefault(seed, t.root.name) != t.root.name:
+            # A trial run again by hand under another trial's seed replays that trial from the cache.
+            raise RunError(f"{root}: {seen[seed]} and {t.root.name} ran with the same seed {seed}, so they are one "
+                           "sample, not two; cannot pool the trials")
     env, why = load_run_environment(first)
     if env is None:
         raise RunError(f"{root}: cannot pool the trials: {why}")
