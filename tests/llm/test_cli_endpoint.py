@@ -41,6 +41,19 @@ def test_check_llm_fails_for_a_model_the_server_does_not_list(monkeypatch: pytes
         assert ep.calls == 0  # refused before any model call
 
 
+def test_check_llm_says_when_a_server_takes_the_request_and_stays_silent(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found by probing: against a server that never answered, check-llm printed nothing for 15 minutes."""
+    import amemgym.commands.info as info
+
+    monkeypatch.setattr(info, "STALL_SECONDS", 0.3)
+    with FakeEndpoint(timeout_sleep=1.5, force_faults={"*": "timeout"}) as ep:
+        monkeypatch.setenv("OPENAI_BASE_URL", ep.base_url)
+        result = CliRunner().invoke(app, ["check-llm", "--set", "llm.default.read_timeout_s=1",
+                                          "--set", "llm.default.max_retries=0"])
+    assert result.exit_code != 0
+    assert "still waiting: 1 call waiting > 0.3 s" in result.output, result.output
+
+
 def test_info_names_the_endpoint_without_secrets(endpoint: FakeEndpoint, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-SECRET-987")
     result = CliRunner().invoke(app, ["info"])

@@ -10,8 +10,9 @@ import typer
 from rich.table import Table
 
 from .. import __version__
-from ..cli_common import ConfigOpt, SetOpt, handled, out
+from ..cli_common import ConfigOpt, SetOpt, err, handled, out
 from ..config import load_config
+from ..engine.progress import STALL_SECONDS, stall_text
 from ..llm.client import LLMClient, default_cache_dir
 from ..llm.embedded_model import model_status
 from ..llm.embedder import embedder_status
@@ -40,8 +41,19 @@ def check_llm(config: ConfigOpt = None, set_: SetOpt = None) -> None:
     cfg = load_config(config, set_)
     preflight(cfg.llm, ["generator", "simulator", "agent", "memory", "judge", "embedder"])
 
+    async def waiting(llm: LLMClient) -> None:
+        # As a run does: a server that takes the request and never answers is said every 30 s, not sat out in
+        # silence until the read limit (300 s by default, per attempt).
+        while True:
+            await asyncio.sleep(STALL_SECONDS)
+            stall = stall_text(llm.ledger, STALL_SECONDS)
+            if stall:
+                err.print(f"still waiting: {stall}; each attempt ends after llm.*.read_timeout_s without a byte",
+                          highlight=False)
+
     async def main() -> None:
         llm = LLMClient(cfg.llm)  # no cache: this must reach the model
+        watcher = asyncio.create_task(waiting(llm))
         table = Table("role", "call", "seconds", "prompt tok", "completion tok", "reply")
         answered: dict[str, str] = {}
         schema = {"type": "object", "properties": {"colour": {"type": "string", "enum": ["red", "green", "blue"]}},
@@ -67,6 +79,7 @@ def check_llm(config: ConfigOpt = None, set_: SetOpt = None) -> None:
             table.add_row("embedder", "embed x3", f"{time.perf_counter() - t0:.2f}", "", "",
                           f"dim {vecs.shape[1]}; sim(cat,kitten)={sims[0, 1]:.2f} sim(cat,tax)={sims[0, 2]:.2f}")
         finally:
+            watcher.cancel()
             await llm.aclose()
         out.print(table)
         # The name each reply carried: a server may answer a name with a snapshot or a different model.
