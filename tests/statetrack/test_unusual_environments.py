@@ -150,3 +150,18 @@ def test_the_probe_takes_a_value_spelled_exactly_before_trimming_it() -> None:
     spaced = user.model_copy(update={"state_schema": {**user.state_schema, "a": [" padded", "plain"]}})
     assert parse_probe(json.dumps({"a": " padded"}), spaced, qa) == {"a": " padded"}
     assert parse_probe(json.dumps({"a": "plain  "}), spaced, qa) == {"a": "plain"}
+
+
+def test_a_played_period_with_neither_evaluation_nor_snapshot_says_what_to_do(endpoint: FakeEndpoint,
+                                                                              tmp_path: Path) -> None:
+    """Found by probing: the resume said "re-run the same command" forever, naming a raw dict and not the file."""
+    import shutil
+
+    out = tmp_path / "run"
+    code, text = _cli("run", "--config", "tiny", "--out", str(out), "--limit", "1")
+    assert code == 0, text
+    user = next((out / "users").iterdir())
+    (user / "eval" / "period_00.json").unlink()
+    shutil.rmtree(user / "snapshots", ignore_errors=True)
+    code, text = _cli("run", "--config", "tiny", "--out", str(out), "--limit", "1")
+    assert code != 0 and "neither its evaluation nor its snapshot" in text and "delete" in text, text

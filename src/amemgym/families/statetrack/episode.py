@@ -202,9 +202,16 @@ class Episode:
                            if self.off_policy else {})
         # Periods finished before a restart whose evaluation was not written yet.
         for p in range(min(start_p, len(user.periods))):
-            saved = None if out.exists(evaluation_name(p)) else out.read(snapshot_name(p), Snapshot)
-            if saved is not None:
-                evals.append(asyncio.create_task(self._evaluate(p, saved.snapshot)))
+            if out.exists(evaluation_name(p)):
+                continue
+            saved = out.read(snapshot_name(p), Snapshot)
+            if saved is None:
+                # The agent's memory at the period's end is gone with its evaluation: nothing can score it, and
+                # "re-run the same command" would say the same forever.
+                raise RunError(f"{out.path(snapshot_name(p))}: period {p} of user {user.id!r} was played, but "
+                               f"neither its evaluation nor its snapshot is there to score it; "
+                               f"{lost_fix(self.rundir, user)}")
+            evals.append(asyncio.create_task(self._evaluate(p, saved.snapshot)))
         period_index = start_p
         try:
             models = {role: await self.llm.model_identity(role) for role in RUN_ROLES}
