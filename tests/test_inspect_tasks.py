@@ -72,6 +72,21 @@ def test_inspect_eval_scores_like_amemgym_run(monkeypatch: pytest.MonkeyPatch, t
                [json.loads(x)["messages"] for x in ours.splitlines()]
 
 
+def test_a_user_whose_calls_failed_errs_instead_of_scoring_zero(monkeypatch: pytest.MonkeyPatch,
+                                                               tmp_path: Path) -> None:
+    """Found by probing: every call failed, yet the eval said success and scored 0.000 with a random baseline of 0."""
+    with FakeEndpoint(force_faults={"answer": "http_400"}) as ep:
+        monkeypatch.setenv("OPENAI_BASE_URL", ep.base_url)
+        monkeypatch.setenv("FAKE_BASE_URL", ep.base_url)
+        monkeypatch.setenv("FAKE_API_KEY", "not-a-real-key")
+        monkeypatch.setenv("INSPECT_LOG_DIR", str(tmp_path / "logs"))
+        logs = inspect_eval(amemgym_memory(agent="native", out=str(tmp_path / "inspect")),
+                            model="openai-api/fake/fake-model", log_dir=str(tmp_path / "logs"), display="none")
+    log = logs[0]
+    assert log.status == "error"
+    assert "failure(s)" in str(log.error) and "re-run the eval to resume it" in str(log.error)
+
+
 def test_the_task_is_found_by_its_registry_name(tmp_path: Path) -> None:
     from inspect_ai._util.registry import registry_lookup
 

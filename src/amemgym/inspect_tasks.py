@@ -54,7 +54,7 @@ from .agents.registry import resolve_agent
 from .config import load_config
 from .engine.play import play_file
 from .engine.rundir import UnitRunDir
-from .errors import ConfigError
+from .errors import ConfigError, RunError
 from .families import family_for_env, get_family
 from .families.statetrack.command import generated_with
 from .families.statetrack.cut import first_users
@@ -152,6 +152,12 @@ def amemgym_episode(env_path: str, agent: str, config: str | None, out: str) -> 
             await llm.aclose()
         state.metadata["rundir"] = str(rundir)
         state.metadata["failures"] = len(outcome.failures)
+        if outcome.failures or outcome.metrics.get("complete") is False:
+            # The sample errs, as `amemgym run` exits 1: a user scored on the periods it happened to finish (or on
+            # none, which Inspect would count as 0) is not a measurement.
+            first = outcome.failures[0].get("error", "") if outcome.failures else "the episode is incomplete"
+            raise RunError(f"user {env.users[0].id}: {len(outcome.failures)} failure(s) (first: {first}); see "
+                           f"{rundir}; re-run the eval to resume it")
         state.output.completion = f"amemgym episode of user {env.users[0].id}: {rundir}"
         state.completed = True
         return state

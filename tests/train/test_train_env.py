@@ -246,3 +246,68 @@ def test_check_env_catches_broken_envs(user_env, cls: type[MemoryEnv], message: 
             check_env(env)
     finally:
         env.close()
+
+
+async def test_the_gold_option_is_shown_only_after_the_probe_is_answered(user_env) -> None:
+    """Found by probing: the answer's outcome (with its gold option, whose state is what the probe asks) came with
+    the probe's own observation, so a policy could copy it into a perfect probe."""
+    env = MemoryEnv(user_env, llm=scripted_client(TrainScript(user_env.users[0])), upper_bound=False, probes=True)
+    try:
+        obs, info = env.reset(seed=0)
+        while True:
+            obs, _, terminated, truncated, info = env.step(policy(obs))
+            if info["kind"] == "probe":
+                assert not any(o["kind"] == "evaluation" for o in info["outcomes"]), info["outcomes"]
+            if terminated or truncated:
+                break
+    finally:
+        env.close()
+
+
+async def test_the_env_scores_under_the_runs_answer_rule_and_takes_the_runs_settings(
+        user_env, original_env_path: Path, tmp_path: Path) -> None:
+    user = user_env.users[0]
+    cfg = load_config("tiny", ["run.answer_rule=original"])
+    await Runner(user_env, resolve_agent("test_train_env:policy_agent"), tmp_path / "run", cfg,
+                 scripted_client(TrainScript(user))).run()
+    env = MemoryEnv(user_env, llm=scripted_client(TrainScript(user)), config=cfg, probes=True)
+    try:
+        _, outcomes, last = play(env, seed=3)
+    finally:
+        env.close()
+    metrics = json.loads(RunDir(tmp_path / "run").metrics.read_text())
+    assert last["metrics"]["overall"] == metrics["overall"]
+    assert [o["reward"] for o in outcomes if o["kind"] == "evaluation"] == [
+        q["score_original_rule"] for p in range(len(user.periods))
+        for q in json.loads(RunDir(tmp_path / "run").evaluation(user.id, p).read_text())["questions"]]
+    # Without a config, the preset the environment names (or tiny for the bundled demo), as `amemgym run` does.
+    bare = MemoryEnv()
+    try:
+        assert bare.config.run.eval_max_tokens == load_config("tiny").run.eval_max_tokens
+    finally:
+        bare.close()
+
+
+def test_one_client_serves_one_environment(user_env) -> None:
+    llm = scripted_client(TrainScript(user_env.users[0]))
+    first = MemoryEnv(user_env, llm=llm)
+    try:
+        with pytest.raises(ConfigError, match="already serves another environment"):
+            MemoryEnv(user_env, llm=llm)
+    finally:
+        first.close()
+
+
+def test_odd_reset_inputs_are_one_line(user_env) -> None:
+    env = MemoryEnv(user_env, llm=scripted_client(TrainScript(user_env.users[0])), upper_bound=False)
+    try:
+        with pytest.raises(ConfigError, match="unknown option (1|.a.)"):
+            env.reset(options={1: 2, "a": 3})
+        for seed in ("3", 3.5, -1, True):
+            with pytest.raises(ConfigError, match="seed must be None or an int"):
+                env.reset(seed=seed)
+        env.reset(seed=0)
+        with pytest.raises(ConfigError, match="at most 1,000,000"):
+            env.step("x" * 1_000_001)
+    finally:
+        env.close()

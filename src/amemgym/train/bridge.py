@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import queue
 import threading
+import weakref
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Self, TypeVar
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar
 from ..errors import ConfigError, RunError
 from ..llm.client import LLMClient
 from ..textclean import clean_text
+from .spaces import MAX_TEXT
 
 if TYPE_CHECKING:
     from ..config import AppConfig
@@ -160,6 +162,13 @@ def _resolve(fut: asyncio.Future[str], action: str) -> None:
         fut.set_result(action)
 
 
+def check_seed(seed: Any, name: str) -> None:
+    """Refuse a ``reset`` seed that is not None or a non-negative int, in one line (Gymnasium's own check raises its
+    own error type)."""
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+        raise ConfigError(f"{name}.reset: seed must be None or an int >= 0, got {seed!r}")
+
+
 class BridgedEnv:
     """What every text environment driven through the bridge shares: the loop thread, the running episode
     task, the hand-off of an action, and the lifecycle (``close``, context manager, the owned client).
@@ -174,6 +183,14 @@ class BridgedEnv:
     config: AppConfig
 
     def _init_bridge(self) -> None:
+        if self._llm is not None:
+            # A client's locks and connections belong to the event loop of the first environment that used it;
+            # a second environment's loop would fail on them mid-episode.
+            owner = getattr(self._llm, "_bridged_env", None)
+            if owner is not None and owner() is not None:
+                raise ConfigError(f"{type(self).__name__}: this LLMClient already serves another environment; give "
+                                  "each environment a client of its own")
+            self._llm._bridged_env = weakref.ref(self)  # type: ignore[attr-defined]
         self._task: asyncio.Task[None] | None = None
         self._channel: TurnChannel | None = None
         self._steps = 0
@@ -201,6 +218,9 @@ class BridgedEnv:
             raise RunError(f"{name}: the episode is over (or never started); call reset()")
         if not isinstance(action, str):
             raise ConfigError(f"{name}: an action must be a str, got {type(action).__name__}")
+        if len(action) > MAX_TEXT:
+            raise ConfigError(f"{name}: an action holds {len(action):,} characters; the action space allows at most "
+                              f"{MAX_TEXT:,}")
         action = clean_text(action)  # a lone surrogate could not be written to the episode's trace
         self._steps += 1
         self._channel.act(action)

@@ -31,11 +31,12 @@ from typing import Any
 
 from ..config import AppConfig, env_preset
 from ..errors import ConfigError, DataError, RunError
+from ..families.statetrack.command import settings_for
 from ..families.statetrack.data.io import load_environment
 from ..families.statetrack.data.model import Environment, UserEnv
 from ..families.statetrack.generate.procedural import generate_procedural, tiny_environment_path
 from ..llm.client import LLMClient
-from .bridge import BridgedEnv, LoopThread
+from .bridge import BridgedEnv, LoopThread, check_seed
 from .episode import EpisodeOptions, PolicyEpisode
 from .spaces import HAVE_GYMNASIUM, UnicodeText, env_base
 
@@ -59,7 +60,8 @@ class MemoryEnv(BridgedEnv, env_base()):  # type: ignore[misc]
             file, or None for the bundled tiny environment.
         llm: client for the user simulator and the upper bound; default the embedded model from
             ``config.llm`` (created on first reset and closed by :meth:`close`).
-        config: rounds fallback, budgets and the run seed, as for ``amemgym run``; default the defaults.
+        config: rounds fallback, budgets and the run seed, as for ``amemgym run``; default the settings
+            ``amemgym run`` takes on this environment (the preset it was generated with).
         upper_bound: compute the upper bound (role ``agent`` of ``llm``) so period results carry the
             normalised memory score. Per episode: ``options={"upper_bound": False}``.
         probes: also ask the state probes after each period's questions.
@@ -95,7 +97,8 @@ class MemoryEnv(BridgedEnv, env_base()):  # type: ignore[misc]
         if not environment.users:
             raise DataError("MemoryEnv: the environment has no users")
         self.environment = environment
-        self.config = config or AppConfig()
+        # Without a config, the settings `amemgym run` takes on this environment: the preset it was generated with.
+        self.config = config or settings_for(environment, None, None)[0]
         self.defaults = _checked({"upper_bound": upper_bound, "probes": probes, "max_steps": max_steps}, "MemoryEnv")
         self.observation_space = UnicodeText()
         self.action_space = UnicodeText()
@@ -114,6 +117,7 @@ class MemoryEnv(BridgedEnv, env_base()):  # type: ignore[misc]
             seed: reseeds the environment's RNG (which picks the user when ``options`` names none).
             options: ``user``, ``upper_bound``, ``probes``, ``max_steps`` (see the class docstring).
         """
+        check_seed(seed, "MemoryEnv")
         if HAVE_GYMNASIUM:
             super().reset(seed=seed)
         if seed is not None:
@@ -177,7 +181,7 @@ class MemoryEnv(BridgedEnv, env_base()):  # type: ignore[misc]
         options = dict(options or {})
         unknown = set(options) - _OPTION_KEYS
         if unknown:
-            raise ConfigError(f"MemoryEnv.reset: unknown option {sorted(unknown)[0]!r}; known: "
+            raise ConfigError(f"MemoryEnv.reset: unknown option {sorted(map(repr, unknown))[0]}; known: "
                               f"{', '.join(sorted(_OPTION_KEYS))}")
         return _checked({**self.defaults, **options}, "MemoryEnv.reset")
 

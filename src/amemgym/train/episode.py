@@ -19,7 +19,7 @@ from ..config import AppConfig
 from ..errors import AMemGymError
 from ..families.statetrack.asking import overall_prompt, probe_prompt, score_overall, score_probe
 from ..families.statetrack.data.model import UserEnv
-from ..families.statetrack.metrics import QuestionOutcome, aggregate
+from ..families.statetrack.metrics import QuestionOutcome, aggregate, answer_scores
 from ..families.statetrack.questioning import upper_bound_answers, upper_bound_key
 from ..families.statetrack.results import question_outcome
 from ..families.statetrack.schedule import PeriodEnd, build_simulator, episode_schedule, user_seed
@@ -144,15 +144,19 @@ class PolicyEpisode:
             common = {"question": q, "questions": len(user.qas), "n_choices": len(qa.answer_choices)}
             reply = await self.channel.ask(overall_prompt(qa), self.base_info("evaluation", p, **common))
             scored = score_overall(user, p, q, reply, self.seed)
-            score = scored["score"]
+            score, _ = answer_scores(scored, self.cfg.run.answer_rule)  # the rule `amemgym run` scores with
             outcome: dict[str, Any] = {"kind": "evaluation", "period": p, **scored, "reward": score}
-            self.channel.record(outcome)
             probe_ok: dict[str, bool] = {}
             if self.options.probes:
+                # The answer's outcome (its gold option, its reward) waits until the probe is answered: the gold
+                # option's state is what the probe asks for.
                 preply = await self.channel.ask(probe_prompt(user, qa), self.base_info("probe", p, **common))
                 values, probe_ok = score_probe(user, p, qa, preply)
+                self.channel.record(outcome)
                 self.channel.record({"kind": "probe", "period": p, "question": q, "reply": preply,
                                      "probe_values": values, "probe_correct": probe_ok, "reward": 0.0})
+            else:
+                self.channel.record(outcome)
             asked.append((q, score, probe_ok))
         # The upper bound is awaited only once the questions are out, so it never delays the policy.
         for q, score, probe_ok in asked:
@@ -172,4 +176,8 @@ class PolicyEpisode:
                                       "error": str(exc)})
                 self._ub = {}
         entry = self._ub.get(upper_bound_key(self.user, p, q))
-        return float(entry["score"]) if entry else None
+        if not entry:
+            return None
+        if self.cfg.run.answer_rule == "original" and entry.get("score_original_rule") is not None:
+            return float(entry["score_original_rule"])
+        return float(entry["score"])

@@ -94,6 +94,8 @@ def export_run(rundir: Path, out: Path, *, fmt: str = "openai-chat", with_evalua
 
 
 def _correct(question: dict[str, Any]) -> bool:
+    # The strict score whatever rule the run reported under: a training target is a reply that picked the right
+    # option itself, and the original rule credits an unreadable reply when its random draw lands on the gold.
     return float(question["score"]) >= 1.0
 
 

@@ -36,7 +36,7 @@ from typing import Any
 from ...config import AppConfig
 from ...errors import ConfigError, RunError
 from ...llm.client import LLMClient
-from ...train.bridge import BridgedEnv, LoopThread, TurnChannel
+from ...train.bridge import BridgedEnv, LoopThread, TurnChannel, check_seed
 from ...train.spaces import HAVE_GYMNASIUM, UnicodeText, env_base
 from .generate import build_episode
 from .harness import Harness, system_prompt
@@ -160,6 +160,7 @@ class BudgetEnv(BridgedEnv, env_base()):  # type: ignore[misc]
                 for a given episode it only seeds ``np_random``.
             options: ``max_steps``.
         """
+        check_seed(seed, "BudgetEnv")
         if HAVE_GYMNASIUM:
             super().reset(seed=seed)
         if options is not None and not isinstance(options, Mapping):
@@ -167,7 +168,7 @@ class BudgetEnv(BridgedEnv, env_base()):  # type: ignore[misc]
         opts = dict(options or {})
         unknown = set(opts) - _OPTION_KEYS
         if unknown:
-            raise ConfigError(f"BudgetEnv.reset: unknown option {sorted(unknown)[0]!r}; known: "
+            raise ConfigError(f"BudgetEnv.reset: unknown option {sorted(map(repr, unknown))[0]}; known: "
                               f"{', '.join(sorted(_OPTION_KEYS))}")
         self._max_steps = _check_max_steps(opts.get("max_steps", self._max_steps_default))
         self._stop_episode()
