@@ -99,3 +99,50 @@ def test_hedges_and_lists_stay_wrong_even_with_a_label() -> None:
                   "510, 520 (was 480)", "510 (was 480, was 470)", "510 520 530", "maybe 510, was 480"):
         verdict = check(q("int", 510), reply, NAMES)
         assert not verdict.correct and verdict.listed, reply
+
+
+def kq(kind: str, answer_type: str, gold: object, text: str = "?") -> Question:
+    return Question(id="q1", kind=kind, text=text, answer_type=answer_type, gold=gold,  # type: ignore[arg-type]
+                    spec=QuestionSpec(), needs=[], candidates=[])
+
+
+def test_a_change_stated_in_the_wrong_direction_is_wrong() -> None:
+    """Found by probing: "decreased by 7742" was credited for a gold of +7742."""
+    assert not ok(kq("delta", "float", 7742.0), "It decreased by 7742.")
+    assert not ok(kq("comparison", "int", 305), "It is 305 lower.")
+    assert ok(kq("delta", "float", -7742.0), "It decreased by 7742.")
+    assert ok(kq("delta", "float", 7742.0), "It rose by 7742.")
+    assert ok(kq("retrieval", "int", 50), "It fell to 50.")  # a value, not a change
+
+
+def test_a_small_gold_is_not_matched_by_the_absolute_floor() -> None:
+    """Found by probing: "0.01" matched a ratio of 0.0003 (33 times off) through a fixed 0.01 floor."""
+    assert not ok(kq("ratio", "float", 0.0003), "0.01")
+    assert ok(kq("ratio", "float", 0.0003), "0.0003")
+    assert ok(kq("delta", "float", 0.0), "0.005")  # near zero the floor still holds
+    assert ok(kq("ratio", "float", 1.25), "1.26")
+
+
+def test_the_earlier_value_answers_a_counterfactual_even_beside_the_revision() -> None:
+    cf = kq("counterfactual", "float", 48.3)
+    assert ok(cf, "It was first reported as $48.3M (later revised to $36.0M).")
+    assert ok(cf, "Originally $48.3M; it is now $36.0M.")
+    assert ok(kq("retrieval", "float", 36.0), "$36.0M (previous: $48.3M)")
+
+
+def test_restating_the_question_is_not_a_second_answer() -> None:
+    assert ok(kq("relation_lookup", "name", "Blue Labs", "Which company does Apex Works compete with?"),
+              "Apex Works competes with Blue Labs.")
+    assert not ok(kq("relation_lookup", "name", "Blue Labs", "Which company does Apex Works compete with?"),
+                  "Apex Works competes with Cinder Group.")
+    assert ok(kq("multi_count", "int", 5, "How many of the 16 companies have over 40 offices?"),
+              "5 of the 16 companies")
+    assert ok(kq("retrieval", "int", 36, "How many offices did Blue Labs have in 2023?"), "36 offices as of 2023")
+    assert ok(kq("multi_count", "int", 16, "How many of the 16 companies are listed?"), "16")
+
+
+def test_dates_and_refusals_in_common_forms() -> None:
+    for written in ("March 12th, 2014", "Mar 12, 2014", "12th of March 2014", "2014/03/12", "2014-3-12"):
+        assert ok(q("date", "2014-03-12"), written), written
+    assert ok(q("refuse", None), "N/A")
+    assert ok(q("refuse", None), "That company is not in memory.")
