@@ -100,6 +100,22 @@ def test_the_original_fact_counts_only_when_stored_before_its_change() -> None:
     assert originals_stored(ep, [refunded])[0] is False
 
 
+def test_a_relation_named_before_the_value_does_not_take_it() -> None:
+    """Found by probing: "A (competes with B): share 13.49" gave A's stored value to B, so an honest note that puts
+    relations first earned no maintenance."""
+    from amemgym.families.budget.domain import episode_domain
+
+    ep = build_episode("lite", "films", 0)
+    c = ep.changes[0]
+    phrase = episode_domain(ep).relations[0].phrase
+    other = next(n for n in ep.entity_names if n != c.entity)
+    for text in (f"{c.entity} ({phrase} {other}): {c.attr} {c.old}", f"{c.entity} {phrase} {other}; {c.attr} {c.old}"):
+        assert originals_stored(ep, [LedgerEntry(0, "write", 1, False, 1, text=text)])[0] is True, text
+    # The other way round, the value is the other entity's: no credit for the changed one.
+    swapped = LedgerEntry(0, "write", 1, False, 1, text=f"{other} {phrase} {c.entity}: {c.attr} {c.old}")
+    assert originals_stored(ep, [swapped])[0] is False
+
+
 def test_the_perfect_strategys_notes_pass_the_gate_in_their_own_format() -> None:
     ep = build_episode("lite", "films", 0)
     c = ep.changes[0]

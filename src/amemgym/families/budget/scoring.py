@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass
 
 from ...scoring.intervals import mean_ci
 from .checker import Verdict, close, numbers
+from .domain import episode_domain
 from .model import Episode
 from .solve import axis_of
 from .store import LedgerEntry
@@ -88,12 +89,34 @@ def _mentions(names: Sequence[str]) -> re.Pattern[str]:
     return re.compile(r"(?<![\w])(" + alternatives + r")(?![\w])", re.I)
 
 
-def _segments(text: str, pattern: re.Pattern[str]) -> dict[str, list[str]]:
-    """The stretches of ``text`` after each mention of an entity (lower-cased name), up to the next mention."""
+#: What may stand between two targets of one relation ("competes with A, B and C").
+_LIST_GAP = re.compile(r"\s*(?:,|;|&|and|,\s*and)\s*", re.I)
+
+
+def _linking(phrases: Sequence[str]) -> re.Pattern[str] | None:
+    """A relation phrase right before a mention ("competes with (", "supplies to: "): the mention is its target."""
+    if not phrases:
+        return None
+    alternatives = "|".join(re.escape(p) for p in sorted(phrases, key=len, reverse=True))
+    return re.compile(r"(?:" + alternatives + r")[\s:(\[\"']*$", re.I)
+
+
+def _segments(text: str, pattern: re.Pattern[str], linking: re.Pattern[str] | None = None) -> dict[str, list[str]]:
+    """The stretches of ``text`` after each mention of an entity (lower-cased name), up to the next mention that
+    starts a new subject. A relation's targets ("Tidal Brands (competes with Orchid Works): share 13.49") are not
+    subjects: what follows them still belongs to the entity the note is about."""
     hits = list(pattern.finditer(text))
-    out: dict[str, list[str]] = {}
+    subjects = []
+    target = False
     for i, m in enumerate(hits):
-        end = hits[i + 1].start() if i + 1 < len(hits) else len(text)
+        before = text[hits[i - 1].end() if i else 0: m.start()]
+        target = bool(i) and linking is not None and (
+            linking.search(before) is not None or (target and _LIST_GAP.fullmatch(before) is not None))
+        if not target:
+            subjects.append(m)
+    out: dict[str, list[str]] = {}
+    for i, m in enumerate(subjects):
+        end = subjects[i + 1].start() if i + 1 < len(subjects) else len(text)
         out.setdefault(m.group(1).lower(), []).append(text[m.end():end])
     return out
 
@@ -105,12 +128,13 @@ def originals_stored(episode: Episode, ledger: Sequence[LedgerEntry]) -> list[bo
         return []
     event_of = {ev.change: ev.index for ev in episode.events if ev.change is not None}
     pattern = _mentions(episode.entity_names)
+    linking = _linking([r.phrase for r in episode_domain(episode).relations])
     wanted = {c.entity.lower() for c in episode.changes}
     # Per ledger text, the numbers stated in each changed entity's stretches.
     stated = []
     for e in ledger:
         if e.text and not e.refunded:
-            segs = _segments(e.text, pattern)
+            segs = _segments(e.text, pattern, linking)
             found = {k: [x for seg in v for x in numbers(seg)] for k, v in segs.items() if k in wanted}
             stated.append((e.event, found))
     out = []
