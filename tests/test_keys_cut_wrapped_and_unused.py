@@ -111,3 +111,16 @@ def test_a_key_typed_as_a_stray_argument_is_not_printed_back(args: list[str]) ->
     assert result.exit_code != 0
     assert "Abc123def456ghi789XYZ" not in result.output and "Abc123def456" not in result.output
     assert MASK in result.output or "not shown" in result.output or "No such option" in result.output
+
+
+@pytest.mark.parametrize("url", ["https://example.invalid/v1;key=Zq9xSECRET77pw ", "http://127.0.0.1:4a/v1?key=Zq9xSECRET77pw",
+                                 "http://u:Zq9xSECRET77pw@h:99999/v1", "http://h/v1?token=Zq9xSECRET77pw&x=1 "])
+def test_a_malformed_base_url_is_refused_without_its_secret_parts(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from amemgym.cli import app
+
+    monkeypatch.setenv("OPENAI_BASE_URL", url)
+    result = CliRunner().invoke(app, ["info"])
+    assert result.exit_code == 2 and "malformed base URL" in result.output
+    assert "Zq9xSECRET77pw" not in result.output and "not shown" in result.output

@@ -239,10 +239,25 @@ def check_base_url(url: str, where: str) -> str:
         parts = urlsplit(url)
         parts.port  # noqa: B018 -- parsing the port is what raises on e.g. ':99999'
     except ValueError as exc:
-        raise ConfigError(f"{where}: malformed base URL {url!r}: {exc}") from None
+        raise ConfigError(f"{where}: malformed base URL {_shown_url(url)}: {exc}") from None
     if not parts.scheme or not parts.hostname or any(ch.isspace() for ch in url):
-        raise ConfigError(f"{where}: malformed base URL {url!r}; expected e.g. http://127.0.0.1:8000/v1")
+        space = "; it holds whitespace (a pasted line break?)" if any(ch.isspace() for ch in url) else ""
+        raise ConfigError(f"{where}: malformed base URL {_shown_url(url)}{space}; expected e.g. "
+                          "http://127.0.0.1:8000/v1")
     return url
+
+
+def _shown_url(url: str) -> str:
+    """``url`` as an error may print it: a key can sit in its query, its path parameters or its user part."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "(not shown)"
+    host = parts.netloc.rsplit("@", 1)[-1]
+    path = "/".join(segment.split(";", 1)[0] for segment in parts.path.split("/"))
+    hidden = parts.query or parts.fragment or ";" in parts.path or "@" in parts.netloc
+    return repr(f"{parts.scheme}://{host}{path}") + (" (its query, parameters and user part not shown)"
+                                                    if hidden else "")
 
 
 class RunSettings(_Strict):

@@ -49,6 +49,12 @@ def test_names_in_any_script_are_read() -> None:
     assert check(q("name", "Ёлка Групп"), "It is ёлка групп.", names).correct
     assert check(q("name", "Café Nord"), "cafe nord", names).correct
     assert not check(q("name", "屿巫 伣社"), "Ёлка Групп", names).correct
+    # Marks are part of the letter outside Latin (found by probing: バス read as パス, राम as रीम).
+    others = ["バス", "パス", "राम", "रीम", "東京銀行", "大阪銀行"]
+    assert not check(q("name", "バス"), "パス", others).correct
+    assert not check(q("name", "राम"), "रीम", others).correct
+    assert check(q("name", "東京銀行"), "答えは東京銀行です。", others).correct  # no spaces around the name
+    assert not check(q("name", "東京銀行"), "東京銀行と大阪銀行", others).correct  # still one answer only
 
 
 def test_listing_several_names_is_wrong() -> None:

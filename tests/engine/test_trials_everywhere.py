@@ -164,3 +164,14 @@ def test_a_trials_output_is_only_ever_resumed_whole(trials_run: tuple[Path, Path
     shutil.copytree(copy / "trial_1", copy / "trial_3")  # seed 0 twice
     board = CliRunner().invoke(app, ["leaderboard", str(copy)])
     assert board.exit_code == 2 and "ran with the same seed 0" in board.output, board.output
+
+
+def test_plain_runs_named_like_trials_beside_each_other_are_not_a_trials_output(trials_run: tuple[Path, Path],
+                                                                                tmp_path: Path) -> None:
+    import shutil
+
+    from amemgym.engine.trials import refuse_mixed_layout
+
+    _, single = trials_run
+    shutil.copytree(single, tmp_path / "exp" / "trial_1")  # a plain run someone named trial_1; no trials.json
+    refuse_mixed_layout(tmp_path / "exp" / "trial_2", 1)  # not refused

@@ -121,3 +121,30 @@ def test_a_huge_error_message_is_kept_to_one_readable_line() -> None:
     body = json.dumps({"error": {"message": "x" * 200_000}}).encode()
     err = status_error(422, body, {})
     assert len(str(err)) < MAX_ERROR_CHARS + 100 and "200,000 characters" in str(err)
+
+
+def test_an_endpoint_problem_is_cleared_by_a_rerun_that_redid_the_work_on_a_healthy_server(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    """Found by probing: counted over every invocation, the verdict outlived the server's repair for good, though
+    no unusable reply is ever cached, let alone scored."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from amemgym.cli import app
+    from amemgym.testing.fake_endpoint import FakeEndpoint
+
+    monkeypatch.setenv("AMEMGYM_CACHE_DIR", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    args = ["run", "--config", "tiny", "--out", str(out), "--limit", "1", "--set", "llm.default.max_retries=2"]
+    with FakeEndpoint(force_faults={"*": "empty_choices"}) as ep:
+        monkeypatch.setenv("OPENAI_BASE_URL", ep.base_url)
+        broken = CliRunner().invoke(app, args)
+    assert broken.exit_code == 1
+    assert json.loads((out / "metrics.json").read_text())["endpoint_problems"]
+    with FakeEndpoint() as ep:
+        monkeypatch.setenv("OPENAI_BASE_URL", ep.base_url)
+        healed = CliRunner().invoke(app, args)
+    assert healed.exit_code == 0, healed.output
+    assert json.loads((out / "metrics.json").read_text())["endpoint_problems"] == []
+    assert "endpoint problem" not in healed.output

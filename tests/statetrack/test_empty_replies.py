@@ -32,6 +32,31 @@ QUOTED = ("Sure, here's a personalized message for Rene:\n\n---\n\n**To plan you
           "how much you can")
 
 
+class _OutageThenSilence:
+    """Down five times, then one empty reply: the server's failure, not the model's silence."""
+
+    backend_id = "outage:test"
+
+    def __init__(self) -> None:
+        self.sent = 0
+
+    async def complete(self, req: object) -> object:
+        from amemgym.llm.backends import TransientError
+
+        self.sent += 1
+        if self.sent < 6:
+            raise TransientError("http_503", "HTTP 503")
+        raise TransientError("empty_reply", "the server returned an empty reply")
+
+
+async def test_an_outage_that_ends_on_one_empty_reply_is_a_failure_not_silence() -> None:
+    llm = LLMClient(LLMConfig(cache=False), backends={"agent": _OutageThenSilence()},
+                    backoff_base=0.001)  # type: ignore[dict-item]
+    with pytest.raises(LLMError, match="empty_reply"):
+        await llm.chat("agent", [{"role": "user", "content": "hello"}], keep_empty=True)
+    assert llm.ledger.to_dict()["agent"]["empty_kept"] == 0
+
+
 class _SilentBackend:
     """Answers every request with nothing, however it is sampled."""
 
@@ -47,7 +72,7 @@ class _SilentBackend:
         raise TransientError("empty_reply", "the server returned an empty reply")
 
 
-async def test_a_turn_empty_on_every_attempt_is_kept_counted_and_never_cached(tmp_path: Path) -> None:
+async def test_a_turn_empty_on_every_attempt_is_kept_counted_and_replayed_as_silence(tmp_path: Path) -> None:
     from amemgym.llm.health import empty_note
 
     backend = _SilentBackend()
@@ -61,11 +86,11 @@ async def test_a_turn_empty_on_every_attempt_is_kept_counted_and_never_cached(tm
     assert usage["calls"] == 0  # no reply arrived: no tokens are claimed for it
     note = empty_note(llm.ledger.to_dict())
     assert note is not None and "1 conversation turns" in note and "agent 1" in note
-    await llm.chat("agent", turn, keep_empty=True)
-    assert backend.sent == 12  # the empty result was not cached: a re-run asks the model again
+    again = await llm.chat("agent", turn, keep_empty=True)
+    assert again.text == "" and again.cached and backend.sent == 6  # a re-run replays the same silence
     with pytest.raises(LLMError, match="empty_reply"):
-        await llm.chat("agent", turn)  # without keep_empty (a scored answer) it still fails
-    assert llm.ledger.to_dict()["agent"]["failures"] == 1
+        await llm.chat("agent", turn)  # without keep_empty (a scored answer) the silence is no answer
+    assert llm.ledger.to_dict()["agent"]["failures"] == 1 and backend.sent == 12
     assert empty_note({"agent": {"calls": 3}}) is None
 
 

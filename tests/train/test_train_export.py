@@ -192,3 +192,18 @@ def test_exports_load_in_hf_datasets(rundir: Path, tmp_path: Path, load_hf_json:
         assert sum(1 for r in ds if r["kind"] == "evaluation" and r["role"] == "assistant") == 6
     else:
         assert ds.column_names == ["messages"] and ds[0]["messages"][0]["role"] == "system"
+
+
+def test_an_empty_assistant_turn_is_context_not_a_training_target(rundir: Path, tmp_path: Path) -> None:
+    """Found by probing: turns the model left empty (kept so the conversation went on) were written as targets."""
+    path = next((rundir / "users").iterdir()) / "sessions.jsonl"
+    records = lines(path)
+    records[0]["messages"][1]["content"] = ""
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    for unit in ("episode", "session"):
+        out = tmp_path / f"sft-{unit}.jsonl"
+        export_run(rundir, out, unit=unit)
+        messages = [m for line in lines(out) for m in line["messages"] if m["role"] == "assistant"]
+        assert all(m.get("weight") == 0 for m in messages if not m["content"])
+        assert all("weight" not in m for m in messages if m["content"])
+        assert (unit == "episode") == any(not m["content"] for m in messages)  # a session with no target is left out

@@ -30,17 +30,27 @@ def model_change_flag(changes: Iterable[Mapping[str, Any]] | None) -> str | None
 FLAG_PREFIX = "model changed during the run"
 
 
+#: How the endpoint flag starts.
+ENDPOINT_PREFIX = "endpoint problem"
+
+
 def endpoint_flag(problems: Iterable[Mapping[str, Any]] | None) -> str | None:
     """``"endpoint problem (agent: 40 of 60 attempts unusable)"`` for a run whose endpoint mostly failed to answer
-    (``metrics.json``'s ``endpoint_problems``): its scores measure the server, not the model."""
-    parts = [f"{p.get('role')}: {p.get('unusable')} of {p.get('attempts')} attempts unusable"
-             for p in problems or () if isinstance(p, Mapping)]
-    return f"endpoint problem ({'; '.join(parts)})" if parts else None
+    (``metrics.json``'s ``endpoint_problems``; a pool of trials gives each role's sum): its scores measure the
+    server, not the model."""
+    by_role: dict[str, list[int]] = {}
+    for p in problems or ():
+        if isinstance(p, Mapping):
+            counts = by_role.setdefault(str(p.get("role")), [0, 0])
+            counts[0] += int(p.get("unusable") or 0)
+            counts[1] += int(p.get("attempts") or 0)
+    parts = [f"{role}: {bad} of {total} attempts unusable" for role, (bad, total) in by_role.items()]
+    return f"{ENDPOINT_PREFIX} ({'; '.join(parts)}): not ranked" if parts else None
 
 
 def shown(flag: str) -> str:
     """A run's flag as tables show it: degeneracy flags marked ``DEGENERATE:``, the flags of this module as they are."""
-    return flag if flag.startswith(FLAG_PREFIX) else f"DEGENERATE: {flag}"
+    return flag if flag.startswith((FLAG_PREFIX, ENDPOINT_PREFIX)) else f"DEGENERATE: {flag}"
 
 
 def with_flag(metrics: dict[str, Any], flag: str | None) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import platform
 import time
 import uuid
@@ -220,6 +221,21 @@ def run_units(family: UnitFamily, cfg: AppConfig, env: Path, out_dir: Path, opts
     return 1 if outcome.failures or outcome.metrics.get("complete") is False else 0
 
 
+def _latest_problems(rd: UnitRunDir, last: dict[str, Any]) -> list[dict[str, Any]]:
+    """The endpoint problems of the latest invocation that asked the model anything: a re-run with nothing left to
+    ask keeps the verdict of the one before (its replies are what is scored), and one that redid the work on a
+    healthy endpoint clears it (a reply that was unusable is never cached, so none of them is scored)."""
+    attempts = sum(int(c.get("calls") or 0) + sum(int(v) for v in (c.get("faults") or {}).values())
+                   for role, c in last.items() if role != "total" and isinstance(c, dict))
+    if attempts:
+        return endpoint_problems(last)
+    try:
+        previous = json.loads(rd.metrics_path.read_text(encoding="utf-8")).get("endpoint_problems")
+    except (OSError, ValueError, AttributeError):
+        previous = None
+    return [p for p in previous if isinstance(p, dict)] if isinstance(previous, list) else []
+
+
 def embedded_note(cfg: AppConfig, roles: Sequence[str]) -> str | None:
     """The line that tells a user which of ``roles`` run on the embedded model, whose calls can take minutes."""
     local = [r for r in roles if r != "embedder" and cfg.llm.chat_base_url(r) is None]  # type: ignore[arg-type]
@@ -342,9 +358,7 @@ async def play_units(family: UnitFamily, units: list[Unit], plan: AgentPlan, llm
     usage = book.cumulative()
     usage.pop("format_version", None)
     metrics.update({"agent": plan.agent, "usage": usage,
-                    # Over every invocation: a re-run that replays a broken endpoint's replies from the
-                    # cache scores them again, so the problem stays said.
-                    "endpoint_problems": endpoint_problems(usage.get("cumulative") or {}),
+                    "endpoint_problems": _latest_problems(rd, usage.get("last_invocation") or {}),
                     "wall_seconds_last_invocation": round(time.perf_counter() - t0, 3), "failures": written})
     rd.write_metrics(metrics, getattr(family, "metrics_record", UnitMetrics))
     return RunOutcome(metrics, written, rows, found, llm.ledger, time.perf_counter() - t0)

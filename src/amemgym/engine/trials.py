@@ -78,8 +78,8 @@ def refuse_mixed_layout(out_dir: Path, trials: int) -> None:
         raise ConfigError(f"{out_dir} holds trials up to trial_{highest}; re-run it with --trials {highest} (or "
                           f"more), not {trials}, or use a new --out directory")
     parent, name = Path(out_dir).parent, Path(out_dir).name
-    if (name.startswith("trial_") and name.removeprefix("trial_").isdigit() and not (parent / MANIFEST).exists()
-            and any(d != Path(out_dir) for d in trial_run_dirs(parent))):
+    if (name.startswith("trial_") and name.removeprefix("trial_").isdigit() and (parent / TRIALS).exists()
+            and not (parent / MANIFEST).exists()):
         # Its seed would be this command's, not trial k's: readers would pool a repeat of another trial.
         raise ConfigError(f"{out_dir} is a trial folder of the --trials output {parent}; resume that with "
                           "--trials on the parent folder")

@@ -429,8 +429,8 @@ class LLMClient:
         chat-completions form; the calls come back in ``ChatResult.tool_calls`` and replay from the cache).
 
         ``keep_empty`` is for conversation turns, where saying nothing is a reply the conversation can go on
-        from: when every attempt came back empty, an empty, uncached result is returned and counted under
-        ``empty_kept`` instead of failing the call. Scored answers never set it: an endpoint that answers
+        from: when every attempt came back empty, an empty result is returned (and cached as such) and counted
+        under ``empty_kept`` instead of failing the call. Scored answers never set it: an endpoint that answers
         nothing fails the user rather than scoring zero (docs/design.md §10).
 
         Raises:
@@ -475,6 +475,11 @@ class LLMClient:
         if caching:
             assert self.cache is not None and key is not None
             hit = self.cache.get(key)
+            if hit is not None and keep_empty and hit.get("empty_kept") is True:
+                # A turn the model left empty on every attempt: replayed as that silence, as any reply is.
+                usage.cache_hits += 1
+                usage.cache_replays += 1
+                return ChatResult(text="", model=hit.get("model", model_name), cached=True, tokens_reported=False)
             if hit is not None and _usable(hit.get("text"), accept, hit.get("tool_calls")):
                 usage.cache_hits += 1
                 usage.cache_replays += 1
@@ -503,7 +508,12 @@ class LLMClient:
             self._inflight.pop(flight, None)
         fut.set_result(res)
         if res is empty:
-            return res  # kept empty (``keep_empty``): counted by _retried, and never cached
+            # Kept empty (``keep_empty``), counted by _retried; cached as silence, so a re-run or a resume replays
+            # the same conversation instead of asking again and perhaps going another way.
+            if caching:
+                assert self.cache is not None and key is not None
+                self.cache.put(key, role, model_name, {"text": "", "model": model_name, "empty_kept": True})
+            return res
         if res.model and not usage.answered:
             usage.answered = res.model
         processed = res.prompt_tokens_processed if res.prompt_tokens_processed is not None else res.prompt_tokens
@@ -551,6 +561,7 @@ class LLMClient:
             size = min(size, self.config.embedded.parallel)
         limit = self._limit(backend_id, size)
         stop = _StopRetrying(ep.max_retries + 1, ep.max_timeout_retries, self._longest_wait)
+        kinds: list[str] = []  # this call's faults, in order
 
         async def attempt() -> _T:
             try:
@@ -558,6 +569,7 @@ class LLMClient:
                     with self.ledger.waiting():
                         return await call()
             except (TransientError, PermanentError) as exc:
+                kinds.append(exc.kind)
                 usage.faults[exc.kind] += 1
                 spent = getattr(exc, "spent", None)
                 if spent is not None:
@@ -573,7 +585,9 @@ class LLMClient:
         try:
             return await retrying(attempt)
         except TransientError as exc:
-            if on_empty is not None and exc.kind in _EMPTY_OUTPUT:
+            if on_empty is not None and all(k in _EMPTY_OUTPUT for k in kinds):
+                # Silence only when the model was silent every time: an outage that ends on one empty reply
+                # is the server's failure.
                 usage.empty_kept += 1
                 return on_empty()
             usage.failures += 1

@@ -72,8 +72,8 @@ def empty_note(usage: dict[str, Any]) -> str | None:
     if not counts:
         return None
     roles = ", ".join(f"{role} {n}" for role, n in counts.items())
-    return (f"note: {sum(counts.values())} conversation turns got an empty reply on every attempt ({roles}); "
-            "each was kept as an empty turn and the conversation went on")
+    return (f"note: {sum(counts.values())} conversation turns got an empty reply on every attempt ({roles}); the "
+            "conversation went on: an agent's reply stays empty, a simulator's turn is a neutral follow-up")
 
 
 def describe(problem: dict[str, Any]) -> str:

@@ -339,7 +339,7 @@ class OpenAIBackend:
                                                                  for x in d["embedding"]) for d in rows):
                 # numpy would turn "0.5" or true into a number without a word.
                 raise TransientError("malformed_body", "embeddings reply holds a value that is not a number")
-            # float64 until normalised: values near 1e-40 or 1e30 lose their norm in float32.
+            # float64 until normalised, as float32 would lose the norm of values near 1e-40 or 1e30.
             vecs = np.asarray([d["embedding"] for d in rows], dtype=np.float64)
         except TransientError:
             raise
@@ -350,6 +350,8 @@ class OpenAIBackend:
             # A vector matched to the wrong text, or one that cannot be compared, would skew every retrieval
             # silently; a malformed reply is retried like any other.
             raise TransientError("malformed_body", f"embeddings reply {problem}")
+        # Scaled by each row's largest value first: squares of 1e200 overflow and of 1e-310 vanish.
+        vecs = vecs / np.maximum(np.abs(vecs).max(axis=1, keepdims=True), np.finfo(np.float64).tiny)
         norms = np.linalg.norm(vecs, axis=1, keepdims=True)
         return (vecs / np.maximum(norms, 1e-300)).astype(np.float32)
 

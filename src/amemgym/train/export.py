@@ -171,5 +171,10 @@ def chat_lines(user: RecordedUser, with_evaluation: bool, unit: str) -> list[dic
     return out
 
 
-def _plain(messages: list[dict[str, Any]]) -> list[dict[str, str]]:
-    return [{"role": m["role"], "content": m["content"]} for m in messages]
+def _plain(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    # An assistant turn the model left empty (kept so the conversation could go on) is context, not a target.
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        plain = {"role": m["role"], "content": m["content"]}
+        out.append({**plain, "weight": 0} if m["role"] == "assistant" and not str(m["content"]).strip() else plain)
+    return out

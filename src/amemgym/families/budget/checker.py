@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 
 from .model import Question
-from .reading import NUMBER, normalise, numbers
+from .reading import NUMBER, UNSPACED, normalise, numbers
 from .world import MONTHS
 
 FLOAT_TOLERANCE = 0.02
@@ -107,8 +107,13 @@ def is_refusal(reply: str) -> bool:
 
 
 def _contains(haystack: str, needle: str) -> bool:
-    """Whole-token containment of normalised text (both sides are space-separated tokens)."""
-    return bool(needle) and f" {needle} " in f" {haystack} "
+    """Whole-token containment of normalised text (both sides are space-separated tokens); a name in a script
+    written without spaces is found anywhere ("答えは東京銀行です" names 東京銀行)."""
+    if not needle:
+        return False
+    if UNSPACED.search(needle):
+        return needle in haystack
+    return f" {needle} " in f" {haystack} "
 
 
 def close(x: float, gold: float, integer: bool) -> bool:

@@ -15,12 +15,29 @@ import unicodedata
 NUMBER = re.compile(r"(?<![\w.])([-\u2212]?)\$?(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?")
 
 
+#: Below this code point a letter is Latin: only there are marks accents to drop ("Café" reads as "cafe"). In
+#: other scripts a mark is part of the letter (Devanagari vowel signs, the voicing marks of バ and パ).
+_LATIN_END = "\u0250"
+#: Scripts written without spaces between words, where a name is found inside a longer run of letters.
+UNSPACED = re.compile(r"[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff"
+                      r"\uf900-\ufaff]")
+
+
 def normalise(text: str) -> str:
-    """Case folded, accents and punctuation removed, single spaces, no leading article. Letters of every script
-    stay (a name in kanji or Cyrillic is still a name)."""
-    text = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
-    text = " ".join(re.sub(r"[\W_]+", " ", text.casefold()).split())
-    return re.sub(r"^the ", "", text)
+    """Case folded, Latin accents and punctuation removed, single spaces, no leading article. Letters of every
+    script stay, with their marks (a name in kanji, Devanagari or Cyrillic is still a name)."""
+    kept: list[str] = []
+    latin = False
+    for c in unicodedata.normalize("NFKD", text):
+        if unicodedata.combining(c):
+            if latin:
+                continue
+        else:
+            latin = c < _LATIN_END
+        kept.append(c)
+    text = unicodedata.normalize("NFC", "".join(kept)).casefold()
+    text = "".join(c if c.isalnum() or unicodedata.category(c)[0] == "M" else " " for c in text)
+    return re.sub(r"^the ", "", " ".join(text.split()))
 
 
 def numbers(text: str) -> list[float]:
