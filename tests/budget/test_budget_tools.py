@@ -462,3 +462,25 @@ def test_an_episode_finished_over_two_invocations_records_the_usage_of_both(epis
     # made once per run outside the episode.
     assert res["usage"]["total"]["calls"] == first_calls - 1 + usage["last_invocation"]["total"]["calls"]
     assert usage["cumulative"]["total"]["calls"] == first_calls + usage["last_invocation"]["total"]["calls"]
+
+
+async def test_a_plugin_tool_agent_keeps_nothing_of_its_own_between_events() -> None:
+    """Found by probing: a plug-in that kept every document in a list on itself answered with no write at all,
+    past the budget and the context cut. Each event after the first is played by a fresh build."""
+    from amemgym.families.budget.model import Event
+    from amemgym.families.budget.tool_agents import PluginToolAgent
+
+    class Hoarder:
+        def __init__(self) -> None:
+            self.seen: list[str] = []
+
+        async def act(self, messages: list[dict[str, str]], *, event: Any) -> str:
+            self.seen.append(event.text)
+            return json.dumps({"tool": "done", "args": {"seen": len(self.seen)}})
+
+    agent = PluginToolAgent(Hoarder(), "hoarder", rebuild=Hoarder)
+    replies = []
+    for index in (0, 0, 1, 2):
+        ev = Event(index=index, session=0, kind="documents", text=f"doc {index}")
+        replies.append(json.loads(await agent.act([], event=ev))["args"]["seen"])
+    assert replies == [1, 2, 1, 1]  # two steps of one event share the agent; a new event starts afresh

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -270,14 +271,21 @@ class PluginToolAgent:
     """A plug-in tool agent behind the guard (:mod:`amemgym.agents.guard`).
 
     Each ``act`` gets copies of the messages (a plug-in that edits them cannot rewrite the trace) and the
-    :class:`EventView` of the event; it runs watched and limited, and must return a string.
+    :class:`EventView` of the event; it runs watched and limited, and must return a string. With ``rebuild``,
+    every event after the first is played by a freshly built agent: what crosses events must go through the
+    metered store, not the agent's own attributes (found by probing: an agent that kept every document in a list
+    answered with no write at all). Module-level state is beyond what the harness can see; docs/budget.md says so.
     """
 
-    def __init__(self, inner: ToolAgent, name: str) -> None:
-        self.inner, self.name = inner, name
+    def __init__(self, inner: ToolAgent, name: str, rebuild: Callable[[], ToolAgent] | None = None) -> None:
+        self.inner, self.name, self.rebuild = inner, name, rebuild
+        self._event: int | None = None
 
     async def act(self, messages: list[dict[str, str]], *, event: Event) -> str:
         """The plug-in's next reply."""
+        if self.rebuild is not None and self._event is not None and event.index != self._event:
+            self.inner = self.rebuild()
+        self._event = event.index
         copies = [dict(m) for m in messages]
         return await call_plugin(self.name, "act", self.inner.act, copies,  # type: ignore[no-any-return]
                                  event=EventView.of(event), expect=str)
@@ -311,19 +319,23 @@ def resolve_tool_agent(name: str, llm: LLMClient, ctx: ToolAgentContext) -> Tool
         return None
 
     spec = resolve_agent(name)
-    try:
-        obj = spec.factory(llm, ctx)  # type: ignore[arg-type]
-    except AMemGymError:
-        raise
-    except (Exception, SystemExit) as exc:  # a plug-in's own bug: one line naming it
-        raise plugin_failure(name, "its factory", exc) from None
+
+    def build() -> object:
+        try:
+            return spec.factory(llm, ctx)  # type: ignore[arg-type]
+        except AMemGymError:
+            raise
+        except (Exception, SystemExit) as exc:  # a plug-in's own bug: one line naming it
+            raise plugin_failure(name, "its factory", exc) from None
+
+    obj = build()
     if isinstance(obj, MemoryAgent):
         return None
     problem = tool_agent_problem(obj)
     if problem is not None or not isinstance(obj, ToolAgent):
         raise ConfigError(f"agent {name!r}: its factory returned {type(obj).__name__}, not a tool agent "
                           f"(needs {problem or 'act'})")
-    return PluginToolAgent(obj, name)
+    return PluginToolAgent(obj, name, rebuild=lambda: build())  # type: ignore[arg-type, return-value]
 
 
 __all__ = ["EpisodeView", "EventView", "NativeToolAgent", "PluginToolAgent", "ProtocolChoice", "ToolAgentContext",
