@@ -32,50 +32,35 @@ QUOTED = ("Sure, here's a personalized message for Rene:\n\n---\n\n**To plan you
           "how much you can")
 
 
-class _OutageThenSilence:
-    """Down five times, then one empty reply: the server's failure, not the model's silence."""
+class _Scripted:
+    """Answers each attempt with the next fault of ``faults`` (the last one repeated)."""
 
-    backend_id = "outage:test"
+    backend_id = "scripted-faults:test"
 
-    def __init__(self) -> None:
-        self.sent = 0
+    def __init__(self, *faults: str) -> None:
+        self.faults, self.sent = faults, 0
 
     async def complete(self, req: object) -> object:
         from amemgym.llm.backends import TransientError
 
+        kind = self.faults[min(self.sent, len(self.faults) - 1)]
         self.sent += 1
-        if self.sent < 6:
-            raise TransientError("http_503", "HTTP 503")
-        raise TransientError("empty_reply", "the server returned an empty reply")
+        raise TransientError(kind, kind)
 
 
 async def test_an_outage_that_ends_on_one_empty_reply_is_a_failure_not_silence() -> None:
-    llm = LLMClient(LLMConfig(cache=False), backends={"agent": _OutageThenSilence()},
+    # Down five times, then one empty reply: the server's failure, not the model's silence.
+    llm = LLMClient(LLMConfig(cache=False), backends={"agent": _Scripted(*["http_503"] * 5, "empty_reply")},
                     backoff_base=0.001)  # type: ignore[dict-item]
     with pytest.raises(LLMError, match="empty_reply"):
         await llm.chat("agent", [{"role": "user", "content": "hello"}], keep_empty=True)
     assert llm.ledger.to_dict()["agent"]["empty_kept"] == 0
 
 
-class _SilentBackend:
-    """Answers every request with nothing, however it is sampled."""
-
-    backend_id = "silent:test"
-
-    def __init__(self) -> None:
-        self.sent = 0
-
-    async def complete(self, req: object) -> object:
-        from amemgym.llm.backends import TransientError
-
-        self.sent += 1
-        raise TransientError("empty_reply", "the server returned an empty reply")
-
-
 async def test_a_turn_empty_on_every_attempt_is_kept_counted_and_replayed_as_silence(tmp_path: Path) -> None:
     from amemgym.llm.health import empty_note
 
-    backend = _SilentBackend()
+    backend = _Scripted("empty_reply")  # nothing, however it is sampled
     llm = LLMClient(LLMConfig(), backends={"agent": backend}, cache=ResponseCache(tmp_path / "c.sqlite"),
                     backoff_base=0.001)  # type: ignore[dict-item]
     turn = [{"role": "user", "content": "hello"}]

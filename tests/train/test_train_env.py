@@ -90,17 +90,22 @@ def user_env(original_env_path: Path):
     return load_environment(original_env_path)
 
 
-async def test_same_scores_as_the_runner(user_env, original_env_path: Path, tmp_path: Path) -> None:
+async def run_and_play(user_env: Any, cfg: Any, out: Path) -> tuple[list, list, dict, RunDir]:
+    """The policy through ``amemgym run`` into ``out``, then through MemoryEnv (probes on) with the same settings."""
     user = user_env.users[0]
-    cfg = load_config("tiny")
-    await Runner(user_env, resolve_agent("test_train_env:policy_agent"), tmp_path / "run", cfg,
+    await Runner(user_env, resolve_agent("test_train_env:policy_agent"), out, cfg,
                  scripted_client(TrainScript(user))).run()
     env = MemoryEnv(user_env, llm=scripted_client(TrainScript(user)), config=cfg, probes=True)
     try:
         seen, outcomes, last = play(env, seed=3)
     finally:
         env.close()
-    rd = RunDir(tmp_path / "run")
+    return seen, outcomes, last, RunDir(out)
+
+
+async def test_same_scores_as_the_runner(user_env, original_env_path: Path, tmp_path: Path) -> None:
+    user = user_env.users[0]
+    seen, outcomes, last, rd = await run_and_play(user_env, load_config("tiny"), tmp_path / "run")
     metrics = json.loads(rd.metrics.read_text())
     for p in range(len(user.periods)):
         run_eval = json.loads(rd.evaluation(user.id, p).read_text())["questions"]
@@ -267,19 +272,12 @@ async def test_the_gold_option_is_shown_only_after_the_probe_is_answered(user_en
 async def test_the_env_scores_under_the_runs_answer_rule_and_takes_the_runs_settings(
         user_env, original_env_path: Path, tmp_path: Path) -> None:
     user = user_env.users[0]
-    cfg = load_config("tiny", ["run.answer_rule=original"])
-    await Runner(user_env, resolve_agent("test_train_env:policy_agent"), tmp_path / "run", cfg,
-                 scripted_client(TrainScript(user))).run()
-    env = MemoryEnv(user_env, llm=scripted_client(TrainScript(user)), config=cfg, probes=True)
-    try:
-        _, outcomes, last = play(env, seed=3)
-    finally:
-        env.close()
-    metrics = json.loads(RunDir(tmp_path / "run").metrics.read_text())
-    assert last["metrics"]["overall"] == metrics["overall"]
+    _, outcomes, last, rd = await run_and_play(user_env, load_config("tiny", ["run.answer_rule=original"]),
+                                               tmp_path / "run")
+    assert last["metrics"]["overall"] == json.loads(rd.metrics.read_text())["overall"]
     assert [o["reward"] for o in outcomes if o["kind"] == "evaluation"] == [
         q["score_original_rule"] for p in range(len(user.periods))
-        for q in json.loads(RunDir(tmp_path / "run").evaluation(user.id, p).read_text())["questions"]]
+        for q in json.loads(rd.evaluation(user.id, p).read_text())["questions"]]
     # Without a config, the preset the environment names (or tiny for the bundled demo), as `amemgym run` does.
     bare = MemoryEnv()
     try:
