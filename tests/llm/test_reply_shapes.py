@@ -86,6 +86,7 @@ def test_an_endpoint_problem_stays_said_after_a_resume_and_keeps_the_run_off_the
     from amemgym.testing.fake_endpoint import FakeEndpoint
 
     monkeypatch.setenv("AMEMGYM_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr("amemgym.llm.client._Backoff.__call__", lambda self, state: 0.001)  # many retries, no waits
     out = tmp_path / "run"
     args = ["run", "--config", "tiny", "--out", str(out), "--limit", "1", "--set", "llm.default.max_retries=30"]
     with FakeEndpoint(fault_rate=0.7, fault_kinds=("empty_choices",), seed=3) as ep:
@@ -135,6 +136,7 @@ def test_an_endpoint_problem_is_cleared_by_a_rerun_that_redid_the_work_on_a_heal
     from amemgym.testing.fake_endpoint import FakeEndpoint
 
     monkeypatch.setenv("AMEMGYM_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr("amemgym.llm.client._Backoff.__call__", lambda self, state: 0.001)
     out = tmp_path / "run"
     args = ["run", "--config", "tiny", "--out", str(out), "--limit", "1", "--set", "llm.default.max_retries=2"]
     with FakeEndpoint(force_faults={"*": "empty_choices"}) as ep:
