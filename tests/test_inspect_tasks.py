@@ -74,13 +74,25 @@ def test_inspect_eval_scores_like_amemgym_run(monkeypatch: pytest.MonkeyPatch, t
 
 def test_a_user_whose_calls_failed_errs_instead_of_scoring_zero(monkeypatch: pytest.MonkeyPatch,
                                                                tmp_path: Path) -> None:
-    """Found by probing: every call failed, yet the eval said success and scored 0.000 with a random baseline of 0."""
-    with FakeEndpoint(force_faults={"answer": "http_400"}) as ep:
+    """Found by probing: every call failed, yet the eval said success and scored 0.000 with a random baseline of 0.
+    Here the agent fails every answer (a plug-in), so no model error goes through Inspect's own retries."""
+    plugin = tmp_path / "failing_agent.py"
+    plugin.write_text(
+        "class Agent:\n"
+        "    async def reply(self, message, *, time): return 'ok'\n"
+        "    async def ingest(self, user, assistant, *, time): pass\n"
+        "    async def answer(self, prompt): raise RuntimeError('no answers here')\n"
+        "    async def snapshot(self): return {}\n"
+        "    def restore(self, snapshot): pass\n"
+        "    def memory_view(self): return ''\n"
+        "    def stats(self): return {}\n"
+        "def make(llm, ctx): return Agent()\n")
+    with FakeEndpoint() as ep:
         monkeypatch.setenv("OPENAI_BASE_URL", ep.base_url)
         monkeypatch.setenv("FAKE_BASE_URL", ep.base_url)
         monkeypatch.setenv("FAKE_API_KEY", "not-a-real-key")
         monkeypatch.setenv("INSPECT_LOG_DIR", str(tmp_path / "logs"))
-        logs = inspect_eval(amemgym_memory(agent="native", out=str(tmp_path / "inspect")),
+        logs = inspect_eval(amemgym_memory(agent=f"{plugin}:make", out=str(tmp_path / "inspect"), limit_users=1),
                             model="openai-api/fake/fake-model", log_dir=str(tmp_path / "logs"), display="none")
     log = logs[0]
     assert log.status == "error"
