@@ -395,6 +395,9 @@ def test_an_out_of_range_question_in_a_trial_is_refused_or_not_boarded(
     trials = tmp_path / "trials"
     shutil.copytree(run, trials / "trial_1")
     shutil.copytree(run, trials / "trial_2")
+    manifest = json.loads((trials / "trial_2" / "manifest.json").read_text())
+    manifest["config"]["run"]["seed"] += 1  # a trial of its own (readers refuse two trials of one seed)
+    (trials / "trial_2" / "manifest.json").write_text(json.dumps(manifest))
     edit(trials / "trial_2" / USER / "eval/period_00.json", _question_999)
     args = {"report": ["report", str(trials), "--out", str(tmp_path / "r.html")],
             "leaderboard": ["leaderboard", str(trials), str(run)],
