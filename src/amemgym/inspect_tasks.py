@@ -133,6 +133,20 @@ def _one_user(env: Environment, user_id: str) -> Environment:
     return env.model_copy(update={"users": [u for u in env.users if u.id == user_id]})
 
 
+def refuse_unfinished(user: str, failures: list[dict[str, Any]], metrics: dict[str, Any], rundir: Path) -> None:
+    """Fail the sample, as `amemgym run` exits 1, when the user's episode has failures or is incomplete: a user
+    scored on the periods it happened to finish (or on none, which Inspect would count as 0) is not a
+    measurement.
+
+    Raises:
+        RunError: naming the first failure and the run directory.
+    """
+    if failures or metrics.get("complete") is False:
+        first = failures[0].get("error", "") if failures else "the episode is incomplete"
+        raise RunError(f"user {user}: {len(failures)} failure(s) (first: {first}); see {rundir}; re-run the eval "
+                       "to resume it")
+
+
 @solver
 def amemgym_episode(env_path: str, agent: str, config: str | None, out: str) -> Any:
     """Run one user's episode (the sample's ``user``) with amemgym's engine, the agent on the eval model.
@@ -152,12 +166,7 @@ def amemgym_episode(env_path: str, agent: str, config: str | None, out: str) -> 
             await llm.aclose()
         state.metadata["rundir"] = str(rundir)
         state.metadata["failures"] = len(outcome.failures)
-        if outcome.failures or outcome.metrics.get("complete") is False:
-            # The sample errs, as `amemgym run` exits 1: a user scored on the periods it happened to finish (or on
-            # none, which Inspect would count as 0) is not a measurement.
-            first = outcome.failures[0].get("error", "") if outcome.failures else "the episode is incomplete"
-            raise RunError(f"user {env.users[0].id}: {len(outcome.failures)} failure(s) (first: {first}); see "
-                           f"{rundir}; re-run the eval to resume it")
+        refuse_unfinished(env.users[0].id, outcome.failures, outcome.metrics, rundir)
         state.output.completion = f"amemgym episode of user {env.users[0].id}: {rundir}"
         state.completed = True
         return state
