@@ -57,25 +57,28 @@ async def test_an_outage_that_ends_on_one_empty_reply_is_a_failure_not_silence()
     assert llm.ledger.to_dict()["agent"]["empty_kept"] == 0
 
 
-async def test_a_turn_empty_on_every_attempt_is_kept_counted_and_replayed_as_silence(tmp_path: Path) -> None:
+async def test_a_turn_empty_on_every_attempt_is_kept_counted_and_never_cached(tmp_path: Path) -> None:
     from amemgym.llm.health import empty_note
 
     backend = _Scripted("empty_reply")  # nothing, however it is sampled
     llm = LLMClient(LLMConfig(), backends={"agent": backend}, cache=ResponseCache(tmp_path / "c.sqlite"),
                     backoff_base=0.001)  # type: ignore[dict-item]
     turn = [{"role": "user", "content": "hello"}]
+    # A role that never answered is a broken endpoint, not a silent model: the turn fails.
+    with pytest.raises(LLMError, match="empty_reply"):
+        await llm.chat("agent", turn, keep_empty=True)
+    llm.ledger.role("agent").calls = 1  # as after one answer
+    sent = backend.sent
     res = await llm.chat("agent", turn, keep_empty=True)
-    assert res.text == "" and backend.sent == 6
+    assert res.text == "" and backend.sent == sent + 6
     usage = llm.ledger.to_dict()["agent"]
-    assert usage["empty_kept"] == 1 and usage["failures"] == 0 and usage["faults"] == {"empty_reply": 6}
-    assert usage["calls"] == 0  # no reply arrived: no tokens are claimed for it
+    assert usage["empty_kept"] == 1 and usage["failures"] == 1 and usage["faults"] == {"empty_reply": 12}
     note = empty_note(llm.ledger.to_dict())
     assert note is not None and "1 conversation turns" in note and "agent 1" in note
-    again = await llm.chat("agent", turn, keep_empty=True)
-    assert again.text == "" and again.cached and backend.sent == 6  # a re-run replays the same silence
+    await llm.chat("agent", turn, keep_empty=True)
+    assert backend.sent == sent + 12  # never cached: a healthy re-run asks the model again
     with pytest.raises(LLMError, match="empty_reply"):
         await llm.chat("agent", turn)  # without keep_empty (a scored answer) the silence is no answer
-    assert llm.ledger.to_dict()["agent"]["failures"] == 1 and backend.sent == 12
     assert empty_note({"agent": {"calls": 3}}) is None
 
 
@@ -89,8 +92,10 @@ def test_a_quoted_reply_framed_as_a_message_is_an_echo() -> None:
 
 
 def _silent_replies(body: dict[str, Any]) -> Any:
-    # The agent's conversation replies are empty; its answers, the simulator and everything else are served.
-    return "" if request_kind(body) == "chat" else default_responder(body)
+    # After its first turn the agent's conversation replies are empty; its answers, the simulator and everything
+    # else are served.
+    later = request_kind(body) == "chat" and len(body.get("messages") or []) > 2
+    return "" if later else default_responder(body)
 
 
 def test_a_run_whose_agent_replies_stay_empty_finishes_and_says_so(endpoint: FakeEndpoint, tmp_path: Path) -> None:
@@ -103,9 +108,9 @@ def test_a_run_whose_agent_replies_stay_empty_finishes_and_says_so(endpoint: Fak
     turns = [m for p in (out / "users").glob("*/sessions.jsonl") for line in p.read_text().splitlines()
              for m in json.loads(line)["messages"]]
     replies = [m["content"] for m in turns if m["role"] == "assistant"]
-    assert replies and all(r == "" for r in replies)
+    assert replies[0] and replies.count("") == len(replies) - 1
     usage = json.loads((out / "usage.json").read_text())["cumulative"]["agent"]
-    assert usage["empty_kept"] == len(replies) and usage["failures"] == 0
+    assert usage["empty_kept"] == len(replies) - 1 and usage["failures"] == 0
     assert json.loads((out / "metrics.json").read_text())["complete"]
 
 
@@ -117,3 +122,19 @@ def test_a_run_whose_answers_stay_empty_fails_the_user(endpoint: FakeEndpoint, t
     assert result.exit_code != 0
     metrics = json.loads((out / "metrics.json").read_text())
     assert not metrics["complete"]
+
+
+def test_a_server_that_answers_nothing_leaves_no_mark_once_repaired(endpoint: FakeEndpoint, tmp_path: Path) -> None:
+    """Its silence fails the user, and nothing of it is recorded or cached: the same command on the repaired
+    server scores as a clean run does."""
+    args = ["run", "--config", "tiny", "--limit", "1", "--set", "llm.default.max_retries=1"]
+    clean = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "clean"), "--no-cache"])
+    assert clean.exit_code == 0, clean.output
+    endpoint.force_faults = {"*": "empty_content"}
+    broken = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "run")])
+    assert broken.exit_code != 0
+    endpoint.force_faults = {}
+    repaired = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "run")])
+    assert repaired.exit_code == 0, repaired.output
+    metrics = [json.loads((tmp_path / d / "metrics.json").read_text()) for d in ("clean", "run")]
+    assert [m["per_user"] for m in metrics][0] == [m["per_user"] for m in metrics][1]

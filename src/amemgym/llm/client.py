@@ -429,9 +429,10 @@ class LLMClient:
         chat-completions form; the calls come back in ``ChatResult.tool_calls`` and replay from the cache).
 
         ``keep_empty`` is for conversation turns, where saying nothing is a reply the conversation can go on
-        from: when every attempt came back empty, an empty result is returned (and cached as such) and counted
-        under ``empty_kept`` instead of failing the call. Scored answers never set it: an endpoint that answers
-        nothing fails the user rather than scoring zero (docs/design.md §10).
+        from: when every attempt came back empty, and the role has had answers before in this run (so the
+        endpoint works), an empty, uncached result is returned and counted under ``empty_kept`` instead of
+        failing the call. Scored answers never set it: an endpoint that answers nothing fails the user rather
+        than scoring zero (docs/design.md §10).
 
         Raises:
             LLMError: when the call fails permanently or exhausts its retries (the failure is counted).
@@ -475,11 +476,6 @@ class LLMClient:
         if caching:
             assert self.cache is not None and key is not None
             hit = self.cache.get(key)
-            if hit is not None and keep_empty and hit.get("empty_kept") is True:
-                # A turn the model left empty on every attempt: replayed as that silence, as any reply is.
-                usage.cache_hits += 1
-                usage.cache_replays += 1
-                return ChatResult(text="", model=hit.get("model", model_name), cached=True, tokens_reported=False)
             if hit is not None and _usable(hit.get("text"), accept, hit.get("tool_calls")):
                 usage.cache_hits += 1
                 usage.cache_replays += 1
@@ -497,9 +493,12 @@ class LLMClient:
         fut: asyncio.Future[ChatResult] = asyncio.get_running_loop().create_future()
         self._inflight[flight] = fut
         empty = ChatResult(text="", model=model_name, tokens_reported=False)
+        # Silence is the model's only where this role has had answers: an endpoint that never answered is broken,
+        # and its empty replies must fail the user rather than enter the records.
+        answered = usage.calls + usage.cache_hits > 0
         try:
             res = await self._retried(role, backend.backend_id, ep, _resampling(backend, req),
-                                      on_empty=(lambda: empty) if keep_empty else None)
+                                      on_empty=(lambda: empty) if keep_empty and answered else None)
         except BaseException as exc:
             fut.set_exception(exc)
             fut.exception()  # mark retrieved: waiters re-raise it themselves
@@ -508,11 +507,8 @@ class LLMClient:
             self._inflight.pop(flight, None)
         fut.set_result(res)
         if res is empty:
-            # Kept empty (``keep_empty``), counted by _retried; cached as silence, so a re-run or a resume replays
-            # the same conversation instead of asking again and perhaps going another way.
-            if caching:
-                assert self.cache is not None and key is not None
-                self.cache.put(key, role, model_name, {"text": "", "model": model_name, "empty_kept": True})
+            # Kept empty (``keep_empty``), counted by _retried, and never cached: no empty reply is, so a server
+            # that misbehaved leaves nothing a later run would replay.
             return res
         if res.model and not usage.answered:
             usage.answered = res.model
