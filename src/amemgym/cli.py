@@ -17,7 +17,7 @@ from .redact import MASK, redact
 
 _TOKEN = re.compile(r"[^\s()'\",]+")
 #: click's usage error (recent typer releases carry their own copy of click), found through a public subclass.
-_USAGE_ERROR = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
+_USAGE_ERROR: type[Any] = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
 
 
 class _Commands(TyperGroup):

@@ -570,7 +570,8 @@ class LLMClient:
                 spent = getattr(exc, "spent", None)
                 if spent is not None:
                     # A reply rejected after it arrived (empty, malformed) was still paid for.
-                    self._spend(role, ep, 0, *spent, 0.0)
+                    prompt, completion, processed = spent
+                    self._spend(role, ep, 0, prompt, completion, processed, 0.0)
                 raise
 
         def count_retry(state: RetryCallState) -> None:
