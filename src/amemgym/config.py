@@ -20,7 +20,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .errors import ConfigError
-from .urls import base_url_problem, public_url
+from .urls import bare_path, base_url_problem, public_url
 
 Role = Literal["generator", "simulator", "agent", "memory", "judge", "embedder"]
 ROLES: tuple[Role, ...] = ("generator", "simulator", "agent", "memory", "judge", "embedder")
@@ -254,9 +254,8 @@ def _shown_url(url: str) -> str:
     except ValueError:
         return "(not shown)"
     host = parts.netloc.rsplit("@", 1)[-1]
-    path = "/".join(segment.split(";", 1)[0] for segment in parts.path.split("/"))
     hidden = parts.query or parts.fragment or ";" in parts.path or "@" in parts.netloc
-    return repr(f"{parts.scheme}://{host}{path}") + (" (its query, parameters and user part not shown)"
+    return repr(f"{parts.scheme}://{host}{bare_path(parts.path)}") + (" (its query, parameters and user part not shown)"
                                                     if hidden else "")
 
 

@@ -54,8 +54,12 @@ def public_url(url: str) -> str:
     """``url`` without credentials, path parameters (``;key=...``), query string or fragment, safe to log,
     record and key the cache with."""
     parts = urlsplit(url)
-    path = "/".join(segment.split(";", 1)[0] for segment in parts.path.split("/"))
-    return urlunsplit((parts.scheme, host_port(url), path.rstrip("/"), "", ""))
+    return urlunsplit((parts.scheme, host_port(url), bare_path(parts.path).rstrip("/"), "", ""))
+
+
+def bare_path(path: str) -> str:
+    """A URL path without its segments' parameters (``/v1;key=abc`` -> ``/v1``), where a key may sit."""
+    return "/".join(segment.split(";", 1)[0] for segment in path.split("/"))
 
 
 def path_params(url: str) -> list[tuple[str, str]]:

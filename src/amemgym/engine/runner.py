@@ -33,7 +33,7 @@ from ..console import styled
 from ..errors import ConfigError, RunError
 from ..families.folders import natural_key
 from ..llm.client import LLMClient
-from ..llm.health import endpoint_problems
+from ..llm.health import endpoint_problems, role_attempts
 from ..llm.preflight import preflight
 from ..llm.usage import UsageLedger
 from ..records import UnitManifest, UnitMetrics, run_family
@@ -225,8 +225,7 @@ def _latest_problems(rd: UnitRunDir, last: dict[str, Any]) -> list[dict[str, Any
     """The endpoint problems of the latest invocation that asked the model anything: a re-run with nothing left to
     ask keeps the verdict of the one before (its replies are what is scored), and one that redid the work on a
     healthy endpoint clears it (a reply that was unusable is never cached, so none of them is scored)."""
-    attempts = sum(int(c.get("calls") or 0) + sum(int(v) for v in (c.get("faults") or {}).values())
-                   for role, c in last.items() if role != "total" and isinstance(c, dict))
+    attempts = sum(role_attempts(c) for role, c in last.items() if role != "total" and isinstance(c, dict))
     if attempts:
         return endpoint_problems(last)
     try:

@@ -18,6 +18,11 @@ UNUSABLE_FAULTS = ("empty_reply", "empty_choices", "error_body", "finish_error",
 MIN_ATTEMPTS = 3
 
 
+def role_attempts(counts: dict[str, Any]) -> int:
+    """The attempts one role of a ledger's ``to_dict()`` made: replies that arrived, and faults."""
+    return int(counts.get("calls") or 0) + sum(int(v) for v in (counts.get("faults") or {}).values())
+
+
 def endpoint_problems(usage: dict[str, Any], share: float = 0.5) -> list[dict[str, Any]]:
     """Roles whose attempts were mostly unusable, from a ledger's ``to_dict()`` (most affected first).
 
@@ -31,7 +36,7 @@ def endpoint_problems(usage: dict[str, Any], share: float = 0.5) -> list[dict[st
             continue
         faults = counts.get("faults") or {}
         bad_faults = sum(int(faults.get(k, 0)) for k in UNUSABLE_FAULTS)
-        attempts = int(counts.get("calls", 0)) + sum(int(v) for v in faults.values())
+        attempts = role_attempts(counts)
         unusable = bad_faults
         if attempts >= MIN_ATTEMPTS and unusable > share * attempts:
             kinds = {k: int(faults[k]) for k in UNUSABLE_FAULTS if faults.get(k)}
