@@ -20,6 +20,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .errors import ConfigError
+from .redact import VENDOR_PREFIXES
 from .urls import bare_path, base_url_problem, public_url
 
 Role = Literal["generator", "simulator", "agent", "memory", "judge", "embedder"]
@@ -115,10 +116,20 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,255}")
 
 
 def looks_like_key(value: str) -> bool:
-    """A long token mixing letters and digits, with no underscore or with both cases: the look of a generated
-    key, and not of a variable name like ``OPENAI_API_KEY_2`` or a file name like ``openai_key``."""
+    """A long token mixing letters and digits, with no underscore, with both cases, or opening with a vendor's
+    key prefix (``sk_live_``, ``tgp_v1_``): the look of a generated key, and not of a variable name like
+    ``OPENAI_API_KEY_2`` or a file name like ``openai_key``."""
     return (len(value) >= 16 and any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
-            and ("_" not in value or (any(c.islower() for c in value) and any(c.isupper() for c in value))))
+            and ("_" not in value or (any(c.islower() for c in value) and any(c.isupper() for c in value))
+                 or value.startswith(VENDOR_PREFIXES)))
+
+
+def shown_typed(value: str) -> str:
+    """How an error message quotes a value typed on the command line: in quotes, unless it looks like a key
+    pasted in the wrong place (a leading ``=`` of ``-a=VALUE`` included), which is never printed back."""
+    if looks_like_key(value.lstrip("=")) and not Path(value).exists():
+        return "(not shown: it looks like a key)"
+    return repr(value)
 
 
 class EndpointConfig(_Strict):
@@ -419,8 +430,7 @@ def set_value(raw: str) -> Any:
 def _parse_set(item: str) -> dict[str, Any]:
     if "=" not in item:
         # Without "=", a pasted key may be the whole item: it is not printed back.
-        shown = "(not shown: it looks like a key)" if looks_like_key(item) else repr(item)
-        raise ConfigError(f"--set {shown}: expected KEY.PATH=VALUE")
+        raise ConfigError(f"--set {shown_typed(item)}: expected KEY.PATH=VALUE")
     key, raw = item.split("=", 1)
     value = set_value(raw)
     out: dict[str, Any] = {}
@@ -474,7 +484,7 @@ def load_config(preset_or_file: str | None = None, sets: list[str] | None = None
             path = Path(preset_or_file)
             if not path.exists():
                 known = ", ".join(PRESETS)
-                raise ConfigError(f"{preset_or_file}: neither a preset ({known}) nor an existing file")
+                raise ConfigError(f"{shown_typed(preset_or_file)}: neither a preset ({known}) nor an existing file")
             raw = _read_file(path)
             name = path.name
             if not ({"env", "llm", "run", "budget"} & raw.keys()):
@@ -499,5 +509,5 @@ def load_config(preset_or_file: str | None = None, sets: list[str] | None = None
 def env_preset(name: str) -> EnvConfig:
     """The :class:`EnvConfig` of a named preset."""
     if name not in PRESETS:
-        raise ConfigError(f"unknown preset {name!r}; known: {', '.join(PRESETS)}")
+        raise ConfigError(f"unknown preset {shown_typed(name)}; known: {', '.join(PRESETS)}")
     return EnvConfig(**PRESETS[name])

@@ -24,15 +24,23 @@ from urllib.parse import quote
 _KNOWN: set[str] = set()
 #: Every form (:func:`secret_forms`) of the registered keys, longest first.
 _KNOWN_SORTED: list[str] = []
-#: The opening :data:`PREFIX_CHARS` characters of each registered key longer than that, and the key.
-_PREFIXES: dict[str, str] = {}
+#: Pieces of :data:`PREFIX_CHARS` characters of each registered key longer than that (:func:`_pieces`): the
+#: piece, and the key with where the piece starts in it.
+_PIECES: dict[str, tuple[str, int]] = {}
 _LOCK = threading.Lock()
 
 #: Shorter "keys" (e.g. a placeholder like "x") are not registered: replacing them would mangle every text.
 MIN_SECRET_CHARS = 6
-#: A text cut short inside a key (an error body kept to its first N characters, a note's name) still holds
-#: the key's beginning: any run of at least this many of a key's opening characters is masked too.
+#: A text cut short inside a key (an error body kept to its first N characters, a note's name) still holds a
+#: part of the key, and a server may echo only its end: a key's first or last this many characters, and any
+#: ``2 * PREFIX_CHARS - 1`` of them in a row, are masked wherever they appear, with all of the key around them.
 PREFIX_CHARS = 12
+#: How the keys of some vendors begin. Several are lower case with underscores, which :func:`looks_like_key`
+#: alone would take for a name; what follows the prefix must hold a digit and be 16 characters or more.
+VENDOR_PREFIXES = ("sk_live_", "sk_test_", "rk_live_", "rk_test_", "pk_live_", "pk_test_", "tgp_v1_", "gsk_",
+                   "github_pat_", "ghp_", "gho_", "ghs_", "hf_", "nvapi-", "xai-", "r8_")
+_VENDOR_TOKEN = r"(?=[A-Za-z_-]*[0-9])[A-Za-z0-9_-]{16,}"
+_VENDOR = "|".join(re.escape(p) for p in VENDOR_PREFIXES)
 MASK = "[REDACTED]"
 #: How many layers of JSON string escaping a registered key is also looked for under.
 _JSON_DEPTH = 3
@@ -46,18 +54,23 @@ _PATTERNS = (
     re.compile(r"(?i)(api[_-]?key|authorization|x-api-key)([\"']?\s*[:=]\s*[\"']?)(?!(?:bearer|basic)\b)"
                r"(?=[^\s\"',;}]*[0-9])[^\s\"',;}]{4,}"),
     re.compile(r"(?<=://)[^/\s:@]+:[^/\s@]+@"),
+    re.compile(rf"\b(?:{_VENDOR}){_VENDOR_TOKEN}"),
 )
 
 
-# Credential shapes that can be told from prose: a bearer token or an ``sk-`` key with at least one digit, and
-# ``user:password@`` after a URL scheme. None of them crosses a quote, a backslash or whitespace. Each is
-# matched only where ``str.find`` sees its literal start (the regex engine alone scans a long text about ten
-# times slower): (the literals, where the match starts after one, the pattern matched there).
+# Credential shapes that can be told from prose: a bearer token, an ``sk-`` key or a vendor's key with at least
+# one digit, and ``user:password@`` after a URL scheme. None of them crosses a quote, a backslash or whitespace.
+# Each is matched only where ``str.find`` sees a literal of it (the regex engine alone scans a long text about
+# ten times slower, and each literal costs a scan of the text, so the vendor prefixes are found by what they
+# share): (the literals, where the match starts from one (a match starting at or before its literal must not
+# start inside a word), the pattern matched there). The rarer vendor prefixes are left to :func:`redact`.
 _TOKEN = r"(?=[A-Za-z._~+/=-]*[0-9])[A-Za-z0-9._~+/=-]"
 _CONTENT_PATTERNS: tuple[tuple[tuple[str, ...], int, re.Pattern[str]], ...] = (
     (("bearer", "Bearer", "BEARER"), 0, re.compile(rf"(?i)(bearer)\s+{_TOKEN}{{12,}}")),
     (("sk-", "pk-", "rk-"), 0, re.compile(rf"(?:sk|pk|rk)-{_TOKEN}{{16,}}")),
     (("://",), 3, re.compile(r"[^/\s:@\"'\\]+:[^/\s@\"'\\]+@")),
+    (("_live_", "_test_"), -2, re.compile(rf"(?:sk|pk|rk)_(?:live|test)_{_VENDOR_TOKEN}")),
+    (("tgp_v1_", "gsk_", "hf_", "github_pat_", "nvapi-", "xai-"), 0, re.compile(rf"(?:{_VENDOR}){_VENDOR_TOKEN}")),
 )
 
 
@@ -67,14 +80,14 @@ def _json_text(text: str) -> str:
 
 def secret_forms(secret: str) -> set[str]:
     """The ways ``secret`` may be written back by a server that echoes it: as is, in lower and upper case,
-    percent-encoded and base64-encoded (standard and URL-safe, with and without padding); each also as the
+    percent-encoded, in hex and base64-encoded (standard and URL-safe, with and without padding); each also as the
     text of a JSON string, up to :data:`_JSON_DEPTH` times over (a key inside JSON that a model wrote, in a
     record that is itself a JSON string of a JSON file), and with ``/`` written ``\\/`` (as some JSON encoders
     do). A key made of letters, digits, ``-`` and ``_`` has a handful of forms; escaping changes none of them."""
     raw = secret.encode("utf-8")
     b64 = {base64.b64encode(raw).decode("ascii"), base64.urlsafe_b64encode(raw).decode("ascii")}
     bases = {secret, secret.lower(), secret.upper(), *_percent_forms(secret), *b64, *(b.rstrip("=") for b in b64),
-             *_base64_cores(raw)}
+             *_base64_cores(raw), raw.hex(), raw.hex().upper()}
     forms: set[str] = set()
     for base in bases:
         for text in (base, _json_text(base).replace("/", "\\/")):
@@ -121,20 +134,41 @@ def register_secret(value: str | None) -> None:
         _KNOWN.update({secret, *parts})
         forms = {form for known in _KNOWN for form in secret_forms(known)}
         _KNOWN_SORTED[:] = sorted(forms, key=len, reverse=True)
-        _PREFIXES.update({k[:PREFIX_CHARS]: k for k in _KNOWN if len(k) > PREFIX_CHARS})
+        for known in _KNOWN:
+            _PIECES.update(_pieces(known))
 
 
-def _mask_prefixes(text: str, prefixes: dict[str, str]) -> str:
-    """``text`` with every run of a key's opening characters (:data:`PREFIX_CHARS` or more) masked."""
-    for head, key in prefixes.items():
-        i = text.find(head)
+def _pieces(key: str) -> dict[str, tuple[str, int]]:
+    """Pieces of :data:`PREFIX_CHARS` characters cut from ``key`` at every multiple of that length, and its
+    last ones: any run of ``2 * PREFIX_CHARS - 1`` of the key's characters holds a whole piece."""
+    if len(key) <= PREFIX_CHARS:
+        return {}
+    starts = {*range(0, len(key) - PREFIX_CHARS + 1, PREFIX_CHARS), len(key) - PREFIX_CHARS}
+    return {key[at:at + PREFIX_CHARS]: (key, at) for at in sorted(starts)}
+
+
+def _mask_pieces(text: str, pieces: dict[str, tuple[str, int]]) -> str:
+    """``text`` with every piece of a key masked, together with the key's characters on either side of it."""
+    spans = []
+    for piece, (key, at) in pieces.items():
+        i = text.find(piece)
         while i != -1:
-            end = i + len(head)
-            while end < len(text) and end - i < len(key) and text[end] == key[end - i]:
+            start, end = i, i + len(piece)
+            while start > 0 and at - (i - start) > 0 and text[start - 1] == key[at - (i - start) - 1]:
+                start -= 1
+            while end < len(text) and at + end - i < len(key) and text[end] == key[at + end - i]:
                 end += 1
-            text = text[:i] + MASK + text[end:]
-            i = text.find(head, i + len(MASK))
-    return text
+            spans.append((start, end))
+            i = text.find(piece, end)
+    if not spans:
+        return text
+    out, last = [], 0
+    for start, end in sorted(spans):
+        if end <= last:
+            continue
+        out.append(text[last:start] + MASK if start >= last else "")
+        last = end
+    return "".join(out) + text[last:]
 
 
 def _sub(match: re.Match[str]) -> str:
@@ -151,11 +185,11 @@ def redact(text: str) -> str:
     if not text:
         return text
     with _LOCK:
-        known, prefixes = list(_KNOWN_SORTED), dict(_PREFIXES)
+        known, pieces = list(_KNOWN_SORTED), dict(_PIECES)
     for secret in known:
         if secret in text:
             text = text.replace(secret, MASK)
-    text = _mask_prefixes(text, prefixes)
+    text = _mask_pieces(text, pieces)
     for pattern in _PATTERNS:
         text = pattern.sub(_sub, text)
     return text
@@ -170,11 +204,11 @@ def redact_content(text: str) -> str:
     if not text:
         return text
     with _LOCK:
-        known, prefixes = list(_KNOWN_SORTED), dict(_PREFIXES)
+        known, pieces = list(_KNOWN_SORTED), dict(_PIECES)
     for secret in known:
         if secret in text:
             text = text.replace(secret, MASK)
-    text = _mask_prefixes(text, prefixes)
+    text = _mask_pieces(text, pieces)
     spans = sorted(_token_spans(text))
     if not spans:
         return text
@@ -194,9 +228,11 @@ def _token_spans(text: str) -> list[tuple[int, int, str]]:
         for literal in literals:
             i = text.find(literal)
             while i != -1:
+                start = i + offset
                 # A literal inside a word ("task-", "unbearer") does not start a token.
-                if offset or not i or not (text[i - 1].isalnum() or text[i - 1] == "_"):
-                    m = pattern.match(text, i + offset)
+                inside_word = start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_")
+                if start >= 0 and (offset > 0 or not inside_word):
+                    m = pattern.match(text, start)
                     if m:
                         spans.append((m.start(), m.end(), _sub(m)))
                 i = text.find(literal, i + 1)
@@ -217,8 +253,8 @@ def redact_obj(obj: Any) -> Any:
 #: Characters no credential shape of :data:`_CONTENT_PATTERNS` contains, except the whitespace after "bearer".
 _BREAKS = frozenset(" \t\n\r\f\v\"'\\")
 #: Every credential shape of :data:`_CONTENT_PATTERNS` holds one of these (the whitespace after "bearer", the
-#: hyphen of "sk-", the colon of "://"); keep it in step with them.
-_SHAPE_NEEDS = (" ", "\t", "\n", "\r", "\f", "\v", "-", ":")
+#: hyphen of "sk-", the colon of "://", the underscore or hyphen of a vendor prefix); keep it in step with them.
+_SHAPE_NEEDS = (" ", "\t", "\n", "\r", "\f", "\v", "-", ":", "_")
 _BEARER_END = re.compile(r"(?i)bearer\s*\Z")
 
 
@@ -238,5 +274,5 @@ def joins_safely(left: str, right: str) -> bool:
     elif any(c in left or c in right for c in _SHAPE_NEEDS):
         return False  # str's "in" is a fast scan; a regex over a long text would cost more than it saves
     with _LOCK:
-        known = [*_KNOWN_SORTED, *_PREFIXES]
+        known = [*_KNOWN_SORTED, *_PIECES]
     return not any(secret in left[1 - len(secret):] + right[: len(secret) - 1] for secret in known)

@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from ..config import ROLES, EndpointConfig, yaml_problem
+from ..config import ROLES, EndpointConfig, shown_typed, yaml_problem
 from ..errors import AMemGymError, ConfigError
 from ..llm.client import LLMClient
 from .base import AgentContext, AgentFactory, MemoryAgent
@@ -197,8 +197,8 @@ def unknown_agent(name: str, also: Sequence[str] = ()) -> ConfigError:
     close = difflib.get_close_matches(name, list(dict.fromkeys([*also, *builtin])), n=1, cutoff=0.6)
     hint = f"did you mean {close[0]!r}? " if close else ""
     known = "; ".join([*(a for a in also if a not in builtin), *known_agents()])
-    return ConfigError(f"unknown agent {name!r}; {hint}known: {known}; or module:factory, path/file.py:factory, "
-                       "or a file")
+    return ConfigError(f"unknown agent {shown_typed(name)}; {hint}known: {known}; or module:factory, "
+                       "path/file.py:factory, or a file")
 
 
 def _lookup(name: str, also: Sequence[str] = ()) -> tuple[_Maker, tuple[str, ...] | None, bool]:

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from ..agents.guard import set_call_limit
-from ..config import AppConfig
+from ..config import AppConfig, shown_typed
 from ..console import styled
 from ..errors import ConfigError, RunError
 from ..families.folders import natural_key
@@ -168,7 +168,7 @@ def run_units(family: UnitFamily, cfg: AppConfig, env: Path, out_dir: Path, opts
         BackendUnavailable: a role's endpoint is unreachable, rejects the key or does not serve the model.
     """
     if opts.executor not in ("local", "ray"):
-        raise ConfigError(f"unknown executor {opts.executor!r}; use 'local' or 'ray'")
+        raise ConfigError(f"unknown executor {shown_typed(opts.executor)}; use 'local' or 'ray'")
     if opts.ray_address and opts.executor != "ray":
         raise ConfigError("--ray-address needs --executor ray")
     units = units if units is not None else family.units(env, opts.limit)
