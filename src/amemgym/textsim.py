@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import re
 
-_WORD = re.compile(r"[a-z0-9]+")
+#: Scripts written without spaces between words (Thai, Lao, Myanmar, Khmer, kana, CJK ideographs).
+_UNSPACED_RANGES = r"\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+UNSPACED = re.compile(rf"[{_UNSPACED_RANGES}]")
+#: A run of letters and digits of any script, or a run of a script written without spaces. Marks split a run
+#: (Devanagari vowel signs are not letters to ``\w``), the same way in both texts compared.
+_WORD = re.compile(rf"[{_UNSPACED_RANGES}]+|[^\W_{_UNSPACED_RANGES}]+")
 
 
 def plain(name: str) -> str:
@@ -13,9 +18,22 @@ def plain(name: str) -> str:
     return name.replace("_", " ")
 
 
+def tokens(text: str) -> list[str]:
+    """The lower-cased words of ``text`` in order: its runs of letters and digits (see :data:`_WORD`), and in a
+    script written without spaces, where no space ends a word, every two neighbouring characters (a single
+    character would make any two Thai or kana sentences look alike: their alphabets are small)."""
+    out: list[str] = []
+    for run in _WORD.findall(text.lower()):
+        if len(run) > 2 and UNSPACED.match(run):
+            out += [run[i:i + 2] for i in range(len(run) - 1)]
+        else:
+            out.append(run)
+    return out
+
+
 def words(text: str) -> frozenset[str]:
-    """The set of lower-cased alphanumeric words of ``text``."""
-    return frozenset(_WORD.findall(text.lower()))
+    """The set of :func:`tokens` of ``text``."""
+    return frozenset(tokens(text))
 
 
 def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
@@ -25,9 +43,9 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
 
 
 def shares_run(a: str, b: str, n: int) -> bool:
-    """Whether ``a`` and ``b`` hold the same ``n`` consecutive words (lower-cased, alphanumeric) somewhere: a
-    quoted passage, however it is framed or restyled."""
-    wa, wb = _WORD.findall(a.lower()), _WORD.findall(b.lower())
+    """Whether ``a`` and ``b`` hold the same ``n`` consecutive :func:`tokens` somewhere: a quoted passage,
+    however it is framed or restyled."""
+    wa, wb = tokens(a), tokens(b)
     if len(wa) < n or len(wb) < n:
         return False
     runs = {tuple(wb[i : i + n]) for i in range(len(wb) - n + 1)}

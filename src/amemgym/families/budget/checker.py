@@ -18,8 +18,9 @@ import datetime as dt
 import re
 from dataclasses import dataclass
 
+from ...textsim import UNSPACED
 from .model import Question
-from .reading import NUMBER, UNSPACED, normalise, numbers
+from .reading import NUMBER, normalise, numbers
 from .world import MONTHS
 
 FLOAT_TOLERANCE = 0.02

@@ -18,9 +18,6 @@ NUMBER = re.compile(r"(?<![\w.])([-\u2212]?)\$?(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?"
 #: Below this code point a letter is Latin: only there are marks accents to drop ("Café" reads as "cafe"). In
 #: other scripts a mark is part of the letter (Devanagari vowel signs, the voicing marks of バ and パ).
 _LATIN_END = "\u0250"
-#: Scripts written without spaces between words, where a name is found inside a longer run of letters.
-UNSPACED = re.compile(r"[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff"
-                      r"\uf900-\ufaff]")
 
 
 def normalise(text: str) -> str:
