@@ -138,3 +138,29 @@ def test_a_server_that_answers_nothing_leaves_no_mark_once_repaired(endpoint: Fa
     assert repaired.exit_code == 0, repaired.output
     metrics = [json.loads((tmp_path / d / "metrics.json").read_text()) for d in ("clean", "run")]
     assert [m["per_user"] for m in metrics][0] == [m["per_user"] for m in metrics][1]
+
+
+def test_a_model_silent_now_and_then_is_not_called_a_broken_endpoint() -> None:
+    from amemgym.llm.health import endpoint_problems
+
+    # 80 answered turns and 20 turns silent on all 6 attempts: 120 empty attempts against 80 replies. The
+    # silence is the model's (kept, scored), not the server's: no endpoint problem.
+    silent = {"calls": 80, "empty_kept": 20, "empty_kept_attempts": 120, "faults": {"empty_reply": 120}}
+    assert endpoint_problems({"agent": silent}) == []
+    # The same empty attempts that were not kept (the role failed) still say the endpoint is broken.
+    failed = {"calls": 80, "failures": 20, "faults": {"empty_reply": 120}}
+    assert [p["role"] for p in endpoint_problems({"agent": failed})] == ["agent"]
+    # Kept silence beside a real outage: the outage is still counted.
+    mixed = {"calls": 10, "empty_kept": 20, "empty_kept_attempts": 120,
+             "faults": {"empty_reply": 120, "malformed_body": 30}}
+    problems = endpoint_problems({"agent": mixed})
+    assert problems and problems[0]["unusable"] == 30 and problems[0]["attempts"] == 40
+
+
+async def test_a_kept_turn_counts_the_attempts_it_took() -> None:
+    backend = _Scripted("empty_reply")
+    llm = LLMClient(LLMConfig(cache=False), backends={"agent": backend}, backoff_base=0.001)  # type: ignore[dict-item]
+    llm.ledger.role("agent").calls = 1
+    await llm.chat("agent", [{"role": "user", "content": "hello"}], keep_empty=True)
+    usage = llm.ledger.to_dict()["agent"]
+    assert usage["empty_kept"] == 1 and usage["empty_kept_attempts"] == backend.sent == 6

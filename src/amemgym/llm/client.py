@@ -586,6 +586,7 @@ class LLMClient:
                 # Silence only when the model was silent every time: an outage that ends on one empty reply
                 # is the server's failure.
                 usage.empty_kept += 1
+                usage.empty_kept_attempts += len(kinds)
                 return on_empty()
             usage.failures += 1
             n = retrying.statistics.get("attempt_number", 1)

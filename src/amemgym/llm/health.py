@@ -34,10 +34,12 @@ def endpoint_problems(usage: dict[str, Any], share: float = 0.5) -> list[dict[st
     for role, counts in usage.items():
         if role == "total" or not isinstance(counts, dict):
             continue
-        faults = counts.get("faults") or {}
-        bad_faults = sum(int(faults.get(k, 0)) for k in UNUSABLE_FAULTS)
-        attempts = role_attempts(counts)
-        unusable = bad_faults
+        # The empty attempts of turns kept as the model's silence are the model's doing, not the server's.
+        silent = int(counts.get("empty_kept_attempts") or 0)
+        faults = {**(counts.get("faults") or {})}
+        faults["empty_reply"] = max(0, int(faults.get("empty_reply", 0)) - silent)
+        unusable = sum(int(faults.get(k, 0)) for k in UNUSABLE_FAULTS)
+        attempts = role_attempts(counts) - silent
         if attempts >= MIN_ATTEMPTS and unusable > share * attempts:
             kinds = {k: int(faults[k]) for k in UNUSABLE_FAULTS if faults.get(k)}
             found.append({"role": role, "unusable": unusable, "attempts": attempts, "kinds": kinds})

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 #: The additive counters of :class:`RoleUsage` (faults and ``answered`` aside).
 COUNTERS = ("calls", "cache_hits", "cache_replays", "prompt_tokens", "completion_tokens", "prompt_tokens_processed",
             "seconds", "retries", "failures", "schema_retries", "unusable", "truncated", "uncounted", "empty_kept",
-            "cost_usd")
+            "empty_kept_attempts", "cost_usd")
 
 
 @dataclass
@@ -48,6 +48,9 @@ class RoleUsage:
     #: Calls whose every attempt came back empty, returned as an empty reply because the caller allows one
     #: (``LLMClient.chat(keep_empty=True)``): the model said nothing, and that is what was scored.
     empty_kept: int = 0
+    #: The attempts those calls took (each an ``empty_reply`` fault): the model's silence, which
+    #: :func:`amemgym.llm.health.endpoint_problems` does not count against the endpoint.
+    empty_kept_attempts: int = 0
     cost_usd: float = 0.0
     faults: Counter[str] = field(default_factory=Counter)
     #: The model the role's fresh replies named (their ``model`` field), as first seen; over a run's invocations,
