@@ -35,7 +35,7 @@ from ..errors import RunError
 from ..redact import joins_safely
 from ..storage import append_text, atomic_write_text
 
-__all__ = ["JournalFile", "apply", "changes", "fold"]
+__all__ = ["JournalFile", "apply", "changes", "fold", "saves"]
 
 FORMAT = 1
 
@@ -204,21 +204,38 @@ def apply(value: Any, ops: list[list[Any]], *, copy: bool = False) -> Any:
 _MISSING = object()
 
 
-def fold(path: Path) -> Any:
-    """The value of the journal at ``path``: its last whole value with every complete change line after it.
-
-    A last line without its newline (a save killed mid-append) did not land and is ignored.
-
-    Raises:
-        RunError: the file is unreadable, holds no complete whole-value line, or a complete line is not a
-            journal line that fits (naming the file and line).
-    """
+def _complete_lines(path: Path) -> list[bytes]:
     try:
         data = Path(path).read_bytes()
     except OSError as exc:
         raise RunError(f"{path}: unreadable ({exc})") from None
     lines = data.split(b"\n")
     lines.pop()  # the torn tail of a killed append, or b"" after the last newline
+    return lines
+
+
+def saves(path: Path) -> int:
+    """How many complete lines (saves that landed) the journal at ``path`` holds.
+
+    Raises:
+        RunError: the file is unreadable.
+    """
+    return len(_complete_lines(path))
+
+
+def fold(path: Path, upto: int | None = None) -> Any:
+    """The value of the journal at ``path``: its last whole value with every complete change line after it.
+
+    A last line without its newline (a save killed mid-append) did not land and is ignored. ``upto``: fold only
+    the first ``upto`` complete lines (the value as it stood after that save), to look behind a bad tail.
+
+    Raises:
+        RunError: the file is unreadable, holds no complete whole-value line, or a complete line is not a
+            journal line that fits (naming the file and line).
+    """
+    lines = _complete_lines(path)
+    if upto is not None:
+        lines = lines[:upto]
     value: Any = _MISSING
     for n, raw in enumerate(lines, start=1):
         try:

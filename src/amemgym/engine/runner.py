@@ -298,7 +298,8 @@ async def play_units(family: UnitFamily, units: list[Unit], plan: AgentPlan, llm
     skipped = {k for k, record in earlier.items() if record is not None}
     todo = [u for u in units if u.id not in skipped and (only is None or u.id in only)]
     book = UsageBook(out_dir)
-    book.fold_pending()
+    # Played work beside a lost usage count means calls that no file counts any more (engine/usage.py).
+    book.fold_pending(resumed=old is not None, played=any(rd.unit_dir(u.id).exists() for u in units))
     live = LiveUsage(llm.ledger)
     invocation = uuid.uuid4().hex
     flusher: asyncio.Task[None] | None = None
@@ -315,6 +316,7 @@ async def play_units(family: UnitFamily, units: list[Unit], plan: AgentPlan, llm
         manifest = hook(family, "manifest")(base, old, units, plan, cfg)
         rd.write_manifest(manifest, getattr(family, "manifest_record", UnitManifest))
         begun = True
+        book.start(invocation)
         first = served.get(plan.roles[0]) if plan.roles else None
         run_fields = {"run_seed": cfg.run.seed, "agent_model": first, "model_changes": base["model_changes"]}
         flusher = asyncio.create_task(book.flush_forever(invocation, live.now))

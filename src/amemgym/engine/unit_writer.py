@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 from ..errors import RunError
 from ..records import RunFile, parse_record, read_record
 from ..storage import append_jsonl, atomic_write_json, atomic_write_text, fsync_dir, read_jsonl
-from .journal import JournalFile, fold
+from .journal import JournalFile, fold, saves
 
 __all__ = ["UnitWriter", "check_name"]
 
@@ -87,19 +87,25 @@ class UnitWriter:
         path = self.path(name)
         return read_record(path, model) if path.exists() else None
 
-    def read_journal(self, name: str, model: type[M], *, legacy: str | None = None) -> M | None:
+    def read_journal(self, name: str, model: type[M], *, legacy: str | None = None,
+                     upto: int | None = None) -> M | None:
         """The record kept in the journal ``name`` (see :mod:`~amemgym.engine.journal`), parsed as ``model``.
 
         When the journal is not there, the whole-file record ``legacy`` an earlier version wrote in its place
-        (None when neither is there).
+        (None when neither is there). ``upto``: the record as its first ``upto`` saves left it.
 
         Raises:
             RunError: the journal or the file is unreadable, truncated or not a ``model``.
         """
         path = self.path(name)
         if path.exists():
-            return parse_record(fold(path), model, str(path))
+            return parse_record(fold(path, upto), model, str(path))
         return self.read(legacy, model) if legacy is not None else None
+
+    def journal_saves(self, name: str) -> int:
+        """How many saves of the journal ``name`` landed on disk (0 when it is not there)."""
+        path = self.path(name)
+        return saves(path) if path.exists() else 0
 
     def lines(self, stream: str) -> Iterator[dict[str, Any]]:
         """The complete lines of the JSONL stream ``stream`` (none when it does not exist)."""

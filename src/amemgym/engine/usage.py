@@ -9,11 +9,18 @@ pending ledger with its journaled counters taken from the journal. So after a SI
 are exact for every call whose reply had arrived, and only retries, faults and cache hits can miss up to one
 flush interval. The id of the last invocation folded in keeps a kill between the write of ``usage.json`` and
 the removal of the other two files from counting the same calls twice.
+
+Those files are the only count of what earlier invocations spent, so their loss is detected rather than
+restarted from zero: ``usage.json`` is written as soon as an invocation begins (naming it as ``running`` until
+it ends), so a resumed run without ``usage.json``, or whose interrupted invocation left no ``usage.journal``,
+has lost calls. Its count is then marked ``incomplete`` (why, kept by every later invocation) and said in one
+line: it is a lower bound, never passed off as the whole.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,6 +33,8 @@ from ..runfiles import USAGE, USAGE_JOURNAL, USAGE_PENDING
 from ..storage import atomic_write_json
 
 __all__ = ["FLUSH_SECONDS", "LiveUsage", "UsageBook"]
+
+_log = logging.getLogger("amemgym.usage")
 
 #: How often a running invocation writes its usage so far (a SIGKILL loses at most this much of it).
 FLUSH_SECONDS = 2.0
@@ -64,8 +73,40 @@ class UsageBook:
             return
         total = UsageLedger.from_dict(data["cumulative"]) if data.get("cumulative") else UsageLedger()
         total.merge(spent)
-        atomic_write_json(self.usage, versioned({"cumulative": total.to_dict(), "last_invocation": spent.to_dict(),
-                                                 "invocation": invocation}))
+        record: dict[str, Any] = {"cumulative": total.to_dict(), "last_invocation": spent.to_dict(),
+                                  "invocation": invocation}
+        if data.get("incomplete"):
+            record["incomplete"] = data["incomplete"]
+        atomic_write_json(self.usage, versioned(record))
+
+    def start(self, invocation: str) -> None:
+        """Record that ``invocation`` is under way (before its first unit call), so that a later invocation can
+        tell a kill that left its call journal from one whose journal was deleted."""
+        data = self.cumulative() or {"cumulative": {}}
+        data.pop("format_version", None)
+        atomic_write_json(self.usage, versioned({**data, "running": invocation}))
+
+    def _lost(self, resumed: bool, played: bool) -> str | None:
+        """Why the count of earlier invocations is known to be short (None when nothing says so)."""
+        if not self.usage.exists():
+            if resumed and (played or self.journal_path.exists() or self.pending.exists()):
+                return (f"{USAGE} was missing from a run that had already played, so what its earlier "
+                        "invocations spent is not counted")
+            return None
+        running = self.cumulative().get("running")
+        if running and not self.journal_path.exists():
+            return (f"an interrupted invocation left no {USAGE_JOURNAL} (deleted?), so its calls are counted only "
+                    "as far as its last flush, or not at all")
+        return None
+
+    def _mark(self, reason: str) -> None:
+        data = self.cumulative() or {"cumulative": {}}
+        if data.get("incomplete"):
+            return  # the first loss is the one to name; the count stays a lower bound either way
+        data.pop("format_version", None)
+        atomic_write_json(self.usage, versioned({**data, "incomplete": reason}))
+        _log.warning("note: usage incomplete: %s; the calls and tokens reported for this run are a lower bound",
+                     reason)
 
     def discard(self) -> None:
         """Drop what an invocation refused before its run began has journaled: no run holds it."""
@@ -75,8 +116,16 @@ class UsageBook:
         self.pending.unlink(missing_ok=True)
         self.journal_path.unlink(missing_ok=True)
 
-    def fold_pending(self) -> None:
-        """Add the usage of an invocation that was killed: its last flush, with the journal's exact counters."""
+    def fold_pending(self, *, resumed: bool = False, played: bool = False) -> None:
+        """Add the usage of an invocation that was killed: its last flush, with the journal's exact counters.
+
+        Args:
+            resumed: the run directory held a run before this invocation (its manifest).
+            played: it holds work of that run (a unit's files), so model calls were made.
+
+        When the earlier count is found short, ``usage.json`` is marked ``incomplete`` and a note says so.
+        """
+        lost = self._lost(resumed, played)
         flushed: dict[str, UsageLedger] = {}
         if self.pending.exists():
             try:
@@ -95,6 +144,8 @@ class UsageBook:
                     setattr(usage, name, max(getattr(usage, name), getattr(exact, name)))
             self._add(invocation, spent)
         self._forget()
+        if lost is not None:
+            self._mark(lost)
 
     async def flush_forever(self, invocation: str, ledger: UsageLedger | Callable[[], UsageLedger],
                             ready: Awaitable[Any] | None = None, every: float = FLUSH_SECONDS) -> None:

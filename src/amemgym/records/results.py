@@ -64,6 +64,11 @@ class UsageFile(RunFile):
     cumulative: dict[str, dict[str, Any]]
     last_invocation: dict[str, dict[str, Any]] = Field(default_factory=dict)
     invocation: str | None = None
+    #: The invocation under way (written when it begins, dropped when it ends): set at the start of another
+    #: means that one was killed.
+    running: str | None = None
+    #: Why the count is known to miss earlier calls (a usage file deleted); the count is then a lower bound.
+    incomplete: str | None = None
 
 
 class PendingUsage(RunFile):

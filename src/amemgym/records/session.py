@@ -23,6 +23,8 @@ class SessionRecord(RunFile):
 
     Attributes:
         models: per run role, the model that produced the session (absent in runs from before it was recorded).
+        state_sha256: the digest of the agent snapshot in the checkpoint saved right after the session, which a
+            resume checks that checkpoint against (absent in runs from before it was recorded).
     """
 
     kind: ClassVar[str] = "session"
@@ -35,3 +37,4 @@ class SessionRecord(RunFile):
     unresolved_leaks: int = 0
     echo_redraws: int = 0
     models: dict[str, Any] | None = None
+    state_sha256: str | None = None

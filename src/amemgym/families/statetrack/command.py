@@ -199,6 +199,8 @@ def run_summary(rundir: Path, code: int) -> dict[str, Any]:
         "cache": {"replies_from_cache": replays, "shared_in_flight": int(usage.get("cache_hits") or 0) - replays,
                   "replayed": replays > 0},
         "usage": usage,
+        # Why the run's usage count is a lower bound (a usage file was deleted), else None.
+        "usage_incomplete": (metrics.get("usage") or {}).get("incomplete"),
         "differences_from_original": (metrics.get("protocol_settings") or {}).get("differences_from_original", []),
         "files": {"metrics": str(RunDir(rundir).metrics),
                   "failures": str(failures) if failures.exists() else None,

@@ -23,8 +23,9 @@ from ...llm.redact import redact
 from ...records import EvaluationRecord, Snapshot, UpperBoundRecord, as_dict, versioned
 from ...records.base import load_json_file
 from .data.model import UserEnv
-from .layout import SESSIONS, UPPER_BOUND, RunDir, evaluation_name, read_state, save_state, snapshot_name
+from .layout import SESSIONS, UPPER_BOUND, RunDir, evaluation_name, save_state, snapshot_name
 from .questioning import evaluate_period, upper_bound_answers, upper_bound_key
+from .resume import checked_state, snapshot_digest
 from .schedule import PeriodEnd, build_simulator, episode_schedule, user_seed
 from .simulate import LeakTally, replay_session, run_session
 
@@ -191,9 +192,8 @@ class Episode:
         user, out = self.user, self.out
         agent = self.spec.build(self.llm, self.ctx)
         start_p, start_s = 0, 0
-        state = read_state(out)
+        state = checked_state(self.rundir, out, user, hooked=self.after_period is not None)
         if state is not None:
-            refuse_lost_sessions(self.rundir, user, (state.period, state.session), lost_fix(self.rundir, user))
             agent.restore(state.snapshot)
             start_p, start_s = state.period, state.session
         recorded = recorded_sessions(self.off_policy, user.id) if self.off_policy else {}
@@ -246,10 +246,11 @@ class Episode:
                 # queued on the writer, so their fsyncs stay off the conversation's critical path. Every payload
                 # is a copy the agent no longer touches. The checkpoint journal appends only what the session
                 # changed in the snapshot (for the native agent: its new messages).
+                snap = await agent.snapshot()
+                # The digest of the checkpoint saved next: a resume holds that checkpoint against it (resume.py).
                 record = versioned({"period": p, "session": s, "time": session.session_time, "messages": messages,
                                     "models": recorded_models.get((p, s)) if self.off_policy else models,
-                                    **leaks.record_fields()})
-                snap = await agent.snapshot()
+                                    **leaks.record_fields(), "state_sha256": snapshot_digest(snap)})
                 out.append(SESSIONS, [record])
                 save_state(out, p, s + 1, snap)
                 self.events.on_session(user.id, p, s)

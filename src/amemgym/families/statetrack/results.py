@@ -38,6 +38,33 @@ def question_outcome(user: UserEnv, period: int, question: int, score: float, ub
                            changed_at={v: changed_at(user, period, v) for v in qa.required_info})
 
 
+def check_scored(user: UserEnv, period: int, q: dict[str, Any], where: str) -> None:
+    """Refuse a scored question whose gold option, score or probe verdicts are not what its recorded choice and
+    probe values earn at ``period``: a hand edit would otherwise change the run's numbers unnoticed.
+
+    Only the recorded choice and values are trusted, never re-parsed from the reply, so a later change of the
+    parsing rules leaves earlier runs readable.
+
+    Raises:
+        RunError: naming ``where`` (the file and question) with the field, and what it should be.
+    """
+    qa = user.qas[q["question"]]
+    truth = [user.periods[period].state[v] for v in qa.required_info]
+    choice = q.get("choice")
+    picked = qa.answer_choices[choice - 1].state if isinstance(choice, int) and 1 <= choice <= len(qa.answer_choices) \
+        else None
+    expected: dict[str, Any] = {"gold": user.correct_choice(q["question"], period) + 1,
+                                "score": 1.0 if picked == truth else 0.0}
+    if q.get("probe_reply") is not None:
+        values = q.get("probe_values") or {}
+        expected["probe_correct"] = {v: values.get(v) == user.periods[period].state[v] for v in qa.required_info}
+    for name, value in expected.items():
+        if q.get(name) != value:
+            raise RunError(f"{where}.{name} is {q.get(name)!r} but the recorded answer earns {value!r} at period "
+                           f"{period}; the file was changed after it was written (delete it and run again to "
+                           "evaluate the period anew)")
+
+
 def outcomes_of(
     user: UserEnv, rundir: RunDir, answer_rule: str = "strict"
 ) -> tuple[list[QuestionOutcome], list[dict[str, Any]]]:
@@ -61,6 +88,7 @@ def outcomes_of(
             if q["question"] >= len(user.qas):
                 raise RunError(f"{path}: questions[{i}].question is {q['question']} but user {user.id!r} has "
                                f"{len(user.qas)} questions; the file is damaged")
+            check_scored(user, p, q, f"{path}: questions[{i}]")
             score, ub = answer_scores(q, answer_rule)
             outcomes.append(question_outcome(user, p, q["question"], score, ub, q["probe_correct"],
                                              n_choices=q["n_choices"]))

@@ -107,6 +107,10 @@ def print_summary(console: Console, metrics: dict[str, Any], rundir: Path) -> No
         f"this invocation: {usage.get('calls', 0)} model calls, {usage.get('cache_hits', 0)} cache hits, "
         f"{usage.get('prompt_tokens', 0)} prompt + {usage.get('completion_tokens', 0)} completion tokens, "
         f"{metrics.get('wall_seconds_last_invocation', 0):.1f} s", highlight=False)
+    lost = metrics.get("usage", {}).get("incomplete")
+    if lost:
+        console.print(f"usage incomplete: {lost}; the run's usage in metrics.json is a lower bound", highlight=False,
+                      markup=False)
     replays = int(usage.get("cache_replays") or 0)
     if replays:
         # A run repeated with the same seed, model and prompts (trial 1 of a --trials run included) replays its
