@@ -169,10 +169,11 @@ class HangingAfter:
 # ---- usage across a kill and a resume ------------------------------------------------------------------------
 def resume_after_kill(proc: Any, ep: FakeEndpoint, args: list[str], cache: Path, respond: HangingAfter,
                       out: Path) -> None:
-    """After the SIGKILL of ``proc`` (held at its hanging call): no ``usage.json`` yet; release the endpoint,
-    resume the same command to its end, and check that the cumulative usage counts every call served."""
+    """After the SIGKILL of ``proc`` (held at its hanging call): ``usage.json`` says the invocation was still
+    running; release the endpoint, resume the same command to its end, and check that the cumulative usage
+    counts every call served."""
     proc.communicate(timeout=30)
-    assert respond.answered == respond.n and not (out / "usage.json").exists()
+    assert respond.answered == respond.n and json.loads((out / "usage.json").read_text())["running"]
     respond.release.set()
     again = start_run(ep, args, cache)
     output, _ = again.communicate(timeout=300)
