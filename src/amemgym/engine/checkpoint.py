@@ -6,6 +6,13 @@ A family saves its state after every step through :meth:`Checkpoint.save` and ge
 of a unit finished over several invocations counts all of them (:meth:`Checkpoint.usage`). Its trace lines go
 through :meth:`Checkpoint.trace`; a resume drops the lines of the step a kill interrupted (that step is played
 again), so the trace never holds a step twice.
+
+A checkpoint that cannot be read (cut short, not JSON, not a checkpoint's shape, or a state its family cannot
+rebuild) would fail the unit on every resume. It is set aside instead (``checkpoint.json.discarded``, with the
+trace it belonged to), and the unit is played again from its first step: no other unit's files are touched,
+and with the same replies the unit's numbers are those of an uninterrupted run. :attr:`Checkpoint.discarded`
+says why, and the engine puts it in the unit's record and in one line on the console. A checkpoint written for
+another unit, policy or agent is still refused: that is another run's folder, not damage.
 """
 
 from __future__ import annotations
@@ -21,10 +28,12 @@ from ..records import UnitCheckpoint, read_record, versioned
 from ..storage import read_jsonl
 from .unit_writer import UnitWriter
 
-__all__ = ["CHECKPOINT_FILE", "TRACE_FILE", "Checkpoint", "read_trace"]
+__all__ = ["CHECKPOINT_FILE", "DISCARDED", "TRACE_FILE", "Checkpoint", "read_trace"]
 
 CHECKPOINT_FILE = "checkpoint.json"
 TRACE_FILE = "trace.jsonl"
+#: The suffix a damaged checkpoint (and its trace) gets when set aside.
+DISCARDED = ".discarded"
 
 
 def read_trace(unit_dir: Path, *, finished: bool = False) -> list[dict[str, Any]]:
@@ -63,6 +72,8 @@ class Checkpoint:
         self.out = UnitWriter(self.dir)
         self.identity = {k: str(v) for k, v in identity.items()}
         self.step_key, self.next_key = step_key, next_key
+        #: Why this invocation set an unreadable checkpoint aside and started the unit over (None: it did not).
+        self.discarded: str | None = None
 
     @property
     def path(self) -> Path:
@@ -76,14 +87,22 @@ class Checkpoint:
     def restore(self) -> dict[str, Any] | None:
         """The saved state (None for a fresh unit, whose stale trace is then removed).
 
+        A checkpoint that cannot be read as one is set aside (:meth:`discard`) and None returned.
+
         Raises:
-            RunError: the checkpoint is unreadable or was written for another identity.
+            RunError: the checkpoint was written for another identity, or is not a regular file.
         """
         self.dir.mkdir(parents=True, exist_ok=True)
         if not self.path.exists():
             (self.dir / TRACE_FILE).unlink(missing_ok=True)
             return None
-        saved = read_record(self.path, UnitCheckpoint)
+        try:
+            saved = read_record(self.path, UnitCheckpoint)
+        except RunError as exc:
+            if self.path.is_symlink() or not self.path.is_file():
+                raise  # a link or a folder in its place was put there on purpose: named, not moved
+            self.discard(str(exc))
+            return None
         # A checkpoint written before an identity key existed matches on the keys it has.
         mismatch = [k for k, v in saved.identity.items() if self.identity.get(k, v) != v]
         if mismatch:
@@ -95,6 +114,17 @@ class Checkpoint:
         kept = [r for r in read_trace(self.dir) if r.get(self.step_key, -1) < nxt]
         self.out.put_text_now(TRACE_FILE, "".join(json.dumps(r) + "\n" for r in kept))
         return state
+
+    def discard(self, why: str) -> None:
+        """Set the checkpoint and its trace aside (suffix :data:`DISCARDED`) so the unit starts over from its first
+        step; ``why`` (naming the file) is kept in :attr:`discarded`. A family calls it too when the state read
+        back is not one it can rebuild. Returns None, the state of a fresh unit."""
+        self.out.set_aside_now(CHECKPOINT_FILE, CHECKPOINT_FILE + DISCARDED)
+        self.out.set_aside_now(TRACE_FILE, TRACE_FILE + DISCARDED)
+        self._state = None
+        self.earlier = UsageLedger()  # what the damaged file counted cannot be read; usage.json still has it
+        self.discarded = (f"{why}; set aside as {CHECKPOINT_FILE}{DISCARDED}, and the unit played again from its "
+                          f"first {self.step_key}")
 
     def save(self, state: Mapping[str, Any]) -> None:
         """Save the state after a finished step (atomically)."""

@@ -100,6 +100,8 @@ async def play_and_write(family: UnitFamily, unit: Unit, plan: AgentPlan, pins: 
     # Every invocation that played the unit (the earlier ones up to their last checkpoint), not only this one.
     full = {**record, "family": family.name, "unit": unit.id, "group": unit.group, "label": unit.label,
             "usage": checkpoint.usage().to_dict(), **run_fields}
+    if checkpoint.discarded is not None:
+        full["checkpoint_discarded"] = checkpoint.discarded  # the record says it was played over, and why
     rd.write_record(unit.id, full)
     return rd.record(unit.id) or full
 

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 from ..report.html import render_page
 from ..scoring.registry import unit_metrics
 from .board import entry_flags
-from .pool import build_entries
+from .pool import Found, build_entries
 from .read import load_found
 from .summary import headline_of
 
@@ -54,7 +54,11 @@ Panel = TablePanel | SeriesPanel | TracePanel
 
 
 class ReportPanels(Protocol):
-    """What a family adds to its report for each unit."""
+    """What a family adds to its report for each unit.
+
+    A unit run under several trial seeds gets one section: the family's optional ``pooled_panels(records)``
+    (the trials' records, by run seed) first, then each trial's own panels under a heading naming its seed.
+    """
 
     def report_panels(self, unit_dir: Path, record: Mapping[str, Any]) -> list[Panel]:
         """The unit's panels, in display order."""
@@ -109,6 +113,31 @@ def render_panel(p: Panel) -> str:
     return f"<h4>{escape(p.title)}</h4>{inner}"
 
 
+def _trials_of_units(found: Sequence[Found]) -> list[list[Found]]:
+    """The records grouped per unit of one entry (its trials), each group in run-seed order, units in first-seen
+    order."""
+    groups: dict[tuple[Any, ...], list[Found]] = {}
+    for f in found:
+        groups.setdefault((*f.key, f.digest), []).append(f)
+    return [sorted(runs, key=lambda r: (r.seed is not None, r.seed or 0)) for runs in groups.values()]
+
+
+def _unit_section(panels: ReportPanels, runs: Sequence[Found]) -> str:
+    """One unit's section: its panels, or, over several trials, the family's pooled panels and then each
+    trial's panels under a heading naming its run seed (never one trial's numbers standing for the unit)."""
+    first = runs[0]
+    if len(runs) == 1:
+        body = "".join(render_panel(p) for p in panels.report_panels(first.path, first.record))
+        return f"<section><h2>{escape(first.root)}: {escape(first.label)}</h2>{body}</section>"
+    pooled = getattr(panels, "pooled_panels", None)
+    parts = [render_panel(p) for p in pooled([r.record for r in runs])] if callable(pooled) else []
+    for r in runs:
+        parts.append(f"<h3>trial with run seed {escape(str(r.seed))}</h3>"
+                     + "".join(render_panel(p) for p in panels.report_panels(r.path, r.record)))
+    return (f"<section><h2>{escape(first.root)}: {escape(first.label)} ({len(runs)} trials)</h2>"
+            + "".join(parts) + "</section>")
+
+
 def build_unit_report(family: str, run_dirs: list[Path], panels: ReportPanels | None = None, *,
                       noun: str = "units") -> str:
     """The HTML of a report over a unit family's runs: every unit's metrics, each entry's means over units,
@@ -137,9 +166,7 @@ def build_unit_report(family: str, run_dirs: list[Path], panels: ReportPanels | 
                 + _table(("run", "agent", "variant", "model", "group", "protocol", noun, "trials", head.label,
                           "95% CI", "flags"), entry_rows) + "</section>"]
     if panels is not None:
-        for f in found:
-            body = "".join(render_panel(p) for p in panels.report_panels(f.path, f.record))
-            sections.append(f"<section><h2>{escape(f.root)}: {escape(f.label)}</h2>{body}</section>")
+        sections += [_unit_section(panels, runs) for runs in _trials_of_units(found)]
     return render_page(f"amemgym {family}-family report", "\n".join(sections))
 
 

@@ -208,6 +208,10 @@ def run_units(family: UnitFamily, cfg: AppConfig, env: Path, out_dir: Path, opts
         set_call_limit(cfg.run.agent_call_timeout)  # plug-in calls are guarded with the run's limit
         outcome = asyncio.run(go())
     hook(family, "run_summary")(console, out_dir, outcome)
+    for row in outcome.rows:
+        why = (row.record or {}).get("checkpoint_discarded") if row.status == "done" else None
+        if why:
+            console.print(styled("yellow", f"note: {row.unit.label}: ", str(why)), highlight=False, soft_wrap=True)
     if outcome.failures:
         count = len({f["user"] for f in outcome.failures})  # a family's UnitFailed may give several per unit
         console.print(styled("red", f"{count} {family.noun} failed", f" (see {rd.failures_path}); re-run the same "

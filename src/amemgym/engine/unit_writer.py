@@ -182,6 +182,19 @@ class UnitWriter:
         self._check_idle(name)
         atomic_write_text(self.path(name), text)
 
+    def set_aside_now(self, name: str, new_name: str) -> None:
+        """Rename the unit's file ``name`` to ``new_name`` right now (replacing an older one of that name), so a
+        damaged file is kept for inspection without being read again. Nothing happens when ``name`` is absent.
+
+        Raises:
+            RunError: writes are still queued.
+        """
+        self._check_idle(name)
+        source = self.path(name)
+        if source.exists() or source.is_symlink():
+            source.replace(self.path(new_name))
+            fsync_dir(self.dir)
+
     def _check_idle(self, name: str) -> None:
         """Refuse a direct write while queued writes could land after it."""
         if self._queue or (self._drainer is not None and not self._drainer.done()):

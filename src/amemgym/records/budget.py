@@ -3,8 +3,9 @@
 The board, report and ``compare`` read the axes and composite from ``score``; a value outside [0, 1], not a
 number or not finite (a hand edit) is refused with the file and field named, never averaged. So is a number
 that disagrees with the rest of the record (a composite that is not the weighted mean of its axes, an axis the
-per-question outcomes do not give: ``families/budget/recheck.py``). Every unit record is read through
-:func:`parse_unit_record`, which picks this model for a budget episode's record.
+per-question outcomes do not give, or, while the episode file it played is still there, a storage gate,
+maintenance or writes count its ledger does not give: ``families/budget/recheck.py``). Every unit record is
+read through :func:`parse_unit_record`, which picks this model for a budget episode's record.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Annotated, Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import RunError
-from ..families.budget.recheck import score_disagreement
+from ..families.budget.recheck import ledger_disagreement, played_episode, score_disagreement
 from .base import parse_record
 from .units import UnitRecord
 
@@ -61,7 +62,7 @@ def parse_unit_record(raw: Any, where: str) -> UnitRecord:
 
     Raises:
         RunError: wrong shape, an unknown format version, or (a budget record) a stored number that disagrees
-            with the record's own axes or answers, naming ``where`` and the field.
+            with the record's own axes, answers or ledger, naming ``where`` and the field.
     """
     if isinstance(raw, dict) and raw.get("format_version") == 1 and "results_version" not in raw:
         raw = {**{k: v for k, v in raw.items() if k != "format_version"}, "results_version": 1}
@@ -70,7 +71,11 @@ def parse_unit_record(raw: Any, where: str) -> UnitRecord:
     record = parse_record(raw, model, where)
     if isinstance(record, BudgetRecord):
         # The ranges hold; the numbers must also agree with what the record derives them from.
-        wrong = score_disagreement(record.model_dump(mode="python"))
+        data = record.model_dump(mode="python")
+        wrong = score_disagreement(data)
+        if wrong is None and (episode := played_episode(data)) is not None:
+            # The gate and the maintenance it gates, worked out again from the ledger and the episode played.
+            wrong = ledger_disagreement(data, episode)
         if wrong is not None:
             raise RunError(f"{where}: {wrong[0]}: {wrong[1]} (not a valid {model.kind} record: edited by hand?)")
     return record

@@ -140,7 +140,14 @@ class Harness:
         saved = self.checkpoint.restore()
         if saved is None:
             return
-        self.state = EpisodeState.from_dict(saved)
+        try:
+            state = EpisodeState.from_dict(saved)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            # Valid JSON that is no episode state (edited by hand): start over rather than fail every resume.
+            self.checkpoint.discard(f"{self.checkpoint.path}: not a budget episode's state "
+                                    f"({type(exc).__name__}: {exc})")
+            return
+        self.state = state
         self.store.notes, self.store.ledger = dict(self.state.notes), list(self.state.ledger)
         self.store._next_id = self.state.next_id
 

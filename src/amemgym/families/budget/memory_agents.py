@@ -413,8 +413,16 @@ class MemoryAgentHarness:
         saved = self.checkpoint.restore()
         if saved is None:
             return
-        self.state = MemoryRunState(**{k: saved[k] for k in MemoryRunState.__dataclass_fields__})
-        self.meter.load(self.state.meter)
+        fresh_state, fresh_meter = self.state, self.meter.to_dict()
+        try:
+            self.state = MemoryRunState(**{k: saved[k] for k in MemoryRunState.__dataclass_fields__})
+            self.meter.load(self.state.meter)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            # Valid JSON that is no memory run's state (edited by hand): start over rather than fail every resume.
+            self.state = fresh_state
+            self.meter.load(fresh_meter)
+            self.checkpoint.discard(f"{self.checkpoint.path}: not a memory-agent episode's state "
+                                    f"({type(exc).__name__}: {exc})")
 
     def _trace(self, record: dict[str, Any]) -> None:
         self.checkpoint.trace(record)

@@ -11,8 +11,12 @@ from typing import Any
 
 from ...scoring.registry import unit_metric, unit_metrics
 from .model import FAMILY
+from .scoring import DEFINITIONS
 
 __all__ = ["register"]
+
+#: What efficiency measures the writes against, in the words the results records carry too.
+REFERENCE_WRITES = DEFINITIONS["reference_writes"]
 
 #: name -> (description, label, bounded, higher is better, headline)
 _METRICS: dict[str, tuple[str, str, bool, bool | None, bool]] = {
@@ -29,8 +33,7 @@ _METRICS: dict[str, tuple[str, str, bool, bool | None, bool]] = {
     "accuracy": ("share of all questions answered right (a skipped question is wrong)", "accuracy", True, True,
                  False),
     "writes_used": ("writes the episode's store charged", "writes used", False, False, False),
-    "reference_writes": ("writes the perfect scripted strategy spends on the episode", "reference writes", False,
-                         None, False),
+    "reference_writes": (REFERENCE_WRITES, "reference writes", False, None, False),
 }
 
 

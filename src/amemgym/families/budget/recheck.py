@@ -7,17 +7,30 @@ question and skip counts and ``per_kind`` must be what the answers give. Mainten
 changes (which note stored which original value), so only its bounds are checked: no more than the share of
 maintenance questions answered right, nor than the storage gate. A record without per-question outcomes (an
 older or hand-made one) has its composite checked against its axes and nothing more.
+
+The record also keeps the store's ledger (every note text a write or edit left) and names the episode file it
+played, with that file's sha256. When the file is still there with those bytes, :func:`ledger_disagreement`
+works out again what the record alone cannot: the writes charged, the storage gate and the maintenance axis it
+gates (``scoring.maintenance_credit`` on the ledger), so a gate raised by hand together with maintenance is
+caught too. A file that is gone or holds other bytes leaves those three checked only against their bounds.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Mapping
+from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
-from .scoring import AXES, DEFINITIONS, composite_of, share, write_spend
+from ...errors import DataError
+from .io import load_episode
+from .model import Episode
+from .scoring import AXES, DEFINITIONS, composite_of, maintenance_credit, share, write_spend
 from .solve import ABSTENTION_KINDS, ALL_KINDS, BREADTH_KINDS, MAINTENANCE_KINDS, REASONING_KINDS
+from .store import LedgerEntry
 
-__all__ = ["TOLERANCE", "score_disagreement"]
+__all__ = ["TOLERANCE", "ledger_disagreement", "played_episode", "score_disagreement"]
 
 #: How far a stored number may sit from the one worked out again (floating-point noise, never a hand edit).
 TOLERANCE = 1e-6
@@ -120,4 +133,74 @@ def score_disagreement(record: Mapping[str, Any]) -> tuple[str, str] | None:
             if not isinstance(stats, Mapping) or [stats.get("correct"), stats.get("total")] != got:
                 return f"per_kind.{kind}", (f"{stats!r} is not what the record's answers give "
                                             f"({{'correct': {got[0]}, 'total': {got[1]}}})")
+    return None
+
+
+@lru_cache(maxsize=32)
+def _episode_with_digest(path: str, digest: str) -> Episode | None:
+    """The episode in ``path`` when its bytes hash to ``digest`` (parsed once per process and content)."""
+    try:
+        raw = Path(path).read_bytes()
+    except OSError:
+        return None
+    if hashlib.sha256(raw).hexdigest() != digest:
+        return None
+    try:
+        # Not regenerated: the run played these very bytes, whatever generator made them.
+        episode, _ = load_episode(Path(path), verify=False)
+    except DataError:
+        return None
+    return episode
+
+
+def played_episode(record: Mapping[str, Any]) -> Episode | None:
+    """The episode a record says it played (``environment_file``), if that file still holds the bytes whose
+    sha256 the record keeps (``environment_sha256``); None otherwise."""
+    path, digest = record.get("environment_file"), record.get("environment_sha256")
+    if not isinstance(path, str) or not isinstance(digest, str) or not path:
+        return None
+    return _episode_with_digest(path, digest)
+
+
+def _ledger_of(raw: Any) -> list[LedgerEntry] | None:
+    """The record's ledger as entries, or None when it is not a list of well-formed ones."""
+    if not isinstance(raw, list):
+        return None
+    out = []
+    for e in raw:
+        if not (isinstance(e, dict) and isinstance(e.get("event"), int) and isinstance(e.get("charged"), int)
+                and isinstance(e.get("refunded"), bool) and isinstance(e.get("text"), str | None)):
+            return None
+        out.append(LedgerEntry(e["event"], str(e.get("op")), e["charged"], e["refunded"], e.get("note"),
+                               str(e.get("reason") or ""), e.get("text")))
+    return out
+
+
+def ledger_disagreement(record: Mapping[str, Any], episode: Episode) -> tuple[str, str] | None:
+    """The first of the writes charged, the storage gate and maintenance (in ``score``, then ``score_judged``)
+    that is not what the record's ledger gives over ``episode`` (the episode it played), as (field path,
+    problem); None when they agree or the record keeps no ledger."""
+    if "ledger" not in record:
+        return None
+    ledger = _ledger_of(record.get("ledger"))
+    if ledger is None:
+        return "ledger", "not a list of ledger entries (event, op, charged, refunded, note, reason, text)"
+    credit = maintenance_credit(episode, ledger)
+    derived: dict[str, float | int | None] = {
+        "writes_used": sum(e.charged for e in ledger if not e.refunded),
+        "storage_gate": sum(credit.values()) / len(credit) if credit else 1.0}
+    answers = record.get("answers")
+    answers = answers if isinstance(answers, Mapping) else {}
+    for name, right in (("score", _rule_right), ("score_judged", _judged_right)):
+        block = record.get(name)
+        if not isinstance(block, Mapping):
+            continue
+        # As the scorer gates it: a maintenance question counts only when right and its fact stored in time.
+        derived["maintenance"] = share([isinstance(a := answers.get(qid), Mapping) and "correct" in a and right(a)
+                                        and stored for qid, stored in credit.items()])
+        for key, value in derived.items():
+            if key in block and _differs(block[key], value):
+                source = ("the record's ledger charges" if key == "writes_used" else
+                          "the record's ledger gives over the changes of the episode file it played")
+                return f"{name}.{key}", f"{_show(block[key])} is not what {source} ({_show(value)})"
     return None

@@ -38,6 +38,8 @@ DEFINITIONS: dict[str, str] = {
     "efficiency": "non-abstention accuracy x min(1, reference writes / writes used); the reference is the writes "
                   "storing every documented fact would take, capped by the budget (it does not know the questions)",
     "storage_gate": "share of maintenance questions whose original value was stored before the change arrived",
+    "reference_writes": "writes storing every fact the documents state would take (one fact a line, packed into "
+                        "notes of the cap), capped by the tier's write budget; it knows nothing of the questions",
 }
 
 

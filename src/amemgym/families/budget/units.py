@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -183,6 +183,20 @@ class BudgetUnits:
         return [f"note: {entry.root} ({entry.agent}, {entry.group}, {entry.protocol}): composite with the optional "
                 f"judge's second verdicts {mean} over {len(have)} of {len(per)} episode(s) (a judge call failed on "
                 "the others); the board ranks the rule composite"]
+
+    def pooled_panels(self, records: Sequence[Mapping[str, Any]]) -> list[Panel]:
+        """One episode's trials (in run-seed order) pooled: per question kind, the answers right over every
+        trial, with each trial's own count beside it."""
+        kinds: dict[str, list[tuple[int, int]]] = {}
+        for i, record in enumerate(records):
+            for kind, v in (record.get("per_kind") or {}).items():
+                kinds.setdefault(kind, [(0, 0)] * len(records))[i] = (int(v["correct"]), int(v["total"]))
+        seeds = [r.get("run_seed") for r in records]
+        rows = [(kind, f"{sum(c for c, _ in per)}/{sum(n for _, n in per)}",
+                 ", ".join(f"{c}/{n} (run seed {s})" for (c, n), s in zip(per, seeds, strict=True)))
+                for kind, per in sorted(kinds.items())]
+        return [TablePanel(f"Accuracy per question kind over {len(records)} trials",
+                           ("kind", "correct over all trials", "each trial"), rows)]
 
     def report_panels(self, unit_dir: Path, record: Mapping[str, Any]) -> list[Panel]:
         """Accuracy per question kind, writes over time against the budget, the answers and the tool calls."""
