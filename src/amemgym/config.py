@@ -124,12 +124,13 @@ def looks_like_key(value: str) -> bool:
                  or value.startswith(VENDOR_PREFIXES)))
 
 
-def shown_typed(value: str) -> str:
-    """How an error message quotes a value typed on the command line: in quotes, unless it looks like a key
-    pasted in the wrong place (a leading ``=`` of ``-a=VALUE`` included), which is never printed back."""
+def shown_typed(value: str, *, quoted: bool = True) -> str:
+    """How an error message quotes a value typed on the command line: as it is (in quotes unless not
+    ``quoted``), unless it looks like a key pasted in the wrong place (a leading ``=`` of ``-a=VALUE``
+    included), which is never printed back."""
     if looks_like_key(value.lstrip("=")) and not Path(value).exists():
         return "(not shown: it looks like a key)"
-    return repr(value)
+    return repr(value) if quoted else value
 
 
 class EndpointConfig(_Strict):
@@ -484,7 +485,7 @@ def load_config(preset_or_file: str | None = None, sets: list[str] | None = None
             path = Path(preset_or_file)
             if not path.exists():
                 known = ", ".join(PRESETS)
-                raise ConfigError(f"{shown_typed(preset_or_file)}: neither a preset ({known}) nor an existing file")
+                raise ConfigError(f"{shown_typed(preset_or_file, quoted=False)}: neither a preset ({known}) nor an existing file")
             raw = _read_file(path)
             name = path.name
             if not ({"env", "llm", "run", "budget"} & raw.keys()):
