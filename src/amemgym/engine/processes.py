@@ -12,7 +12,9 @@ Each worker sends its usage so far every second, so the driver's ledger (the pro
 ``usage.pending.json``) stays current; the driver adds what changed since the last report it saw, and the
 workers' failures at the end. A unit counts as done on the progress line when the family's ``finished`` hook
 finds it on disk. A worker dies with the driver (a kill of the driver ends the whole run, as with one process);
-a worker that died is a failure of each unit of its group, which a re-run resumes from its checkpoint.
+a worker that ended before it sent its result (killed, or an agent's ``os._exit``) is a failure of each unit of
+its group, which a re-run resumes from its checkpoint. The driver starts each worker itself and ends it once it
+has answered, so a thread an agent left running keeps neither the worker nor the run alive.
 """
 
 from __future__ import annotations
@@ -23,7 +25,6 @@ import ctypes
 import logging
 import multiprocessing
 import os
-import pickle
 import queue
 import signal
 import sys
@@ -175,10 +176,18 @@ class WorkerEnded(RuntimeError):
 WORKER_EXIT_SECONDS = 2.0
 
 
-def _worker_main(entry: Callable[[list[Any], int], dict[str, Any]], work: bytes, index: int, send: Connection,
-                 reports: Any, driver: int, plugin_files: Sequence[str]) -> None:
-    """A worker process: set up as :func:`_set_reports` does, play its group, send ``("done", result)`` or
-    ``("raised", exception)``. The group comes pickled, read only once the plug-in files are imported."""
+def _worker_main(entry: Callable[[list[Any], int], dict[str, Any]], index: int, pipe: Connection,
+                 reports: Any, driver: int, plugin_files: Sequence[str], stdout_to_stderr: bool) -> None:
+    """A worker process: set up as :func:`_set_reports` does, read its group from ``pipe`` (only once the plug-in
+    files are imported: it names a file plug-in's factory by their module names), play it, and answer
+    ``("done", result)`` or ``("raised", exception)``.
+
+    ``stdout_to_stderr``: the driver sends its stdout to stderr (``--json``, whose stdout is the summary alone), so
+    what an agent prints here goes there too (file descriptors, so native code's output as well).
+    """
+    if stdout_to_stderr:
+        sys.stdout.flush()
+        os.dup2(2, 1)
     try:
         _set_reports(reports, driver, plugin_files)
     except SystemExit:
@@ -186,24 +195,26 @@ def _worker_main(entry: Callable[[list[Any], int], dict[str, Any]], work: bytes,
     signal.signal(signal.SIGINT, signal.default_int_handler)  # hears Ctrl-C again (see _workers_start_deaf)
     outcome: tuple[str, Any]
     try:
-        outcome = ("done", entry(pickle.loads(work), index))
+        outcome = ("done", entry(pipe.recv(), index))
     except BaseException as exc:  # noqa: BLE001 - the driver decides what it means (it raises it again)
         outcome = ("raised", exc)
     try:
-        send.send(outcome)
+        pipe.send(outcome)
     except Exception:  # noqa: BLE001 - an exception that does not pickle: its type and text still go
-        send.send(("raised", RuntimeError(f"{type(outcome[1]).__name__}: {outcome[1]}")))
-    send.close()
+        pipe.send(("raised", RuntimeError(f"{type(outcome[1]).__name__}: {outcome[1]}")))
+    pipe.close()
 
 
-def _outcome(receive: Connection, process: Any) -> dict[str, Any] | BaseException:
-    """(In a thread of the driver) what the worker sent, or :class:`WorkerEnded`; then the worker is ended."""
+def _outcome(pipe: Connection, process: Any, group: list[Any]) -> dict[str, Any] | BaseException:
+    """(In a thread of the driver) send the worker its group; what it answered, or :class:`WorkerEnded`; then the
+    worker is ended."""
     try:
-        sent: tuple[str, Any] | None = receive.recv()
+        pipe.send(group)
+        sent: tuple[str, Any] | None = pipe.recv()
     except (EOFError, OSError):
         sent = None
     finally:
-        receive.close()
+        pipe.close()
     process.join(WORKER_EXIT_SECONDS)
     if process.is_alive():
         process.kill()  # our own child, done with its work: a thread its agent left must not keep it (or us) alive
@@ -248,19 +259,22 @@ async def run_in_workers(entry: Callable[[list[Any], int], dict[str, Any]], grou
         waits = []
         with _workers_start_deaf():  # each start spawns its worker
             for i, group in enumerate(groups):
-                receive, send = mp.Pipe(duplex=False)
+                ours, theirs = mp.Pipe()
                 process = mp.Process(target=_worker_main, name=f"amemgym-worker-{i}",
-                                     args=(entry, pickle.dumps(group), i, send, reports, os.getpid(),
-                                           loaded_plugin_files()))
+                                     args=(entry, i, theirs, reports, os.getpid(), loaded_plugin_files(),
+                                           sys.stdout is sys.stderr))
                 process.start()
-                send.close()  # the worker holds the only sending end: its end, however it comes, is an EOF here
+                theirs.close()  # the worker holds the only other end: its end, however it comes, is an EOF here
                 workers.append(process)
-                waits.append(asyncio.to_thread(_outcome, receive, process))
+                waits.append(asyncio.to_thread(_outcome, ours, process, group))
         results: list[dict[str, Any] | BaseException] = list(await asyncio.gather(*waits))
     finally:
         for process in workers:
             if process.is_alive():
-                process.kill()  # cancelled (Ctrl-C) or failed here: no worker outlives the run
+                # Cancelled (Ctrl-C, which the workers hear too) or failed here: each has a moment to stop at a
+                # checkpoint, then no worker outlives the run.
+                process.join(WORKER_EXIT_SECONDS)
+                process.kill()
         drainer.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await drainer
