@@ -286,6 +286,10 @@ class RunSettings(_Strict):
         900.0, gt=0, description="Seconds one call into a plug-in agent (reply, act, answer, ...) may take, model "
         "calls included, before it is recorded as a failure; a call silent for 30 s is reported before that.",
     )
+    agent_factory_timeout: float = Field(
+        120.0, gt=0, description="Seconds a plug-in agent's module import and its factory may take to give an agent "
+        "before the run stops with one line naming it.",
+    )
     seed: int = 0
     eval_max_tokens: int = Field(96, ge=8)
     reply_max_tokens: int = Field(256, ge=8)

@@ -193,7 +193,13 @@ def test_what_a_plugin_prints_stays_off_the_json_summary(endpoint: FakeEndpoint,
     path.write_text(textwrap.dedent(PLUGIN).replace("        self.notes.append(message)\n",
                                                     "        self.notes.append(message)\n        print('chatty')\n"),
                     encoding="utf-8")
-    res = CliRunner().invoke(app, ["run", "--agent", f"{path}:make", "--out", str(tmp_path / "r"), "--limit", "1",
-                                   "--json"])
-    assert res.exit_code == 0, res.output
+    # A plug-in plays in a worker process, whose output is the command's file descriptors: a child command.
+    import os
+    import subprocess
+    import sys
+
+    res = subprocess.run([sys.executable, "-m", "amemgym", "run", "--agent", f"{path}:make", "--out",
+                          str(tmp_path / "r"), "--limit", "1", "--json"], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}, check=False)
+    assert res.returncode == 0, res.stdout + res.stderr
     assert json.loads(res.stdout)["exit_code"] == 0 and "chatty" in res.stderr

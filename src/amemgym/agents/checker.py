@@ -18,16 +18,19 @@ import hashlib
 import inspect
 import json
 import multiprocessing
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any
 
 from .. import errors
+from ..config import AppConfig
 from ..errors import AgentError, AMemGymError
 from ..llm.client import LLMClient
 from ..llm.types import ChatRequest
 from ..testing.scripted_model import HashEmbedder, ScriptedBackend
 from .base import AgentContext, MemoryAgent
+from .guard import set_call_limit
 from .registry import AgentSpec, resolve_agent
 
 ASYNC_METHODS = ("reply", "ingest", "answer", "snapshot")
@@ -168,16 +171,55 @@ async def check_agent(spec: AgentSpec, *, state_schema: dict[str, list[str]] | N
     return report
 
 
-def check_agent_isolated(name: str) -> CheckReport:
-    """:func:`check_agent` on the agent ``name`` resolves, run in a child process (spawned, so it starts clean).
+#: Seconds a child that answered has to end before it is ended: only a thread an agent left running keeps it.
+_CHILD_EXIT_SECONDS = 2.0
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The time limits a child process holds plug-in code to (``run.agent_call_timeout``,
+    ``run.agent_factory_timeout``)."""
+
+    call: float
+    factory: float
+
+    @classmethod
+    def of(cls, cfg: AppConfig) -> Limits:
+        """The limits of ``cfg``'s run settings."""
+        return cls(cfg.run.agent_call_timeout, cfg.run.agent_factory_timeout)
+
+
+def check_agent_isolated(name: str, limits: Limits | None = None) -> CheckReport:
+    """:func:`check_agent` on the agent ``name`` resolves, run in a child process (spawned, so it starts clean),
+    each call into a plug-in held to ``limits`` (None: the config's defaults).
 
     Raises:
         AMemGymError: the error resolving ``name`` raised in the child (an unknown agent, a bad config file).
         AgentError: the child ended before it sent a verdict (the agent's code ended its process).
     """
+    outcome = _in_child(name, _check_in_child, limits or Limits.of(AppConfig()), "before the checks finished; a run "
+                        "would fail the same way", "the checking process")
+    return outcome  # type: ignore[no-any-return]
+
+
+def build_isolated(name: str, cfg: AppConfig) -> None:
+    """Import the agent ``name`` and build it once in a child process, with ``cfg``'s limits: a run's way of
+    refusing a plug-in whose import or factory fails, hangs or ends its process, before any work and without
+    running that code in the run's own process.
+
+    Raises:
+        AMemGymError: the error resolving or building ``name`` raised in the child.
+        AgentError: the child ended before it answered (the agent's code ended its process).
+    """
+    _in_child(name, _build_in_child, cfg, "while it was imported and built; a plug-in must not end its process",
+              "its process")
+
+
+def _in_child(name: str, target: Callable[[str, Any, Connection], None], arg: Any, when: str, process: str) -> Any:
+    """``target(name, arg, pipe)`` in a spawned child; what it sent, or its error raised here again."""
     mp = multiprocessing.get_context("spawn")
     receive, send = mp.Pipe(duplex=False)
-    child = mp.Process(target=_check_in_child, args=(name, send), name="amemgym-check-agent")
+    child = mp.Process(target=target, args=(name, arg, send), name="amemgym-agent-child")
     child.start()
     send.close()  # only the child holds the sending end now: its end, however it comes, is an EOF here
     try:
@@ -186,28 +228,48 @@ def check_agent_isolated(name: str) -> CheckReport:
         outcome = None
     finally:
         receive.close()
-        child.join()
+        child.join(_CHILD_EXIT_SECONDS)
+        if child.is_alive():
+            child.kill()  # it answered (or closed its end), but a thread its agent started keeps it alive
+            child.join()
     if outcome is None:
         code = child.exitcode
         how = f"killed by signal {-code}" if code is not None and code < 0 else f"exit code {code}"
-        raise AgentError(f"agent {name!r}: its code ended the checking process ({how}) before the checks "
-                         "finished; a run would end the same way")
+        raise AgentError(f"agent {name!r}: its code ended {process} ({how}) {when}")
     if isinstance(outcome, tuple):  # (error class name, message): raised again here with its exit code
         kind = getattr(errors, outcome[0], None)
         raise (kind if isinstance(kind, type) and issubclass(kind, AMemGymError) else AMemGymError)(outcome[1])
-    return outcome  # type: ignore[no-any-return]
+    return outcome
 
 
-def _check_in_child(name: str, send: Connection) -> None:
-    outcome: CheckReport | tuple[str, str]
+def _answer_parent(name: str, send: Connection, work: Callable[[], Any]) -> None:
+    """Send ``work()``'s result, or its error as (class name, message), and close the pipe."""
+    outcome: Any
     try:
-        outcome = asyncio.run(check_agent(resolve_agent(name)))
+        outcome = work()
     except AMemGymError as exc:
         outcome = (type(exc).__name__, str(exc))
     except Exception as exc:  # noqa: BLE001 - one line in the parent, never this process's traceback
         outcome = ("AgentError", f"agent {name!r}: checking it raised {type(exc).__name__}: {exc}")
     send.send(outcome)
     send.close()
+
+
+def _check_in_child(name: str, limits: Limits, send: Connection) -> None:
+    set_call_limit(limits.call, factory=limits.factory)
+    _answer_parent(name, send, lambda: asyncio.run(check_agent(resolve_agent(name))))
+
+
+def _build_in_child(name: str, cfg: AppConfig, send: Connection) -> None:
+    set_call_limit(cfg.run.agent_call_timeout, factory=cfg.run.agent_factory_timeout)
+
+    def build() -> str:
+        spec = resolve_agent(name)
+        if spec.plugin:
+            spec.build(LLMClient.from_config(cfg.llm, serial=True), AgentContext(user_id="agent-check"))
+        return "built"
+
+    _answer_parent(name, send, build)
 
 
 async def _check_episode_and_snapshots(spec: AgentSpec, schema: dict[str, list[str]] | None) -> tuple[bool, str]:

@@ -46,15 +46,19 @@ _POLL_SECONDS = 0.1
 
 #: The per-call limit of the current run (``run.agent_call_timeout``), set by the command that runs agents.
 _LIMIT: ContextVar[float | None] = ContextVar("agent_call_limit", default=None)
+#: The limit on a plug-in's import and factory (``run.agent_factory_timeout``), set as the call limit is.
+_FACTORY_LIMIT: ContextVar[float | None] = ContextVar("agent_factory_limit", default=None)
 #: The stall threshold, lowered by tests (a context variable, so nothing global is mutated).
 _STALL: ContextVar[float] = ContextVar("agent_call_stall", default=STALL_SECONDS)
 
 
-def set_call_limit(seconds: float | None, *, stall: float | None = None) -> None:
-    """Set the per-call limit (and optionally the stall threshold) for plug-in calls of this context."""
+def set_call_limit(seconds: float | None, *, stall: float | None = None, factory: float | None = None) -> None:
+    """Set the per-call limit (and optionally the stall threshold and the factory's limit) for this context."""
     _LIMIT.set(seconds)
     if stall is not None:
         _STALL.set(stall)
+    if factory is not None:
+        _FACTORY_LIMIT.set(factory)
 
 
 def call_limit() -> float:
@@ -62,6 +66,14 @@ def call_limit() -> float:
     limit = _LIMIT.get()
     if limit is None:
         limit = float(RunSettings.model_fields["agent_call_timeout"].default)
+    return limit
+
+
+def factory_limit() -> float:
+    """The limit in force on a plug-in's import and factory: the run's setting, else the config's default."""
+    limit = _FACTORY_LIMIT.get()
+    if limit is None:
+        limit = float(RunSettings.model_fields["agent_factory_timeout"].default)
     return limit
 
 
@@ -86,6 +98,8 @@ class _Call:
     method: str
     limit: float
     stall: float
+    #: The setting that holds ``limit``, named in messages.
+    setting: str = "run.agent_call_timeout"
     started: float = field(default_factory=time.monotonic)
     #: When the plug-in's code started running on the loop thread without yielding (None between steps).
     step_since: float | None = None
@@ -95,7 +109,7 @@ class _Call:
     def line(self, waited: float) -> str:
         blocking = " (blocking the event loop)" if self.step_since is not None else ""
         return (f"agent {self.agent}: no reply from {self.method} for {waited:.0f} s{blocking}; it fails after "
-                f"{self.limit:g} s (run.agent_call_timeout)")
+                f"{self.limit:g} s ({self.setting})")
 
 
 class _Watchdog:
@@ -347,20 +361,14 @@ async def call_plugin(agent: str, method: str, fn: Callable[..., Any], *args: An
 
 
 def _overdue(call: _Call) -> AgentError:
-    return AgentError(f"agent {call.agent!r}: {call.method} gave no reply within {call.limit:g} s "
-                      "(run.agent_call_timeout)")
+    return AgentError(f"agent {call.agent!r}: {call.method} gave no reply within {call.limit:g} s ({call.setting})")
 
 
 def call_plugin_sync(agent: str, method: str, fn: Callable[..., Any], *args: Any,
                      expect: type | tuple[type, ...] | None = None, **kwargs: Any) -> Any:
     """A synchronous plug-in method (``restore``, ``memory_view``, ``stats``), run in place, one line on failure."""
     call = _Call(agent, method, call_limit(), _STALL.get())
-    on_main = threading.current_thread() is threading.main_thread()
-    with _WATCHDOG.watching(call):
-        # The call blocks whatever runs on this thread, as a step of an async method does: watched the same way.
-        call.step_since = time.monotonic()
-        if on_main:
-            _WATCHDOG.step = call
+    with _in_place(call):
         try:
             result = fn(*args, **kwargs)
             if inspect.iscoroutine(result):
@@ -375,8 +383,37 @@ def call_plugin_sync(agent: str, method: str, fn: Callable[..., Any], *args: Any
             raise
         except BaseException as exc:  # noqa: BLE001 - as in call_plugin
             raise _failure(agent, method, exc) from None
+    return _check_type(agent, method, result, expect)
+
+
+def call_factory(agent: str, step: str, fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)``, a plug-in's import or factory (``step`` says which), held to ``run.agent_factory_timeout``.
+
+    Only the limit is this function's: whatever ``fn`` raises passes unchanged, for the caller to word.
+
+    Raises:
+        AgentError: ``fn`` was still running at the limit.
+    """
+    call = _Call(agent, step, factory_limit(), _STALL.get(), setting="run.agent_factory_timeout")
+    with _in_place(call):
+        try:
+            return fn(*args)
+        except _Overdue:
+            raise _overdue(call) from None
+
+
+@contextlib.contextmanager
+def _in_place(call: _Call) -> Iterator[None]:
+    """Watch ``call`` running on this thread: it blocks the thread as a step of an async method does, so it is
+    reported and interrupted the same way (interrupted on the main thread only, where signals land)."""
+    on_main = threading.current_thread() is threading.main_thread()
+    with _WATCHDOG.watching(call):
+        call.step_since = time.monotonic()
+        if on_main:
+            _WATCHDOG.step = call
+        try:
+            yield
         finally:
             if on_main:
                 _WATCHDOG.step = None
             call.step_since = None
-    return _check_type(agent, method, result, expect)

@@ -21,6 +21,7 @@ from ..config import ROLES, EndpointConfig, shown_typed, yaml_problem
 from ..errors import AMemGymError, ConfigError
 from ..llm.client import LLMClient
 from .base import AgentContext, AgentFactory, MemoryAgent
+from .guard import call_factory
 from .plugin import GuardedAgent
 
 #: name pattern -> builder(match groups, options) -> factory, help line, roles. Filled by :func:`register`.
@@ -68,11 +69,13 @@ class AgentSpec:
 
         Raises:
             ConfigError: the factory (a plug-in's, typically) raised, or returned something that is not an agent.
+            AgentError: a plug-in's factory ran past ``run.agent_factory_timeout``.
         """
         if self.plugin:
             ctx = replace(ctx, state_schema={})
         try:
-            agent = self.factory(llm, ctx)
+            agent = call_factory(self.name, "its factory", self.factory, llm, ctx) if self.plugin \
+                else self.factory(llm, ctx)
         except AMemGymError:
             raise
         except KeyboardInterrupt:
@@ -121,7 +124,10 @@ def _import_plugin_module(name: str, module_name: str) -> Any:
         module = importlib.util.module_from_spec(spec)
         sys.modules[mod_name] = module
         try:
-            spec.loader.exec_module(module)
+            call_factory(name, f"importing {module_name}", spec.loader.exec_module, module)
+        except AMemGymError:
+            del sys.modules[mod_name]
+            raise
         except BaseException as exc:  # noqa: BLE001 - the file's own code, whatever it raised
             del sys.modules[mod_name]
             if isinstance(exc, KeyboardInterrupt):
@@ -130,17 +136,17 @@ def _import_plugin_module(name: str, module_name: str) -> Any:
         return module
     try:
         try:
-            return importlib.import_module(module_name)
+            return call_factory(name, f"importing {module_name}", importlib.import_module, module_name)
         except ModuleNotFoundError as exc:
             # Like running a script: a module next to where the command runs is found without PYTHONPATH=.
             if exc.name != module_name.split(".")[0] or not module_name:
                 raise
             _add_to_path(str(Path.cwd()))
             importlib.invalidate_caches()
-            return importlib.import_module(module_name)
+            return call_factory(name, f"importing {module_name}", importlib.import_module, module_name)
     except (ImportError, ValueError, TypeError) as exc:  # empty or relative module names raise the latter two
         raise ConfigError(f"agent {name!r}: cannot import module {module_name!r}: {exc}") from None
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, AMemGymError):
         raise
     except BaseException as exc:  # noqa: BLE001 - the plug-in's own module-level code failed
         raise _import_failure(name, module_name, exc) from None
@@ -238,6 +244,12 @@ def _lookup(name: str, also: Sequence[str] = ()) -> tuple[_Maker, tuple[str, ...
 
         return plugin, roles, True
     raise unknown_agent(name, also)
+
+
+def may_be_plugin(spec: str) -> bool:
+    """Whether ``spec`` may name a plug-in: a ``module:factory`` name, or an agent config file (whose ``type`` may
+    be one). Built-in names have no colon."""
+    return ":" in spec or Path(spec).suffix.lower() in (".json", ".yaml", ".yml")
 
 
 def _first_problem(exc: Exception) -> str:

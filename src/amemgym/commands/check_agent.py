@@ -6,8 +6,9 @@ from typing import Annotated
 
 import typer
 
-from ..agents.checker import check_agent_isolated
-from ..cli_common import handled, out
+from ..agents.checker import Limits, check_agent_isolated
+from ..cli_common import ConfigOpt, SetOpt, handled, out
+from ..config import load_config
 
 
 def register(app: typer.Typer) -> None:
@@ -17,9 +18,15 @@ def register(app: typer.Typer) -> None:
     @handled
     def check_agent_command(
         agent: Annotated[str, typer.Argument(help="Agent name (awe-2-4-30), module:factory, or config file.")],
+        config: ConfigOpt = None,
+        set_: SetOpt = None,
     ) -> None:
-        """Check that an agent honours the MemoryAgent contract (uses a scripted fake LLM; no endpoint needed)."""
-        report = check_agent_isolated(agent)
+        """Check that an agent honours the MemoryAgent contract (uses a scripted fake LLM; no endpoint needed).
+
+        Each call into a plug-in is held to run.agent_call_timeout, and its import and factory to
+        run.agent_factory_timeout (settings, as in a run).
+        """
+        report = check_agent_isolated(agent, Limits.of(load_config(config, set_)))
         for line in report.lines():
             out.print(line, highlight=False, markup=False)
         if not report.passed:

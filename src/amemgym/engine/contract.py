@@ -107,6 +107,8 @@ class AgentPlan:
         protocol: the family's settings a resume must match (recorded in the manifest).
         options: anything the family needs back in ``play`` (not recorded; pickled to every worker, so small).
         pinned: the roles whose served model the run pins (empty: ``roles``).
+        plugin: the agent is code we do not control: its units play in a worker process, never in the driver,
+            so whatever it does to its process (ends it, leaves a thread running) does not decide the run's end.
     """
 
     agent: str
@@ -114,6 +116,7 @@ class AgentPlan:
     protocol: Mapping[str, Any] = field(default_factory=dict)
     options: Any = None
     pinned: tuple[str, ...] = ()
+    plugin: bool = False
 
 
 @dataclass(frozen=True)

@@ -83,7 +83,7 @@ async def play_and_write(family: UnitFamily, unit: Unit, plan: AgentPlan, pins: 
     ``finished`` hook reads back is returned."""
     # Plug-in calls keep the run's limit in whatever process or task plays the unit (worker processes and Ray
     # tasks start from a fresh context).
-    set_call_limit(cfg.run.agent_call_timeout)
+    set_call_limit(cfg.run.agent_call_timeout, factory=cfg.run.agent_factory_timeout)
     view = counted_view(llm)
     checkpoint = Checkpoint(rd.unit_dir(unit.id), _identity(family.name, unit, plan), run_dir=rd.root,
                             ledger=view.ledger)
@@ -115,7 +115,7 @@ async def play_file(family: UnitFamily, env: Path, agent: str, out_dir: Path, ll
         AMemGymError: whatever the unit's play raised.
     """
     (unit,) = family.units(env, None)
-    set_call_limit(cfg.run.agent_call_timeout)
+    set_call_limit(cfg.run.agent_call_timeout, factory=cfg.run.agent_factory_timeout)
     plan = family.plan(agent, cfg, llm, unit)
     pins = await family.pins(plan, cfg, llm, {})
     record = await play_and_write(family, unit, plan, pins, llm, cfg, UnitRunDir(out_dir), {"run_seed": cfg.run.seed})

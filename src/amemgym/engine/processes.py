@@ -12,7 +12,9 @@ Each worker sends its usage so far every second, so the driver's ledger (the pro
 ``usage.pending.json``) stays current; the driver adds what changed since the last report it saw, and the
 workers' failures at the end. A unit counts as done on the progress line when the family's ``finished`` hook
 finds it on disk. A worker dies with the driver (a kill of the driver ends the whole run, as with one process);
-a worker that died is a failure of each unit of its group, which a re-run resumes from its checkpoint.
+a worker that ended before it sent its result (killed, or an agent's ``os._exit``) is a failure of each unit of
+its group, which a re-run resumes from its checkpoint. The driver starts each worker itself and ends it once it
+has answered, so a thread an agent left running keeps neither the worker nor the run alive.
 """
 
 from __future__ import annotations
@@ -29,8 +31,6 @@ import sys
 import threading
 from collections import Counter
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -44,15 +44,16 @@ from .rundir import UnitRunDir
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence
+    from multiprocessing.connection import Connection
     from pathlib import Path
 
     from ..config import AppConfig
     from ..llm.client import LLMClient
-    from .contract import Unit
+    from .contract import AgentPlan, Unit
     from .executor import PlayContext
 
-__all__ = ["USAGE_REPORT_SECONDS", "ProcessUnitExecutor", "group_config", "in_worker", "run_in_workers",
-           "run_unit_group", "usage_delta", "within_ceiling", "worker_client"]
+__all__ = ["USAGE_REPORT_SECONDS", "WORKER_EXIT_SECONDS", "ProcessUnitExecutor", "WorkerEnded", "group_config",
+           "in_worker", "run_in_workers", "run_unit_group", "usage_delta", "within_ceiling", "worker_client"]
 
 #: Seconds between a worker's usage reports.
 USAGE_REPORT_SECONDS = 1.0
@@ -82,14 +83,8 @@ def _workers_start_deaf() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-def _hearing(entry: Callable[[list[Any], int], dict[str, Any]], group: list[Any], index: int) -> dict[str, Any]:
-    """``entry(group, index)`` in a worker that hears Ctrl-C again (see :func:`_workers_start_deaf`)."""
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    return entry(group, index)
-
-
 def _set_reports(q: Any, driver: int, plugin_files: Sequence[str] = ()) -> None:
-    """Pool initializer: keep the report queue, end with the driver, and import the driver's plug-in files (its
+    """A worker's set-up: keep the report queue, end with the driver, and import the driver's plug-in files (its
     work names a file plug-in's factory by the module name the driver imported the file under)."""
     global _reports, _driver
     _reports, _driver = q, driver
@@ -167,13 +162,74 @@ async def in_worker(group: int, llm: LLMClient, work: Awaitable[None]) -> None:
             llm.cache.close()
 
 
+class WorkerEnded(RuntimeError):
+    """A worker process ended before it sent its group's result (killed, or its code called ``os._exit``)."""
+
+    def __init__(self, exitcode: int | None) -> None:
+        self.exitcode = exitcode
+        how = f"killed by signal {-exitcode}" if exitcode is not None and exitcode < 0 else f"exit code {exitcode}"
+        super().__init__(how)
+
+
+#: Seconds a worker that sent its result has to end before the driver ends it: it has nothing left to do, and
+#: only a thread its agent left running (a plug-in's) keeps it alive past that.
+WORKER_EXIT_SECONDS = 2.0
+
+
+def _worker_main(entry: Callable[[list[Any], int], dict[str, Any]], index: int, pipe: Connection,
+                 reports: Any, driver: int, plugin_files: Sequence[str], stdout_to_stderr: bool) -> None:
+    """A worker process: set up as :func:`_set_reports` does, read its group from ``pipe`` (only once the plug-in
+    files are imported: it names a file plug-in's factory by their module names), play it, and answer
+    ``("done", result)`` or ``("raised", exception)``.
+
+    ``stdout_to_stderr``: the driver sends its stdout to stderr (``--json``, whose stdout is the summary alone), so
+    what an agent prints here goes there too (file descriptors, so native code's output as well).
+    """
+    if stdout_to_stderr:
+        sys.stdout.flush()
+        os.dup2(2, 1)
+    try:
+        _set_reports(reports, driver, plugin_files)
+    except SystemExit:
+        return  # the driver is gone: nobody to answer
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # hears Ctrl-C again (see _workers_start_deaf)
+    outcome: tuple[str, Any]
+    try:
+        outcome = ("done", entry(pipe.recv(), index))
+    except BaseException as exc:  # noqa: BLE001 - the driver decides what it means (it raises it again)
+        outcome = ("raised", exc)
+    try:
+        pipe.send(outcome)
+    except Exception:  # noqa: BLE001 - an exception that does not pickle: its type and text still go
+        pipe.send(("raised", RuntimeError(f"{type(outcome[1]).__name__}: {outcome[1]}")))
+    pipe.close()
+
+
+def _outcome(pipe: Connection, process: Any, group: list[Any]) -> dict[str, Any] | BaseException:
+    """(In a thread of the driver) send the worker its group; what it answered, or :class:`WorkerEnded`; then the
+    worker is ended."""
+    try:
+        pipe.send(group)
+        sent: tuple[str, Any] | None = pipe.recv()
+    except (EOFError, OSError):
+        sent = None
+    finally:
+        pipe.close()
+    process.join(WORKER_EXIT_SECONDS)
+    if process.is_alive():
+        process.kill()  # our own child, done with its work: a thread its agent left must not keep it (or us) alive
+        process.join()
+    return WorkerEnded(process.exitcode) if sent is None else sent[1]  # type: ignore[no-any-return]
+
+
 async def run_in_workers(entry: Callable[[list[Any], int], dict[str, Any]], groups: list[list[Any]],
                          ledger: UsageLedger) -> list[dict[str, Any] | BaseException]:
     """On the driver: run ``entry(group, i)`` for every group in its own spawned process (each ending with the
     driver), adding each worker's usage to ``ledger`` as its reports arrive and its final count at the end.
 
     Returns each group's result (a dict holding its ``usage``) or the exception its process ended with (a
-    :class:`BrokenProcessPool` when the process died).
+    :class:`WorkerEnded` when the process ended without a result). A worker still alive once it sent its result
+    is ended, as is every worker when this coroutine is cancelled.
     """
     # What a report adds beyond the last one taken from that worker (reports may arrive late or after the
     # final count; older ones are skipped).
@@ -198,14 +254,27 @@ async def run_in_workers(entry: Callable[[list[Any], int], dict[str, Any]], grou
                     take(*reports.get_nowait())
 
     drainer = asyncio.create_task(drain())
-    loop = asyncio.get_running_loop()
+    workers: list[Any] = []
     try:
-        with ProcessPoolExecutor(len(groups), mp_context=mp, initializer=_set_reports,
-                                 initargs=(reports, os.getpid(), loaded_plugin_files())) as pool:
-            with _workers_start_deaf():  # each submit starts its worker
-                futures = [loop.run_in_executor(pool, _hearing, entry, g, i) for i, g in enumerate(groups)]
-            results: list[dict[str, Any] | BaseException] = await asyncio.gather(*futures, return_exceptions=True)
+        waits = []
+        with _workers_start_deaf():  # each start spawns its worker
+            for i, group in enumerate(groups):
+                ours, theirs = mp.Pipe()
+                process = mp.Process(target=_worker_main, name=f"amemgym-worker-{i}",
+                                     args=(entry, i, theirs, reports, os.getpid(), loaded_plugin_files(),
+                                           sys.stdout is sys.stderr))
+                process.start()
+                theirs.close()  # the worker holds the only other end: its end, however it comes, is an EOF here
+                workers.append(process)
+                waits.append(asyncio.to_thread(_outcome, ours, process, group))
+        results: list[dict[str, Any] | BaseException] = list(await asyncio.gather(*waits))
     finally:
+        for process in workers:
+            if process.is_alive():
+                # Cancelled (Ctrl-C, which the workers hear too) or failed here: each has a moment to stop at a
+                # checkpoint, then no worker outlives the run.
+                process.join(WORKER_EXIT_SECONDS)
+                process.kill()
         drainer.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await drainer
@@ -254,6 +323,8 @@ class ProcessUnitExecutor:
     """Plays the units in ``workers`` local processes (an :class:`~amemgym.engine.executor.UnitExecutor`)."""
 
     workers: int
+    #: One unit at a time in each worker (``--serial``: a plug-in still plays in a worker then).
+    serial: bool = False
 
     async def play(self, ctx: PlayContext, units: list[Unit]) -> list[dict[str, Any]]:
         """Split the units into groups, play each group in a worker, merge usage and failures."""
@@ -261,6 +332,8 @@ class ProcessUnitExecutor:
             return []
         workers = max(1, min(self.workers, len(units)))
         cfg = group_config(ctx.cfg, workers, ctx.plan.roles)
+        if self.serial:
+            cfg.run.serial = True
         root = ctx.rd.root.resolve()
         journal = ctx.llm.usage_journal
         shared = (journal.path, journal.invocation) if journal is not None else None
@@ -290,9 +363,11 @@ class ProcessUnitExecutor:
                 await watcher
         failures: list[dict[str, Any]] = []
         for group, result in zip(groups, results, strict=True):
-            if isinstance(result, BrokenProcessPool):
+            if isinstance(result, WorkerEnded):
+                line = _ended_line(ctx.plan, result, len(group), ctx.family.noun)
+                print(f"error: {line}", file=sys.stderr, flush=True)
                 failures.extend({"user": job.unit.id, "stage": "worker", "label": job.unit.label,
-                                 "error": redact(f"worker process died: {result}")} for job in group)
+                                 "error": redact(line)} for job in group)
             elif isinstance(result, BaseException):
                 raise result  # not the model's or the agent's fault (a broken run file, a full disk), as locally
             else:
@@ -301,3 +376,11 @@ class ProcessUnitExecutor:
             if u.id not in reported:
                 ctx.on_done()
         return failures
+
+
+def _ended_line(plan: AgentPlan, ended: WorkerEnded, count: int, noun: str) -> str:
+    """One line for a worker process that ended with ``count`` units unfinished: a plug-in agent is named as its
+    likely cause (its code runs there, and ``os._exit`` is how code ends a process with no traceback)."""
+    who = f"agent {plan.agent!r} ended its process" if plan.plugin else "the worker process ended"
+    return (f"{who} ({ended}) with {count} {noun} unfinished; a plug-in must not end its process. What finished "
+            "is kept: re-run the same command to resume")

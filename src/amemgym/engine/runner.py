@@ -143,9 +143,13 @@ def _executor(family: UnitFamily, opts: RunOptions, cfg: AppConfig, units: list[
         return RayUnitExecutor(opts.ray_address)
     # Worker processes only when every role has an HTTP endpoint: the embedded model's server belongs to one process.
     workers = within_ceiling(cfg, cfg.run.workers, plan.roles)
-    if workers > 1 and not serial and not scripted \
-            and all(cfg.llm.chat_base_url(r) for r in plan.roles):  # type: ignore[arg-type]
+    remote = all(cfg.llm.chat_base_url(r) for r in plan.roles)  # type: ignore[arg-type]
+    if workers > 1 and not serial and not scripted and remote:
         return ProcessUnitExecutor(workers)
+    if plan.plugin and not scripted and remote:
+        # A plug-in plays in one worker even so: an os._exit or a thread left running there is a failure of its
+        # users, where in this process it would end the run with the plug-in's exit code or keep it alive.
+        return ProcessUnitExecutor(1, serial=serial)
     return LocalExecutor(1 if serial else max(1, cfg.run.user_concurrency))
 
 
@@ -205,7 +209,8 @@ def run_units(family: UnitFamily, cfg: AppConfig, env: Path, out_dir: Path, opts
             finally:
                 await llm.aclose()
 
-        set_call_limit(cfg.run.agent_call_timeout)  # plug-in calls are guarded with the run's limit
+        # plug-in calls are guarded with the run's limits
+        set_call_limit(cfg.run.agent_call_timeout, factory=cfg.run.agent_factory_timeout)
         outcome = asyncio.run(go())
     hook(family, "run_summary")(console, out_dir, outcome)
     for row in outcome.rows:

@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 
-from ...agents.registry import resolve_agent
+from ...agents.checker import build_isolated
+from ...agents.guard import set_call_limit
+from ...agents.registry import may_be_plugin, resolve_agent
 from ...cli_common import err
 from ...config import PRESETS, AppConfig, load_config
 from ...engine.flags import ModelFlags
@@ -82,7 +84,18 @@ def run_request(r: RunRequest[RunOptions], console: Console) -> int:
     if r.options.json:
         console = err
     flags = ModelFlags(r.model, r.user_model, r.judge_model, r.max_connections)
-    spec = resolve_agent(r.agent)  # a typo is refused before the environment is read
+    # A typo is refused before the environment is read; a plug-in's code runs only once the run's settings (its
+    # time limits) are known, and first in a child process (driver.run_command).
+    plugin = may_be_plugin(r.agent)
+    spec = None if plugin else resolve_agent(r.agent)
+    environment = load_environment(r.env, limit=r.limit) if r.env else None  # --limit reads only N users
+    cfg, note = settings_for(environment, r.config, r.sets)
+    if r.serial:
+        cfg.run.serial = True
+    if spec is None:
+        set_call_limit(cfg.run.agent_call_timeout, factory=cfg.run.agent_factory_timeout)
+        build_isolated(r.agent, cfg)
+        spec = resolve_agent(r.agent)
     # A model flag for a role the run never calls is refused before the first trial starts (each refusal acts
     # only when its flag was given); an agent plug-in that declares the judge role keeps it.
     called = run_roles(spec.roles, off_policy=r.options.off_policy is not None)
@@ -90,10 +103,6 @@ def run_request(r: RunRequest[RunOptions], console: Console) -> int:
     flags.refuse_unused_user_model(called, "amemgym run", "--off-policy replays recorded conversations")
     if not r.options.dry_run:
         refuse_mixed_layout(r.out_dir, r.trials)
-    environment = load_environment(r.env, limit=r.limit) if r.env else None  # --limit reads only N users
-    cfg, note = settings_for(environment, r.config, r.sets)
-    if r.serial:
-        cfg.run.serial = True
     if r.options.resimulate_leaks:
         cfg.run.resimulate_leaks = True
     if r.no_cache:
@@ -108,7 +117,8 @@ def run_request(r: RunRequest[RunOptions], console: Console) -> int:
             return run_command(cfg, r.env, r.agent, out_dir, off_policy=r.options.off_policy, console=console,
                                executor=r.executor, ray_address=r.ray_address, models=r.models,
                                allow_model_change=r.allow_model_change, flags=flags, limit=r.limit,
-                               environment=environment, settings_note=note if first else None)
+                               environment=environment, settings_note=note if first else None,
+                               agent_built=plugin)
 
     if r.trials == 1:
         code = one(r.out_dir)

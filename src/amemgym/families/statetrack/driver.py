@@ -8,7 +8,9 @@ from typing import Any
 from rich.console import Console
 
 from ...agents.base import AgentContext
-from ...agents.registry import resolve_agent
+from ...agents.checker import build_isolated
+from ...agents.guard import set_call_limit
+from ...agents.registry import may_be_plugin, resolve_agent
 from ...config import AppConfig
 from ...engine.flags import ModelFlags
 from ...engine.models_file import apply_models_file
@@ -104,7 +106,7 @@ def run_command(
     cfg: AppConfig, env_path: Path | None, agent: str, out_dir: Path, *, off_policy: Path | None, console: Console,
     executor: str = "local", ray_address: str | None = None, models: Path | None = None,
     allow_model_change: bool = False, flags: ModelFlags | None = None, limit: int | None = None,
-    environment: Environment | None = None, settings_note: str | None = None,
+    environment: Environment | None = None, settings_note: str | None = None, agent_built: bool = False,
 ) -> int:
     """Run (or resume) on the engine (:func:`amemgym.engine.runner.run_units`) and print where the results are.
     Returns the exit code.
@@ -115,10 +117,16 @@ def run_command(
     records its model); ``flags`` are the model flags (applied last); ``limit`` runs the first N users;
     ``environment`` is the file at ``env_path`` when the caller has already loaded it (trials then parse it
     once); ``settings_note`` says where the settings came from, printed once the run is known to start (a
-    refusal stays one line). Bad input (another run's directory, an off-policy source that cannot be
-    replayed, an agent whose factory fails) is refused before any endpoint is probed; every role the run will
-    call is checked before the first model call.
+    refusal stays one line); ``agent_built`` says the caller already built a plug-in ``agent`` in a child process
+    (:func:`~amemgym.agents.checker.build_isolated`), which this function does otherwise. Bad input (another
+    run's directory, an off-policy source that cannot be replayed, an agent whose factory fails) is refused
+    before any endpoint is probed; every role the run will call is checked before the first model call.
     """
+    set_call_limit(cfg.run.agent_call_timeout, factory=cfg.run.agent_factory_timeout)
+    if may_be_plugin(agent) and not agent_built:
+        # Its code first runs in a child process: a factory that fails, hangs or ends its process is refused in
+        # one line before any work, and the factory never runs here (its users play in worker processes).
+        build_isolated(agent, cfg)
     spec = resolve_agent(agent)
     env_path = env_path or default_environment()
     # With --limit only the first N users are read (data.io streams the file); the cut records the file's hash.
@@ -139,8 +147,9 @@ def run_command(
     plan = statetrack_plan(spec, protocol, run_roles(spec.roles, off_policy=off_policy is not None),
                            off_policy=off_policy, environment_cut=environment_cut(env_path, limit))
     llm = LLMClient.from_config(cfg.llm, serial=cfg.run.serial)
-    # Build one agent before any work, so a plug-in whose factory fails is refused up front, not mid-run.
-    spec.build(llm, AgentContext(user_id="agent-check", state_schema=dict(env.users[0].state_schema)))
+    if not spec.plugin:
+        # Build one agent before any work, so a factory that fails is refused up front, not mid-run.
+        spec.build(llm, AgentContext(user_id="agent-check", state_schema=dict(env.users[0].state_schema)))
     opts = RunOptions(agent=spec.name, serial=cfg.run.serial, allow_model_change=allow_model_change,
                       executor=executor, ray_address=ray_address)
     code = run_units(STATETRACK_UNITS, cfg, env_path, out_dir, opts, console=console,

@@ -119,7 +119,7 @@ def statetrack_plan(spec: AgentSpec, protocol: Mapping[str, Any], roles: Sequenc
     """The engine's plan of a statetrack run of ``spec``: it calls ``roles`` and pins the run roles' models."""
     options = EpisodeOptions(spec, off_policy.resolve() if off_policy else None, after_period, environment_cut)
     return AgentPlan(agent=spec.name, roles=tuple(roles), protocol=dict(protocol), options=options,
-                     pinned=RUN_ROLES)
+                     pinned=RUN_ROLES, plugin=spec.plugin)
 
 
 def user_finished(rundir: RunDir, user: UserEnv) -> bool:
