@@ -489,7 +489,8 @@ def load_config(preset_or_file: str | None = None, sets: list[str] | None = None
             path = Path(preset_or_file)
             if not path.exists():
                 known = ", ".join(PRESETS)
-                raise ConfigError(f"{shown_typed(preset_or_file, quoted=False)}: neither a preset ({known}) nor an existing file")
+                shown = shown_typed(preset_or_file, quoted=False)
+                raise ConfigError(f"{shown}: neither a preset ({known}) nor an existing file")
             raw = _read_file(path)
             name = path.name
             if not ({"env", "llm", "run", "budget"} & raw.keys()):
