@@ -204,3 +204,31 @@ def test_a_hand_edited_evaluation_score_is_refused_naming_the_field(clean: Path,
     assert result.exit_code == 2, result.output
     assert len(lines) == 1 and lines[0].startswith("error: "), result.output
     assert "period_01.json" in lines[0] and f"questions[0].{field}" in lines[0], lines[0]
+
+
+@pytest.mark.parametrize("field", ["score_original_rule", "ub_score", "ub_score_original_rule"])
+def test_a_hand_edited_rule_or_upper_bound_score_is_refused(clean: Path, tmp_path: Path, field: str) -> None:
+    # The original rule's score and the upper bound's feed the headline numbers as much as the strict score.
+    run = cut_back(clean, tmp_path, (3, 0))
+    path = run / USER / "eval/period_01.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    q = data["questions"][0]
+    q[field] = 1.0 - q[field]
+    path.write_text(json.dumps(data), encoding="utf-8")
+    result = resume(run)
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert result.exit_code == 2, result.output
+    assert len(lines) == 1 and f"questions[0].{field}" in lines[0], lines[0]
+
+
+def test_a_hand_edited_upper_bound_file_is_refused(clean: Path, tmp_path: Path) -> None:
+    run = cut_back(clean, tmp_path, (3, 0))
+    path = run / USER / "upper_bound.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    key = next(iter(data["answers"]))
+    data["answers"][key]["score"] = 1.0 - data["answers"][key]["score"]
+    path.write_text(json.dumps(data), encoding="utf-8")
+    result = resume(run)
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert result.exit_code == 2, result.output
+    assert len(lines) == 1 and "upper_bound.json" in lines[0] and "score" in lines[0], lines[0]

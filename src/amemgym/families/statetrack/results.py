@@ -13,6 +13,7 @@ from .data.model import Environment, UserEnv
 from .episode import recorded_sessions
 from .layout import TRACE, RunDir
 from .metrics import QuestionOutcome, aggregate, answer_scores, result_flags
+from .questioning import combo_key, upper_bound_key
 from .validity.exposure import unchecked_reason
 from .validity.sim_audit import degenerate_summary
 
@@ -38,31 +39,70 @@ def question_outcome(user: UserEnv, period: int, question: int, score: float, ub
                            changed_at={v: changed_at(user, period, v) for v in qa.required_info})
 
 
-def check_scored(user: UserEnv, period: int, q: dict[str, Any], where: str) -> None:
-    """Refuse a scored question whose gold option, score or probe verdicts are not what its recorded choice and
-    probe values earn at ``period``: a hand edit would otherwise change the run's numbers unnoticed.
+def _picked(qa: Any, choice: Any) -> list[str] | None:
+    """The state of answer option ``choice`` (1-based) of ``qa``; None for no valid option."""
+    ok = isinstance(choice, int) and not isinstance(choice, bool) and 1 <= choice <= len(qa.answer_choices)
+    return list(qa.answer_choices[choice - 1].state) if ok else None
 
-    Only the recorded choice and values are trusted, never re-parsed from the reply, so a later change of the
-    parsing rules leaves earlier runs readable.
+
+def _refuse_changed(where: str, found: dict[str, Any], expected: dict[str, Any], period: int | None,
+                    fix: str) -> None:
+    for name, value in expected.items():
+        if found.get(name) != value:
+            at = f" at period {period}" if period is not None else ""
+            raise RunError(f"{where}.{name} is {found.get(name)!r} but the recorded answer earns {value!r}{at}; the "
+                           f"file was changed after it was written ({fix})")
+
+
+def check_scored(user: UserEnv, period: int, q: dict[str, Any], where: str,
+                 upper_bound: dict[str, Any] | None = None) -> None:
+    """Refuse a scored question whose gold option, scores (strict and original rule) or probe verdicts are not
+    what its recorded choices and probe values earn at ``period``, or whose upper-bound scores are not those of
+    the ``upper_bound`` entry it was scored with: a hand edit would otherwise change the run's numbers unnoticed.
+
+    Only the recorded choices and values are trusted, never re-parsed from the reply, so a later change of the
+    parsing rules leaves earlier runs readable. Fields an older record lacks are not checked.
 
     Raises:
         RunError: naming ``where`` (the file and question) with the field, and what it should be.
     """
     qa = user.qas[q["question"]]
     truth = [user.periods[period].state[v] for v in qa.required_info]
-    choice = q.get("choice")
-    picked = qa.answer_choices[choice - 1].state if isinstance(choice, int) and 1 <= choice <= len(qa.answer_choices) \
-        else None
     expected: dict[str, Any] = {"gold": user.correct_choice(q["question"], period) + 1,
-                                "score": 1.0 if picked == truth else 0.0}
+                                "score": 1.0 if _picked(qa, q.get("choice")) == truth else 0.0}
+    if "original_choice" in q and q.get("score_original_rule") is not None:
+        expected["score_original_rule"] = 1.0 if _picked(qa, q["original_choice"]) == truth else 0.0
     if q.get("probe_reply") is not None:
         values = q.get("probe_values") or {}
         expected["probe_correct"] = {v: values.get(v) == user.periods[period].state[v] for v in qa.required_info}
-    for name, value in expected.items():
-        if q.get(name) != value:
-            raise RunError(f"{where}.{name} is {q.get(name)!r} but the recorded answer earns {value!r} at period "
-                           f"{period}; the file was changed after it was written (delete it and run again to "
-                           "evaluate the period anew)")
+    entry = (upper_bound or {}).get(upper_bound_key(user, period, q["question"]))
+    if entry is not None and q.get("ub_score") is not None:
+        expected["ub_score"] = entry["score"]
+        if q.get("ub_score_original_rule") is not None:
+            expected["ub_score_original_rule"] = entry.get("score_original_rule", entry["score"])
+    _refuse_changed(where, q, expected, period, "delete it and run again to evaluate the period anew")
+
+
+def check_upper_bound(user: UserEnv, answers: dict[str, Any], where: str) -> None:
+    """Refuse an upper-bound entry whose key or scores are not what its question, state and recorded choices
+    earn (the upper bound is the memory score's ceiling: a raised one lowers every memory score).
+
+    Raises:
+        RunError: naming ``where`` (the file) with the entry and field.
+    """
+    for key, entry in answers.items():
+        q = entry["question"]
+        # Runs written before values holding "|" were escaped keyed them another way: those keys are let be.
+        older = any("|" in v or "\\" in v for v in entry["state"])
+        if q >= len(user.qas) or (key != combo_key(q, tuple(entry["state"])) and not older):
+            raise RunError(f"{where}: answers[{key!r}] does not belong to question {q} with its state "
+                           f"{entry['state']!r} of user {user.id!r}; the file is damaged")
+        qa, combo = user.qas[q], list(entry["state"])
+        expected: dict[str, Any] = {"score": 1.0 if _picked(qa, entry.get("choice")) == combo else 0.0}
+        if "original_choice" in entry and entry.get("score_original_rule") is not None:
+            expected["score_original_rule"] = 1.0 if _picked(qa, entry["original_choice"]) == combo else 0.0
+        _refuse_changed(f"{where}: answers[{key!r}]", entry, expected, None,
+                        "delete it and run again to ask the upper bound anew")
 
 
 def outcomes_of(
@@ -78,6 +118,10 @@ def outcomes_of(
     """
     outcomes: list[QuestionOutcome] = []
     records: list[dict[str, Any]] = []
+    ub_path = rundir.upper_bound(user.id)
+    upper_bound = as_dict(read_record(ub_path, UpperBoundRecord))["answers"] if ub_path.exists() else None
+    if upper_bound is not None:
+        check_upper_bound(user, upper_bound, str(ub_path))
     for p in range(len(user.periods)):
         path = rundir.evaluation(user.id, p)
         if not path.exists():
@@ -88,7 +132,7 @@ def outcomes_of(
             if q["question"] >= len(user.qas):
                 raise RunError(f"{path}: questions[{i}].question is {q['question']} but user {user.id!r} has "
                                f"{len(user.qas)} questions; the file is damaged")
-            check_scored(user, p, q, f"{path}: questions[{i}]")
+            check_scored(user, p, q, f"{path}: questions[{i}]", upper_bound)
             score, ub = answer_scores(q, answer_rule)
             outcomes.append(question_outcome(user, p, q["question"], score, ub, q["probe_correct"],
                                              n_choices=q["n_choices"]))
