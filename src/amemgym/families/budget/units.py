@@ -101,7 +101,8 @@ class BudgetUnits:
         if judge:
             roles.append("judge")
         protocol = {"interface": interface, "policy": AGENTS[agent][0] if agent in AGENTS else None}
-        return AgentPlan(agent, tuple(roles), protocol, {"judge": judge})
+        # A plug-in (module:factory, file.py:factory) is code we do not control: it plays in a worker process.
+        return AgentPlan(agent, tuple(roles), protocol, {"judge": judge}, plugin=agent not in AGENTS and ":" in agent)
 
     async def pins(self, plan: AgentPlan, cfg: AppConfig, llm: LLMClient, pinned: Mapping[str, Any]) -> dict[str, Any]:
         """The tool protocol (kept from ``pinned`` on resume); the judge refused when it is the model under test."""
