@@ -71,6 +71,17 @@ def test_writes_used_that_its_ledger_does_not_give_are_refused(played: Path) -> 
     assert "5 is not what the record's ledger charges (0)" in lines[0], lines[0]
 
 
+def test_a_ledger_deleted_beside_a_raised_gate_is_refused(played: Path) -> None:
+    path = played / "films/seed0/results.json"
+    data = json.loads(path.read_text())
+    del data["ledger"]  # nothing left to recompute from: every run writes its ledger, so this is a hand edit
+    data["score"].update(storage_gate=1.0, maintenance=1.0)
+    data["score"]["composite"] = composite_of(data["score"])
+    path.write_text(json.dumps(data))
+    code, lines = board(played)
+    assert code == 2 and len(lines) == 1 and "ledger" in lines[0] and "missing" in lines[0], lines
+
+
 def test_a_raised_gate_beside_a_readable_run_is_not_boarded_and_the_other_is_ranked(played: Path,
                                                                                     tmp_path: Path) -> None:
     honest = tmp_path / "honest"

@@ -179,9 +179,10 @@ def _ledger_of(raw: Any) -> list[LedgerEntry] | None:
 def ledger_disagreement(record: Mapping[str, Any], episode: Episode) -> tuple[str, str] | None:
     """The first of the writes charged, the storage gate and maintenance (in ``score``, then ``score_judged``)
     that is not what the record's ledger gives over ``episode`` (the episode it played), as (field path,
-    problem); None when they agree or the record keeps no ledger."""
+    problem); None when they agree."""
     if "ledger" not in record:
-        return None
+        # Every run writes its ledger beside the episode it names: without it nothing here can be checked.
+        return "ledger", "missing (every budget record keeps the ledger its storage gate is worked out from)"
     ledger = _ledger_of(record.get("ledger"))
     if ledger is None:
         return "ledger", "not a list of ledger entries (event, op, charged, refunded, note, reason, text)"
