@@ -4,7 +4,7 @@ endpoint as the environment's default endpoint."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,29 @@ def endpoint(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Any:
     with FakeEndpoint() as ep:
         monkeypatch.setenv("OPENAI_BASE_URL", ep.base_url)
         yield ep
+
+
+@pytest.fixture(scope="module")
+def module_endpoint() -> Iterator[FakeEndpoint]:
+    """One fake endpoint (seed 5) shared by a test module's tests."""
+    with FakeEndpoint(seed=5) as ep:
+        yield ep
+
+
+def finished_run(endpoint: FakeEndpoint, root: Path) -> Path:
+    """``root/run``: a finished ``amemgym run`` of the original-shape environment against ``endpoint``, with a
+    response cache of its own under ``root``."""
+    from typer.testing import CliRunner
+
+    from amemgym.cli import app
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("OPENAI_BASE_URL", endpoint.base_url)
+        mp.setenv("AMEMGYM_CACHE_DIR", str(root / "cache"))
+        result = CliRunner().invoke(app, ["run", "--env", str(FIXTURES / "original_shape.json"),
+                                          "--out", str(root / "run")])
+    assert result.exit_code == 0, result.output
+    return root / "run"
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ from typer.testing import CliRunner
 from amemgym.cli import app
 from amemgym.engine.journal import apply
 from amemgym.testing.fake_endpoint import FakeEndpoint
+from conftest import finished_run
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "original_shape.json"
 USER = "users/u-0001"
@@ -27,27 +27,15 @@ USER = "users/u-0001"
 NUMBERS = ("overall", "random", "upper_bound", "memory_score", "memory_score_original", "failure_rates")
 
 
-@pytest.fixture(scope="module")
-def endpoint() -> Iterator[FakeEndpoint]:
-    with FakeEndpoint(seed=5) as ep:
-        yield ep
-
-
 @pytest.fixture(autouse=True)
-def _env(endpoint: FakeEndpoint, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("OPENAI_BASE_URL", endpoint.base_url)
+def _env(module_endpoint: FakeEndpoint, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", module_endpoint.base_url)
     monkeypatch.setenv("AMEMGYM_CACHE_DIR", str(tmp_path / "cache"))
 
 
 @pytest.fixture(scope="module")
-def clean(endpoint: FakeEndpoint, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("clean")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("OPENAI_BASE_URL", endpoint.base_url)
-        mp.setenv("AMEMGYM_CACHE_DIR", str(root / "cache"))
-        result = CliRunner().invoke(app, ["run", "--env", str(FIXTURE), "--out", str(root / "run")])
-    assert result.exit_code == 0, result.output
-    return root / "run"
+def clean(module_endpoint: FakeEndpoint, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return finished_run(module_endpoint, tmp_path_factory.mktemp("clean"))
 
 
 def _journal_lines(path: Path) -> list[str]:
