@@ -14,23 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import test_resume_tamper as tamper
 from test_resume_tamper import cut_back, resume
 
 from amemgym.engine.usage import UsageBook
 from amemgym.llm.usage import UsageLedger
-from amemgym.testing.fake_endpoint import FakeEndpoint
-from conftest import finished_run
 
-
-@pytest.fixture(autouse=True)
-def _env(module_endpoint: FakeEndpoint, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("OPENAI_BASE_URL", module_endpoint.base_url)
-    monkeypatch.setenv("AMEMGYM_CACHE_DIR", str(tmp_path / "cache"))
-
-
-@pytest.fixture(scope="module")
-def clean(module_endpoint: FakeEndpoint, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return finished_run(module_endpoint, tmp_path_factory.mktemp("clean"))
+# The resume tests' endpoint settings and clean run, shared as this module's fixtures.
+_env, clean = tamper._env, tamper.clean
 
 
 def usage(run: Path) -> dict[str, Any]:
