@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from notes_plugin import NOTES_METHODS
 from typer.testing import CliRunner
 
 from amemgym.agents.guard import _check_type, call_plugin_sync
@@ -33,19 +34,7 @@ class Agent:
                 pass
         self.notes.append(message)
         return "noted"
-    async def ingest(self, user, assistant, *, time=None):
-        self.notes.append(user)
-    async def answer(self, prompt):
-        return json.dumps({"answer": 1})
-    async def snapshot(self):
-        return {"notes": list(self.notes)}
-    def restore(self, snapshot):
-        self.notes = list(snapshot["notes"])
-    def memory_view(self):
-        return "\\n".join(self.notes)
-    def stats(self):
-        return {"notes": len(self.notes)}
-
+""" + NOTES_METHODS.lstrip("\n") + """
 MODE = "good"
 
 def make(llm, ctx):

@@ -15,6 +15,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from notes_plugin import NOTES_METHODS
 
 from amemgym.testing.fake_endpoint import FakeEndpoint
 
@@ -37,19 +38,7 @@ class Agent:
             __import__("time").sleep(10**6)
         self.notes.append(message)
         return "noted"
-    async def ingest(self, user, assistant, *, time=None):
-        self.notes.append(user)
-    async def answer(self, prompt):
-        return json.dumps({"answer": 1})
-    async def snapshot(self):
-        return {"notes": list(self.notes)}
-    def restore(self, snapshot):
-        self.notes = list(snapshot["notes"])
-    def memory_view(self):
-        return "\\n".join(self.notes)
-    def stats(self):
-        return {"notes": len(self.notes)}
-
+""" + NOTES_METHODS.lstrip("\n") + """
 def make(llm, ctx):
     if MODE == "exit_factory":
         os._exit(0)
