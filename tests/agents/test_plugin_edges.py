@@ -179,9 +179,12 @@ def test_a_plugin_raising_cancelled_or_a_base_exception_is_one_failure(tmp_path:
 
 def test_what_a_plugin_prints_stays_off_the_json_summary(endpoint: FakeEndpoint, tmp_path: Path) -> None:
     path = tmp_path / "loud.py"
-    path.write_text(textwrap.dedent(PLUGIN).replace("        self.notes.append(message)\n",
-                                                    "        self.notes.append(message)\n        print('chatty')\n"),
-                    encoding="utf-8")
+    loud = textwrap.dedent(PLUGIN).replace("        self.notes.append(message)\n",
+                                           "        self.notes.append(message)\n        print('chatty')\n")
+    # Its import and factory talk too, at the file descriptor as well: they first run in a check's child.
+    loud = loud.replace("def make(llm, ctx):\n", "print('loud import')\n\ndef make(llm, ctx):\n"
+                        "    print('factory talk'); __import__('os').write(1, b'raw fd talk\\n')\n")
+    path.write_text(loud, encoding="utf-8")
     # A plug-in plays in a worker process, whose output is the command's file descriptors: a child command.
     import os
     import subprocess
@@ -192,3 +195,4 @@ def test_what_a_plugin_prints_stays_off_the_json_summary(endpoint: FakeEndpoint,
                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}, check=False)
     assert res.returncode == 0, res.stdout + res.stderr
     assert json.loads(res.stdout)["exit_code"] == 0 and "chatty" in res.stderr
+    assert "factory talk" in res.stderr and "raw fd talk" in res.stderr and "loud import" in res.stderr

@@ -18,6 +18,8 @@ import hashlib
 import inspect
 import json
 import multiprocessing
+import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
@@ -219,7 +221,7 @@ def _in_child(name: str, target: Callable[[str, Any, Connection], None], arg: An
     """``target(name, arg, pipe)`` in a spawned child; what it sent, or its error raised here again."""
     mp = multiprocessing.get_context("spawn")
     receive, send = mp.Pipe(duplex=False)
-    child = mp.Process(target=target, args=(name, arg, send), name="amemgym-agent-child")
+    child = mp.Process(target=_child_main, args=(target, name, arg, send), name="amemgym-agent-child")
     child.start()
     send.close()  # only the child holds the sending end now: its end, however it comes, is an EOF here
     try:
@@ -240,6 +242,14 @@ def _in_child(name: str, target: Callable[[str, Any, Connection], None], arg: An
         kind = getattr(errors, outcome[0], None)
         raise (kind if isinstance(kind, type) and issubclass(kind, AMemGymError) else AMemGymError)(outcome[1])
     return outcome
+
+
+def _child_main(target: Callable[[str, Any, Connection], None], name: str, arg: Any, send: Connection) -> None:
+    """``target(name, arg, send)`` with this process's standard output sent to standard error: nothing the
+    agent's code prints (at the file descriptor too) is the command's output (a ``--json`` summary, say)."""
+    sys.stdout.flush()
+    os.dup2(2, 1)
+    target(name, arg, send)
 
 
 def _answer_parent(name: str, send: Connection, work: Callable[[], Any]) -> None:

@@ -95,7 +95,9 @@ def run_request(r: RunRequest[RunOptions], console: Console) -> int:
     if spec is None:
         set_call_limit(cfg.run.agent_call_timeout, factory=cfg.run.agent_factory_timeout)
         build_isolated(r.agent, cfg)
-        spec = resolve_agent(r.agent)
+        # Its module's own code runs again here, as it is imported: what it prints is not the --json summary.
+        with contextlib.redirect_stdout(sys.stderr) if r.options.json else contextlib.nullcontext():
+            spec = resolve_agent(r.agent)
     # A model flag for a role the run never calls is refused before the first trial starts (each refusal acts
     # only when its flag was given); an agent plug-in that declares the judge role keeps it.
     called = run_roles(spec.roles, off_policy=r.options.off_policy is not None)
