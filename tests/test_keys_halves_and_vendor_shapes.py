@@ -89,3 +89,37 @@ def test_an_unknown_executor_that_is_not_a_key_is_still_named(tmp_path: Path, mo
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(app, ["run", "-o", "x", "--executor", "rayy"])
     assert result.exit_code != 0 and "rayy" in result.output
+
+
+# ---- what is not a key -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("placeholder", ["ollama", "sk-no-key-required", "Ollama", "lm-studio", "not-needed"])
+def test_a_local_servers_placeholder_key_masks_nothing(placeholder: str) -> None:
+    # Local servers ask for any key, and their documentation's placeholder is what people set: it is public.
+    register_secret(placeholder)
+    text = json.dumps({"reply": "I serve models with ollama; no key-required here", "ollama_version": "0.5"})
+    assert redact_content(text) == text and redact(text) == text
+
+
+def test_a_short_test_key_is_still_masked_where_a_server_echoes_it() -> None:
+    register_secret("sk-test")
+    shown = redact_content('{"error": "bad header Bearer sk-test", "fixture": "sk-test-fixture"}')
+    assert "Bearer sk-test" not in shown and "sk-test-fixture" in shown
+
+
+def test_a_short_key_is_masked_only_where_it_stands_alone() -> None:
+    register_secret("391746")
+    register_secret("pw42xy")
+    text = json.dumps({"mean": -0.92391746003, "x": 0.391746, "ids": ["a391746b"], "note": "pw42xyz"}, indent=2)
+    assert redact_content(text) == text and json.loads(redact_content(text))
+    assert redact_content("the key is 391746 now") == f"the key is {MASK} now"
+    assert redact_content('{"echo": "pw42xy"}') == f'{{"echo": "{MASK}"}}'
+
+
+@pytest.mark.parametrize("word", ["hf_transformers_version2_release", "xai-grok-integration-2024-plan",
+                                  "gsk_session_cache_key_2", "nvapi-client-wrapper-module-v2",
+                                  "github_pat_rotation_policy_2024", "tgp_v1_migration_script_for_2025",
+                                  "sk_test_fixture_data_file_01", "sk-learn-tutorial-2023-edition",
+                                  "task-rk-0123456789abcdefgh"])
+def test_identifiers_that_start_like_a_vendor_key_are_left_alone(word: str) -> None:
+    text = f'{{"note": "see {word} for details"}}'
+    assert redact_content(text) == text

@@ -22,8 +22,10 @@ from typing import Any
 from urllib.parse import quote
 
 _KNOWN: set[str] = set()
-#: Every form (:func:`secret_forms`) of the registered keys, longest first.
+#: Every form (:func:`secret_forms`) of the registered keys of :data:`SHORT_KEY_CHARS` or more, longest first.
 _KNOWN_SORTED: list[str] = []
+#: The forms of the shorter registered keys, and one pattern that matches a form only where it stands on its own.
+_SHORT: list[tuple[list[str], re.Pattern[str]]] = []
 #: Pieces of :data:`PREFIX_CHARS` characters of each registered key longer than that (:func:`_pieces`): the
 #: piece, and the key with where the piece starts in it.
 _PIECES: dict[str, tuple[str, int]] = {}
@@ -31,6 +33,14 @@ _LOCK = threading.Lock()
 
 #: Shorter "keys" (e.g. a placeholder like "x") are not registered: replacing them would mangle every text.
 MIN_SECRET_CHARS = 6
+#: A key shorter than this is masked only where it stands on its own, not inside a longer run of letters,
+#: digits or ``._+-`` (a 6-digit key inside a JSON number, a short word inside an identifier): a short string
+#: turns up by chance, and a mask inside a number would break the JSON it is in.
+SHORT_KEY_CHARS = 16
+#: Keys the documentation of local servers (llama.cpp, Ollama, LM Studio) tells users to set, since those
+#: servers take any key: they are public, and masking them would mask ordinary words ("ollama", "anything").
+PLACEHOLDER_KEYS = frozenset({"ollama", "lm-studio", "sk-no-key-required", "no-key", "not-needed", "placeholder",
+                              "anything"})
 #: A text cut short inside a key (an error body kept to its first N characters, a note's name) still holds a
 #: part of the key, and a server may echo only its end: a key's first or last this many characters, and any
 #: ``2 * PREFIX_CHARS - 1`` of them in a row, are masked wherever they appear, with all of the key around them.
@@ -65,13 +75,21 @@ _PATTERNS = (
 # share): (the literals, where the match starts from one (a match starting at or before its literal must not
 # start inside a word), the pattern matched there). The rarer vendor prefixes are left to :func:`redact`.
 _TOKEN = r"(?=[A-Za-z._~+/=-]*[0-9])[A-Za-z0-9._~+/=-]"
-_CONTENT_PATTERNS: tuple[tuple[tuple[str, ...], int, re.Pattern[str]], ...] = (
-    (("bearer", "Bearer", "BEARER"), 0, re.compile(rf"(?i)(bearer)\s+{_TOKEN}{{12,}}")),
-    (("sk-", "pk-", "rk-"), 0, re.compile(rf"(?:sk|pk|rk)-{_TOKEN}{{16,}}")),
-    (("://",), 3, re.compile(r"[^/\s:@\"'\\]+:[^/\s@\"'\\]+@")),
-    (("_live_", "_test_"), -2, re.compile(rf"(?:sk|pk|rk)_(?:live|test)_{_VENDOR_TOKEN}")),
-    (("tgp_v1_", "gsk_", "hf_", "github_pat_", "nvapi-", "xai-"), 0, re.compile(rf"(?:{_VENDOR}){_VENDOR_TOKEN}")),
+_CONTENT_PATTERNS: tuple[tuple[tuple[str, ...], int, re.Pattern[str], bool], ...] = (
+    (("bearer", "Bearer", "BEARER"), 0, re.compile(rf"(?i)(bearer)\s+{_TOKEN}{{12,}}"), False),
+    (("sk-", "pk-", "rk-"), 0, re.compile(rf"(?:sk|pk|rk)-{_TOKEN}{{16,}}"), True),
+    (("://",), 3, re.compile(r"[^/\s:@\"'\\]+:[^/\s@\"'\\]+@"), False),
+    (("_live_", "_test_"), -2, re.compile(rf"(?:sk|pk|rk)_(?:live|test)_{_VENDOR_TOKEN}"), True),
+    (("tgp_v1_", "gsk_", "hf_", "github_pat_", "nvapi-", "xai-"), 0, re.compile(rf"(?:{_VENDOR}){_VENDOR_TOKEN}"),
+     True),
 )
+#: A run of letters and digits mixing both, 12 or more long: what a generated key holds and an identifier made
+#: of words ("sk-learn-tutorial-2023", "hf_hub_download_v3") does not. The shapes marked True above need one.
+_RANDOM_RUN = re.compile(r"(?=[A-Za-z]*[0-9])(?=[0-9]*[A-Za-z])[A-Za-z0-9]{12,}")
+
+
+def _random_enough(token: str) -> bool:
+    return any(_RANDOM_RUN.match(run) for run in re.split(r"[^A-Za-z0-9]+", token))
 
 
 def _json_text(text: str) -> str:
@@ -126,16 +144,35 @@ def register_secret(value: str | None) -> None:
     """Remember a configured key so :func:`redact` and :func:`redact_content` remove it, in every form of
     :func:`secret_forms`, wherever it appears. A key that spans lines is also remembered line by line: an
     error that quotes it may break it there."""
-    if not value or len(value.strip()) < MIN_SECRET_CHARS:
+    if not value or len(value.strip()) < MIN_SECRET_CHARS or value.strip().lower() in PLACEHOLDER_KEYS:
         return
     secret = value.strip()
     parts = {p for p in secret.split() if len(p) >= MIN_SECRET_CHARS}
     with _LOCK:
         _KNOWN.update({secret, *parts})
-        forms = {form for known in _KNOWN for form in secret_forms(known)}
+        forms = {form for known in _KNOWN if len(known) >= SHORT_KEY_CHARS for form in secret_forms(known)}
         _KNOWN_SORTED[:] = sorted(forms, key=len, reverse=True)
+        short = sorted({form for known in _KNOWN if len(known) < SHORT_KEY_CHARS for form in secret_forms(known)},
+                       key=len, reverse=True)
+        alone = rf"(?<![A-Za-z0-9._+-])(?:{'|'.join(map(re.escape, short))})(?![A-Za-z0-9._+-])"
+        _SHORT[:] = [(short, re.compile(alone))] if short else []
         for known in _KNOWN:
-            _PIECES.update(_pieces(known))
+            if len(known) >= SHORT_KEY_CHARS:
+                _PIECES.update(_pieces(known))
+
+
+def _mask_known(text: str) -> str:
+    """``text`` with every registered key masked: each form of a long one and its pieces wherever they are, a
+    short one where it stands on its own (:data:`SHORT_KEY_CHARS`)."""
+    with _LOCK:
+        known, pieces, short = list(_KNOWN_SORTED), dict(_PIECES), list(_SHORT)
+    for secret in known:
+        if secret in text:
+            text = text.replace(secret, MASK)
+    for forms, pattern in short:
+        if any(form in text for form in forms):  # the regex engine scans a long text far slower than ``in``
+            text = pattern.sub(MASK, text)
+    return _mask_pieces(text, pieces)
 
 
 def _pieces(key: str) -> dict[str, tuple[str, int]]:
@@ -184,12 +221,7 @@ def redact(text: str) -> str:
     """``text`` with every registered key and anything shaped like a credential replaced by a mask."""
     if not text:
         return text
-    with _LOCK:
-        known, pieces = list(_KNOWN_SORTED), dict(_PIECES)
-    for secret in known:
-        if secret in text:
-            text = text.replace(secret, MASK)
-    text = _mask_pieces(text, pieces)
+    text = _mask_known(text)
     for pattern in _PATTERNS:
         text = pattern.sub(_sub, text)
     return text
@@ -203,12 +235,7 @@ def redact_content(text: str) -> str:
     """
     if not text:
         return text
-    with _LOCK:
-        known, pieces = list(_KNOWN_SORTED), dict(_PIECES)
-    for secret in known:
-        if secret in text:
-            text = text.replace(secret, MASK)
-    text = _mask_pieces(text, pieces)
+    text = _mask_known(text)
     spans = sorted(_token_spans(text))
     if not spans:
         return text
@@ -224,16 +251,16 @@ def redact_content(text: str) -> str:
 def _token_spans(text: str) -> list[tuple[int, int, str]]:
     """(start, end, replacement) of every credential shape of :data:`_CONTENT_PATTERNS` in ``text``."""
     spans = []
-    for literals, offset, pattern in _CONTENT_PATTERNS:
+    for literals, offset, pattern, random_only in _CONTENT_PATTERNS:
         for literal in literals:
             i = text.find(literal)
             while i != -1:
                 start = i + offset
                 # A literal inside a word ("task-", "unbearer") does not start a token.
-                inside_word = start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_")
+                inside_word = start > 0 and (text[start - 1].isalnum() or text[start - 1] in "_-")
                 if start >= 0 and (offset > 0 or not inside_word):
                     m = pattern.match(text, start)
-                    if m:
+                    if m and (not random_only or _random_enough(m.group(0))):
                         spans.append((m.start(), m.end(), _sub(m)))
                 i = text.find(literal, i + 1)
     return spans
@@ -274,5 +301,5 @@ def joins_safely(left: str, right: str) -> bool:
     elif any(c in left or c in right for c in _SHAPE_NEEDS):
         return False  # str's "in" is a fast scan; a regex over a long text would cost more than it saves
     with _LOCK:
-        known = [*_KNOWN_SORTED, *_PIECES]
+        known = [*_KNOWN_SORTED, *_PIECES, *(form for forms, _ in _SHORT for form in forms)]
     return not any(secret in left[1 - len(secret):] + right[: len(secret) - 1] for secret in known)
