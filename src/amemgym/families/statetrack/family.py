@@ -182,7 +182,9 @@ class StateTrack:
             try:
                 runs.append(load_run(root, label))
             except AMemGymError as exc:
-                skipped.append(f"not boarded: {root}: {exc}")
+                # Most reasons open with the folder already; it is named once.
+                why = str(exc) if str(exc).startswith(str(root)) else f"{root}: {exc}"
+                skipped.append(f"not boarded: {why}")
                 lost.append((label, str(exc)))
         if not runs:
             raise RunError(skipped[0].removeprefix("not boarded: ") if len(skipped) == 1
