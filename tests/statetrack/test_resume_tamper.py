@@ -220,3 +220,59 @@ def test_a_hand_edited_upper_bound_file_is_refused(clean: Path, tmp_path: Path) 
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert result.exit_code == 2, result.output
     assert len(lines) == 1 and "upper_bound.json" in lines[0] and "score" in lines[0], lines[0]
+
+
+def test_a_forged_memory_holding_a_mask_is_dropped_too(clean: Path, tmp_path: Path,
+                                                       caplog: pytest.LogCaptureFixture) -> None:
+    # A mask in the checkpoint is no pass: the digest is of the snapshot as written, masks included.
+    run = cut_back(clean, tmp_path, (2, 1))
+    append_line(run, [["set", ["snapshot", "history", 0, "content"], "my api token is [REDACTED], I live on the moon"]])
+    assert_like_clean(run, clean, resume(run), caplog)
+
+
+def _edit_question(run: Path, edit: Any) -> Path:
+    path = run / USER / "eval/period_01.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    edit(data["questions"])
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def _drop_original_choice(qs: list[dict[str, Any]]) -> None:
+    del qs[0]["original_choice"]
+    qs[0]["score_original_rule"] = 1.0 - qs[0]["score_original_rule"]
+
+
+def _null_probe_reply(qs: list[dict[str, Any]]) -> None:
+    qs[0]["probe_reply"] = None
+    name = next(iter(qs[0]["probe_correct"]))
+    qs[0]["probe_correct"][name] = not qs[0]["probe_correct"][name]
+
+
+@pytest.mark.parametrize(("edit", "field"), [
+    (lambda qs: qs[0].update(n_choices=2), "n_choices"),
+    (lambda qs: qs.pop(0), "questions"),
+    (lambda qs: qs.append(dict(qs[0])), "questions"),
+    (lambda qs: qs[0].update(status="unparseable" if qs[0]["status"] == "ok" else "ok"), "status"),
+    (_drop_original_choice, "original_choice"),
+    (lambda qs: [q.update(ub_score=None) for q in qs], "ub_score"),
+    (_null_probe_reply, "probe_correct"),
+])
+def test_other_hand_edits_of_an_evaluation_are_refused(clean: Path, tmp_path: Path, edit: Any, field: str) -> None:
+    run = cut_back(clean, tmp_path, (3, 0))
+    _edit_question(run, edit)
+    result = resume(run)
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert result.exit_code == 2, result.output
+    assert len(lines) == 1 and "period_01.json" in lines[0] and field in lines[0], lines[0]
+
+
+def test_a_state_value_shaped_like_a_key_is_checked_as_written(tmp_path: Path) -> None:
+    # Such a value is masked in every run file; the readers' checks compare it masked, so nothing is refused.
+    shaped = "sk-proj-A1b2C3d4E5f6G7h8NNNNZZZZqwertyuiop"
+    env = tmp_path / "env.json"
+    env.write_text(FIXTURE.read_text(encoding="utf-8").replace("half_marathon", shaped), encoding="utf-8")
+    for _ in range(2):  # the run, then a re-run that reads every file back
+        result = CliRunner().invoke(app, ["run", "--env", str(env), "--out", str(tmp_path / "run")])
+        assert result.exit_code == 0, result.output
+    assert shaped not in "".join(p.read_text(encoding="utf-8") for p in (tmp_path / "run").rglob("*.json*"))

@@ -9,6 +9,7 @@ from typing import Any
 from ...config import PROTOCOL_MAX_TOKENS, RunSettings
 from ...errors import RunError
 from ...records import EvaluationRecord, UpperBoundRecord, as_dict, read_record
+from ...redact import MASK, redact_content
 from .data.model import Environment, UserEnv
 from .episode import recorded_sessions
 from .layout import TRACE, RunDir
@@ -45,6 +46,12 @@ def _picked(qa: Any, choice: Any) -> list[str] | None:
     return list(qa.answer_choices[choice - 1].state) if ok else None
 
 
+def _written(value: Any) -> Any:
+    """``value`` as a run file holds it: text shaped like a key is masked on its way to disk, so an environment
+    value of that shape is compared in its masked form."""
+    return json.loads(redact_content(json.dumps(value, ensure_ascii=False)))
+
+
 def _refuse_changed(where: str, found: dict[str, Any], expected: dict[str, Any], period: int | None,
                     fix: str) -> None:
     for name, value in expected.items():
@@ -54,33 +61,72 @@ def _refuse_changed(where: str, found: dict[str, Any], expected: dict[str, Any],
                            f"file was changed after it was written ({fix})")
 
 
+#: The fields every evaluated question carries since answers are parsed under both rules (``status`` marks
+#: such a record; older ones are checked on the fields they have).
+_QUESTION_FIELDS = ("choice", "status", "original_choice", "gold", "n_choices", "score", "score_original_rule",
+                    "probe_values", "probe_correct")
+_FIX = "delete it and run again to evaluate the period anew"
+
+
 def check_scored(user: UserEnv, period: int, q: dict[str, Any], where: str,
                  upper_bound: dict[str, Any] | None = None) -> None:
-    """Refuse a scored question whose gold option, scores (strict and original rule) or probe verdicts are not
-    what its recorded choices and probe values earn at ``period``, or whose upper-bound scores are not those of
-    the ``upper_bound`` entry it was scored with: a hand edit would otherwise change the run's numbers unnoticed.
+    """Refuse a scored question whose gold option, option count, parse status, scores (strict and original
+    rule) or probe verdicts are not what its recorded choices and probe values earn at ``period``, or whose
+    upper-bound scores are not those of the ``upper_bound`` entry it was scored with: a hand edit would
+    otherwise change the run's numbers unnoticed.
 
     Only the recorded choices and values are trusted, never re-parsed from the reply, so a later change of the
-    parsing rules leaves earlier runs readable. Fields an older record lacks are not checked.
+    parsing rules leaves earlier runs readable.
 
     Raises:
         RunError: naming ``where`` (the file and question) with the field, and what it should be.
     """
+    if "status" in q and (missing := [f for f in _QUESTION_FIELDS if f not in q]):
+        raise RunError(f"{where}.{missing[0]} is missing; the file was changed after it was written ({_FIX})")
     qa = user.qas[q["question"]]
-    truth = [user.periods[period].state[v] for v in qa.required_info]
+    state = user.periods[period].state
+    truth = [state[v] for v in qa.required_info]
+    choice = q.get("choice")
     expected: dict[str, Any] = {"gold": user.correct_choice(q["question"], period) + 1,
-                                "score": 1.0 if _picked(qa, q.get("choice")) == truth else 0.0}
-    if "original_choice" in q and q.get("score_original_rule") is not None:
-        expected["score_original_rule"] = 1.0 if _picked(qa, q["original_choice"]) == truth else 0.0
-    if q.get("probe_reply") is not None:
+                                "score": 1.0 if _picked(qa, choice) == truth else 0.0}
+    if "n_choices" in q:
+        expected["n_choices"] = len(qa.answer_choices)
+    if "status" in q and (q["status"] == "ok") != (choice is not None):
+        raise RunError(f"{where}.status is {q['status']!r} but its choice is {choice!r}; the file was changed "
+                       f"after it was written ({_FIX})")
+    if "original_choice" in q:
+        if choice is not None:  # a valid reply is the same option under both rules
+            expected["original_choice"] = choice
+        if q.get("score_original_rule") is not None:
+            expected["score_original_rule"] = 1.0 if _picked(qa, q["original_choice"]) == truth else 0.0
+    if "probe_values" in q or q.get("probe_reply") is not None:
         values = q.get("probe_values") or {}
-        expected["probe_correct"] = {v: values.get(v) == user.periods[period].state[v] for v in qa.required_info}
-    entry = (upper_bound or {}).get(upper_bound_key(user, period, q["question"]))
-    if entry is not None and q.get("ub_score") is not None:
-        expected["ub_score"] = entry["score"]
-        if q.get("ub_score_original_rule") is not None:
-            expected["ub_score_original_rule"] = entry.get("score_original_rule", entry["score"])
-    _refuse_changed(where, q, expected, period, "delete it and run again to evaluate the period anew")
+        # A value masked on its way to disk (shaped like a key) cannot be told from another so masked.
+        expected["probe_correct"] = {
+            v: (q.get("probe_correct") or {}).get(v) if MASK in str(values.get(v)) else values.get(v) == state[v]
+            for v in qa.required_info}
+    if upper_bound is not None:
+        entry = upper_bound.get(_written(upper_bound_key(user, period, q["question"])))
+        if entry is None and q.get("ub_score") is not None:
+            raise RunError(f"{where}.ub_score is {q['ub_score']!r} but the upper bound file has no answer for this "
+                           f"question at period {period}; a file was changed after it was written ({_FIX})")
+        if entry is not None:
+            expected["ub_score"] = entry["score"]
+            if "ub_score_original_rule" in q or "status" in q:
+                expected["ub_score_original_rule"] = entry.get("score_original_rule", entry["score"])
+    _refuse_changed(where, q, expected, period, _FIX)
+
+
+def check_questions(user: UserEnv, questions: list[dict[str, Any]], where: str) -> None:
+    """Refuse an evaluation that does not hold each of the user's questions exactly once.
+
+    Raises:
+        RunError: naming ``where`` (the file).
+    """
+    asked = sorted(q["question"] for q in questions)
+    if asked != list(range(len(user.qas))):
+        raise RunError(f"{where}: questions holds questions {asked} but user {user.id!r} is asked each of its "
+                       f"{len(user.qas)} once; the file was changed after it was written ({_FIX})")
 
 
 def check_upper_bound(user: UserEnv, answers: dict[str, Any], where: str) -> None:
@@ -98,9 +144,9 @@ def check_upper_bound(user: UserEnv, answers: dict[str, Any], where: str) -> Non
             raise RunError(f"{where}: answers[{key!r}] does not belong to question {q} with its state "
                            f"{entry['state']!r} of user {user.id!r}; the file is damaged")
         qa, combo = user.qas[q], list(entry["state"])
-        expected: dict[str, Any] = {"score": 1.0 if _picked(qa, entry.get("choice")) == combo else 0.0}
+        expected: dict[str, Any] = {"score": 1.0 if _written(_picked(qa, entry.get("choice"))) == combo else 0.0}
         if "original_choice" in entry and entry.get("score_original_rule") is not None:
-            expected["score_original_rule"] = 1.0 if _picked(qa, entry["original_choice"]) == combo else 0.0
+            expected["score_original_rule"] = 1.0 if _written(_picked(qa, entry["original_choice"])) == combo else 0.0
         _refuse_changed(f"{where}: answers[{key!r}]", entry, expected, None,
                         "delete it and run again to ask the upper bound anew")
 
@@ -132,6 +178,8 @@ def outcomes_of(
             if q["question"] >= len(user.qas):
                 raise RunError(f"{path}: questions[{i}].question is {q['question']} but user {user.id!r} has "
                                f"{len(user.qas)} questions; the file is damaged")
+        check_questions(user, rec["questions"], str(path))
+        for i, q in enumerate(rec["questions"]):
             check_scored(user, p, q, f"{path}: questions[{i}]", upper_bound)
             score, ub = answer_scores(q, answer_rule)
             outcomes.append(question_outcome(user, p, q["question"], score, ub, q["probe_correct"],

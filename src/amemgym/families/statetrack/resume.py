@@ -20,7 +20,7 @@ from typing import Any
 from ...engine.unit_writer import UnitWriter
 from ...errors import RunError
 from ...records import Snapshot, State
-from ...redact import MASK
+from ...redact import MASK, redact_content
 from .data.model import UserEnv
 from .layout import LEGACY_STATE, SESSIONS, STATE, RunDir, read_state, save_state, snapshot_name
 
@@ -29,22 +29,17 @@ __all__ = ["checked_state", "disagreement", "snapshot_digest"]
 _log = logging.getLogger("amemgym.resume")
 
 
-def _text(snapshot: Any) -> str:
-    # The journal's own serialization, so a folded snapshot gives the text of the one saved.
-    return json.dumps(snapshot, ensure_ascii=False, separators=(",", ":"))
-
-
 def snapshot_digest(snapshot: Any) -> str:
-    """The sha256 of an agent snapshot as JSON text (what a session record keeps of the checkpoint after it)."""
-    return hashlib.sha256(_text(snapshot).encode("utf-8", "surrogatepass")).hexdigest()
+    """The sha256 of an agent snapshot as the checkpoint holds it (what a session record keeps of the checkpoint
+    after it): its JSON text as the journal writes it, with what looks like a key masked as every write masks
+    it. A folded checkpoint gives the same text (the journal writes no line a key spans), so the digest of a
+    masked text is the digest of the text that was saved, and a mask forged into a checkpoint still differs."""
+    text = redact_content(json.dumps(snapshot, ensure_ascii=False, separators=(",", ":")))
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _same_memory(kept: Any, expected: str) -> bool:
-    text = _text(kept)
-    if hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest() == expected:
-        return True
-    # A credential masked on its way to disk changed the text after its digest was taken: nothing to compare.
-    return MASK in text
+    return snapshot_digest(kept) == expected
 
 
 def disagreement(state: State | None, user: UserEnv, records: dict[tuple[int, int], dict[str, Any]],
@@ -88,6 +83,16 @@ def disagreement(state: State | None, user: UserEnv, records: dict[tuple[int, in
     return None
 
 
+def _note_masked(state: State | None, user: UserEnv) -> None:
+    """Say so when the memory a user resumes from had text masked on its way to disk (text shaped like a key):
+    the agent now remembers the mask where an uninterrupted run remembered the text, so its numbers may differ
+    from that run's."""
+    if state is not None and MASK in json.dumps(state.snapshot, ensure_ascii=False):
+        _log.warning("note: user %r resumes from a checkpoint in which text shaped like a key was masked (%s): its "
+                     "agent remembers the mask where an uninterrupted run remembers the text, so its numbers may "
+                     "differ from that run's", user.id, MASK)
+
+
 def checked_state(rundir: RunDir, out: UnitWriter, user: UserEnv, *, hooked: bool) -> State | None:
     """The checkpoint to resume ``user`` from: the latest save that agrees with the records (None: start).
 
@@ -103,6 +108,7 @@ def checked_state(rundir: RunDir, out: UnitWriter, user: UserEnv, *, hooked: boo
     state = read_state(out)
     why = disagreement(state, user, records, out, hooked=hooked)
     if why is None:
+        _note_masked(state, user)
         return state
     for upto in range(saved - 1, 0, -1):
         earlier = out.read_journal(STATE, State, upto=upto)
@@ -112,6 +118,7 @@ def checked_state(rundir: RunDir, out: UnitWriter, user: UserEnv, *, hooked: boo
                          "resuming user %r from period %d session %d", out.path(STATE), saved - upto, why, user.id,
                          earlier.period, earlier.session)
             save_state(out, earlier.period, earlier.session, earlier.snapshot, hook_pending=earlier.hook_pending)
+            _note_masked(earlier, user)
             return earlier
     name = STATE if saved or state is None else LEGACY_STATE
     raise RunError(f"{out.path(name)}: the checkpoint of user {user.id!r} disagrees with its records: {why}; the "
