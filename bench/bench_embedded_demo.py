@@ -40,7 +40,7 @@ def install_hook() -> None:
               "busy_intervals": []}
     parse = openai_backend._chat_result
 
-    def chat_result(resp, model, seconds):  # type: ignore[no-untyped-def]
+    def chat_result(resp, model, seconds, **options):  # type: ignore[no-untyped-def]
         t = resp.get("timings") if isinstance(resp, dict) else None
         if isinstance(t, dict):
             totals["replies"] += 1
@@ -49,7 +49,7 @@ def install_hook() -> None:
             end = time.monotonic()
             totals["busy_intervals"].append((end - ((t.get("prompt_ms") or 0) + (t.get("predicted_ms") or 0)) / 1000,
                                              end))
-        return parse(resp, model, seconds)
+        return parse(resp, model, seconds, **options)
 
     openai_backend._chat_result = chat_result  # type: ignore[assignment]
     start = embedded.EmbeddedServer._start_locked
