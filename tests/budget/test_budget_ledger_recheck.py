@@ -71,6 +71,22 @@ def test_writes_used_that_its_ledger_does_not_give_are_refused(played: Path) -> 
     assert "5 is not what the record's ledger charges (0)" in lines[0], lines[0]
 
 
+def test_a_ledger_with_a_masked_note_is_boarded_and_its_gate_held_to_a_floor(played: Path) -> None:
+    # A note that held text shaped like a key is masked on disk: what it stored can no longer be seen, so the
+    # recomputed gate is a floor; a stored gate below it is still refused.
+    path = played / "films/seed0/results.json"
+    data = json.loads(path.read_text())
+    entry = next(e for e in data["ledger"] if e.get("text"))
+    entry["text"] = "[REDACTED] " + entry["text"]
+    path.write_text(json.dumps(data))
+    code, lines = board(played)
+    assert code == 0 and not any("not boarded" in line for line in lines), lines
+    data["score"]["writes_used"] += 1
+    path.write_text(json.dumps(data))
+    code, lines = board(played)
+    assert code == 2 and "score.writes_used" in lines[0], lines
+
+
 def test_a_ledger_deleted_beside_a_raised_gate_is_refused(played: Path) -> None:
     path = played / "films/seed0/results.json"
     data = json.loads(path.read_text())

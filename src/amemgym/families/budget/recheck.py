@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import DataError
+from ...redact import MASK
 from .io import load_episode
 from .model import Episode
 from .scoring import AXES, DEFINITIONS, composite_of, maintenance_credit, share, write_spend
@@ -187,6 +188,9 @@ def ledger_disagreement(record: Mapping[str, Any], episode: Episode) -> tuple[st
     if ledger is None:
         return "ledger", "not a list of ledger entries (event, op, charged, refunded, note, reason, text)"
     credit = maintenance_credit(episode, ledger)
+    # A note text shaped like a key was masked on its way to disk: it may have held a value the run credited, so
+    # the gate and maintenance worked out from the masked ledger are only a floor for the stored ones.
+    masked = any(MASK in (e.text or "") for e in ledger)
     derived: dict[str, float | int | None] = {
         "writes_used": sum(e.charged for e in ledger if not e.refunded),
         "storage_gate": sum(credit.values()) / len(credit) if credit else 1.0}
@@ -200,6 +204,9 @@ def ledger_disagreement(record: Mapping[str, Any], episode: Episode) -> tuple[st
         derived["maintenance"] = share([isinstance(a := answers.get(qid), Mapping) and "correct" in a and right(a)
                                         and stored for qid, stored in credit.items()])
         for key, value in derived.items():
+            floor_only = masked and key != "writes_used" and value is not None and block.get(key) is not None
+            if floor_only and float(block[key]) >= float(value) - TOLERANCE:  # type: ignore[arg-type]
+                continue
             if key in block and _differs(block[key], value):
                 source = ("the record's ledger charges" if key == "writes_used" else
                           "the record's ledger gives over the changes of the episode file it played")
