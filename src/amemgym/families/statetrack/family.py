@@ -183,7 +183,7 @@ class StateTrack:
                 runs.append(load_run(root, label))
             except AMemGymError as exc:
                 # Most reasons open with the folder already; it is named once.
-                why = str(exc) if str(exc).startswith(str(root)) else f"{root}: {exc}"
+                why = str(exc) if str(exc).startswith(f"{root}: ") else f"{root}: {exc}"
                 skipped.append(f"not boarded: {why}")
                 lost.append((label, str(exc)))
         if not runs:
