@@ -18,14 +18,13 @@ import hashlib
 import inspect
 import json
 import multiprocessing
-import os
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any
 
 from .. import errors
+from ..children import end, ended_how, stdout_to_stderr
 from ..config import AppConfig
 from ..errors import AgentError, AMemGymError
 from ..llm.client import LLMClient
@@ -173,10 +172,6 @@ async def check_agent(spec: AgentSpec, *, state_schema: dict[str, list[str]] | N
     return report
 
 
-#: Seconds a child that answered has to end before it is ended: only a thread an agent left running keeps it.
-_CHILD_EXIT_SECONDS = 2.0
-
-
 @dataclass(frozen=True)
 class Limits:
     """The time limits a child process holds plug-in code to (``run.agent_call_timeout``,
@@ -230,14 +225,9 @@ def _in_child(name: str, target: Callable[[str, Any, Connection], None], arg: An
         outcome = None
     finally:
         receive.close()
-        child.join(_CHILD_EXIT_SECONDS)
-        if child.is_alive():
-            child.kill()  # it answered (or closed its end), but a thread its agent started keeps it alive
-            child.join()
+        end(child)  # it answered (or closed its end), but a thread its agent started may keep it alive
     if outcome is None:
-        code = child.exitcode
-        how = f"killed by signal {-code}" if code is not None and code < 0 else f"exit code {code}"
-        raise AgentError(f"agent {name!r}: its code ended {process} ({how}) {when}")
+        raise AgentError(f"agent {name!r}: its code ended {process} ({ended_how(child.exitcode)}) {when}")
     if isinstance(outcome, tuple):  # (error class name, message): raised again here with its exit code
         kind = getattr(errors, outcome[0], None)
         raise (kind if isinstance(kind, type) and issubclass(kind, AMemGymError) else AMemGymError)(outcome[1])
@@ -245,10 +235,9 @@ def _in_child(name: str, target: Callable[[str, Any, Connection], None], arg: An
 
 
 def _child_main(target: Callable[[str, Any, Connection], None], name: str, arg: Any, send: Connection) -> None:
-    """``target(name, arg, send)`` with this process's standard output sent to standard error: nothing the
-    agent's code prints (at the file descriptor too) is the command's output (a ``--json`` summary, say)."""
-    sys.stdout.flush()
-    os.dup2(2, 1)
+    """``target(name, arg, send)`` with this process's standard output sent to standard error
+    (:func:`~amemgym.children.stdout_to_stderr`)."""
+    stdout_to_stderr()
     target(name, arg, send)
 
 

@@ -35,6 +35,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..agents.registry import load_plugin_files, loaded_plugin_files
+from ..children import end, ended_how
+from ..children import stdout_to_stderr as print_to_stderr
 from ..llm.redact import redact
 from ..llm.usage import COUNTERS, CallJournal, RoleUsage, UsageLedger
 from .contract import hook
@@ -52,7 +54,7 @@ if TYPE_CHECKING:
     from .contract import AgentPlan, Unit
     from .executor import PlayContext
 
-__all__ = ["USAGE_REPORT_SECONDS", "WORKER_EXIT_SECONDS", "ProcessUnitExecutor", "WorkerEnded", "group_config",
+__all__ = ["USAGE_REPORT_SECONDS", "ProcessUnitExecutor", "WorkerEnded", "group_config",
            "in_worker", "run_in_workers", "run_unit_group", "usage_delta", "within_ceiling", "worker_client"]
 
 #: Seconds between a worker's usage reports.
@@ -167,13 +169,7 @@ class WorkerEnded(RuntimeError):
 
     def __init__(self, exitcode: int | None) -> None:
         self.exitcode = exitcode
-        how = f"killed by signal {-exitcode}" if exitcode is not None and exitcode < 0 else f"exit code {exitcode}"
-        super().__init__(how)
-
-
-#: Seconds a worker that sent its result has to end before the driver ends it: it has nothing left to do, and
-#: only a thread its agent left running (a plug-in's) keeps it alive past that.
-WORKER_EXIT_SECONDS = 2.0
+        super().__init__(ended_how(exitcode))
 
 
 def _worker_main(entry: Callable[[list[Any], int], dict[str, Any]], index: int, pipe: Connection,
@@ -186,8 +182,7 @@ def _worker_main(entry: Callable[[list[Any], int], dict[str, Any]], index: int, 
     what an agent prints here goes there too (file descriptors, so native code's output as well).
     """
     if stdout_to_stderr:
-        sys.stdout.flush()
-        os.dup2(2, 1)
+        print_to_stderr()
     try:
         _set_reports(reports, driver, plugin_files)
     except SystemExit:
@@ -215,10 +210,7 @@ def _outcome(pipe: Connection, process: Any, group: list[Any]) -> dict[str, Any]
         sent = None
     finally:
         pipe.close()
-    process.join(WORKER_EXIT_SECONDS)
-    if process.is_alive():
-        process.kill()  # our own child, done with its work: a thread its agent left must not keep it (or us) alive
-        process.join()
+    end(process)  # done with its work: a thread its agent left must not keep it (or us) alive
     return WorkerEnded(process.exitcode) if sent is None else sent[1]  # type: ignore[no-any-return]
 
 
@@ -270,11 +262,9 @@ async def run_in_workers(entry: Callable[[list[Any], int], dict[str, Any]], grou
         results: list[dict[str, Any] | BaseException] = list(await asyncio.gather(*waits))
     finally:
         for process in workers:
-            if process.is_alive():
-                # Cancelled (Ctrl-C, which the workers hear too) or failed here: each has a moment to stop at a
-                # checkpoint, then no worker outlives the run.
-                process.join(WORKER_EXIT_SECONDS)
-                process.kill()
+            # Cancelled (Ctrl-C, which the workers hear too) or failed here: each has a moment to stop at a
+            # checkpoint, then no worker outlives the run.
+            end(process)
         drainer.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await drainer
