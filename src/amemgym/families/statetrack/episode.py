@@ -25,7 +25,7 @@ from ...records.base import load_json_file
 from .data.model import UserEnv
 from .layout import SESSIONS, UPPER_BOUND, RunDir, evaluation_name, save_state, snapshot_name
 from .questioning import evaluate_period, upper_bound_answers, upper_bound_key
-from .resume import checked_state, snapshot_digest
+from .resume import checked_state, lost_fix, snapshot_digest
 from .schedule import PeriodEnd, build_simulator, episode_schedule, user_seed
 from .simulate import LeakTally, replay_session, run_session
 
@@ -42,31 +42,6 @@ def load_json(path: Any) -> Any:
 def recorded_sessions(rundir: RunDir, user_id: str) -> dict[tuple[int, int], list[dict[str, str]]]:
     """Finished sessions of a user, last record winning (a session redone after a kill replaces the first)."""
     return {key: rec["messages"] for key, rec in rundir.session_records(user_id).items()}
-
-
-def lost_sessions(rundir: RunDir, user: UserEnv, upto: tuple[int, int]) -> list[tuple[int, int]]:
-    """The sessions before (period, session) ``upto`` that have no record in the user's ``sessions.jsonl``."""
-    have = rundir.session_records(user.id)
-    return [(p, s) for p, period in enumerate(user.periods) for s in range(len(period.sessions))
-            if (p, s) < upto and (p, s) not in have]
-
-
-def refuse_lost_sessions(rundir: RunDir, user: UserEnv, upto: tuple[int, int], fix: str) -> None:
-    """Refuse a user whose files claim the sessions before ``upto`` were played when some are not recorded.
-
-    Raises:
-        RunError: naming the file, how many sessions are gone, the first of them, and ``fix``.
-    """
-    lost = lost_sessions(rundir, user, upto)
-    if lost:
-        p, s = lost[0]
-        raise RunError(f"{rundir.sessions(user.id)}: {len(lost)} session(s) of user {user.id!r} were played but "
-                       f"are not recorded (first: period {p} session {s}); {fix}")
-
-
-def lost_fix(rundir: RunDir, user: UserEnv) -> str:
-    """What a resume tells the user to do about sessions whose records are gone."""
-    return f"the conversation cannot be resumed: delete {rundir.user(user.id)} and run again to play this user anew"
 
 
 #: Called with (user, live agent, period, evaluation record or None) once a period's evaluation is done and

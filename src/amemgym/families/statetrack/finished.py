@@ -9,8 +9,8 @@ from ...engine.trials import trial_run_dirs
 from ...errors import RunError
 from ...records import Manifest, Metrics, as_dict, read_record
 from .cut import recorded_environment
-from .episode import refuse_lost_sessions
 from .layout import RunDir
+from .resume import refuse_lost_sessions
 
 __all__ = ["check_planned", "refuse_unfinished", "run_manifest"]
 

@@ -24,9 +24,38 @@ from ...redact import MASK, redact_content
 from .data.model import UserEnv
 from .layout import LEGACY_STATE, SESSIONS, STATE, RunDir, read_state, save_state, snapshot_name
 
-__all__ = ["checked_state", "disagreement", "snapshot_digest"]
+__all__ = ["checked_state", "disagreement", "lost_fix", "lost_sessions", "refuse_lost_sessions", "snapshot_digest"]
 
 _log = logging.getLogger("amemgym.resume")
+
+
+def _sessions(user: UserEnv) -> list[tuple[int, int]]:
+    """Every (period, session) of ``user``, in play order."""
+    return [(p, s) for p, period in enumerate(user.periods) for s in range(len(period.sessions))]
+
+
+def lost_sessions(records: dict[tuple[int, int], Any], user: UserEnv, upto: tuple[int, int]) -> list[tuple[int, int]]:
+    """The sessions before (period, session) ``upto`` that have no record among ``records`` (by (period,
+    session), as :meth:`RunDir.session_records` reads them)."""
+    return [key for key in _sessions(user) if key < upto and key not in records]
+
+
+def refuse_lost_sessions(rundir: RunDir, user: UserEnv, upto: tuple[int, int], fix: str) -> None:
+    """Refuse a user whose files claim the sessions before ``upto`` were played when some are not recorded.
+
+    Raises:
+        RunError: naming the file, how many sessions are gone, the first of them, and ``fix``.
+    """
+    lost = lost_sessions(rundir.session_records(user.id), user, upto)
+    if lost:
+        p, s = lost[0]
+        raise RunError(f"{rundir.sessions(user.id)}: {len(lost)} session(s) of user {user.id!r} were played but "
+                       f"are not recorded (first: period {p} session {s}); {fix}")
+
+
+def lost_fix(rundir: RunDir, user: UserEnv) -> str:
+    """What a resume tells the user to do about a user whose records cannot be resumed from."""
+    return f"the conversation cannot be resumed: delete {rundir.user(user.id)} and run again to play this user anew"
 
 
 def snapshot_digest(snapshot: Any) -> str:
@@ -36,10 +65,6 @@ def snapshot_digest(snapshot: Any) -> str:
     masked text is the digest of the text that was saved, and a mask forged into a checkpoint still differs."""
     text = redact_content(json.dumps(snapshot, ensure_ascii=False, separators=(",", ":")))
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def _same_memory(kept: Any, expected: str) -> bool:
-    return snapshot_digest(kept) == expected
 
 
 def disagreement(state: State | None, user: UserEnv, records: dict[tuple[int, int], dict[str, Any]],
@@ -53,13 +78,13 @@ def disagreement(state: State | None, user: UserEnv, records: dict[tuple[int, in
         out: the user's folder, for the period snapshots.
         hooked: the run has an after-period hook, which changes the agent after a period's snapshot.
     """
-    order = [(p, s) for p, period in enumerate(user.periods) for s in range(len(period.sessions))]
+    order = _sessions(user)
     at = (state.period, state.session) if state is not None else (0, 0)
     last = len(user.periods)
     if at[0] > last or (at[0] == last and at[1] != 0) or (at[0] < last and at[1] > len(user.periods[at[0]].sessions)):
         return f"it resumes at period {at[0]} session {at[1]}, which the environment does not have"
     done = sum(1 for key in order if key < at)
-    lost = [key for key in order[:done] if key not in records]
+    lost = lost_sessions(records, user, at)
     if lost:
         return (f"{len(lost)} session(s) it counts as played are not recorded in {SESSIONS} "
                 f"(first: period {lost[0][0]} session {lost[0][1]})")
@@ -72,12 +97,12 @@ def disagreement(state: State | None, user: UserEnv, records: dict[tuple[int, in
         return None
     if at[1] > 0:
         expected = records[(at[0], at[1] - 1)].get("state_sha256")
-        if isinstance(expected, str) and not _same_memory(state.snapshot, expected):
+        if isinstance(expected, str) and snapshot_digest(state.snapshot) != expected:
             return (f"its agent memory is not the one recorded after period {at[0]} session {at[1] - 1} "
                     f"in {SESSIONS}")
     elif at[0] > 0 and (not hooked or state.hook_pending):
         saved = out.read(snapshot_name(at[0] - 1), Snapshot)
-        if saved is not None and not _same_memory(state.snapshot, snapshot_digest(saved.snapshot)):
+        if saved is not None and snapshot_digest(state.snapshot) != snapshot_digest(saved.snapshot):
             return (f"its agent memory is not the one saved at the end of period {at[0] - 1} "
                     f"({snapshot_name(at[0] - 1)})")
     return None
@@ -121,6 +146,5 @@ def checked_state(rundir: RunDir, out: UnitWriter, user: UserEnv, *, hooked: boo
             _note_masked(earlier, user)
             return earlier
     name = STATE if saved or state is None else LEGACY_STATE
-    raise RunError(f"{out.path(name)}: the checkpoint of user {user.id!r} disagrees with its records: {why}; the "
-                   f"conversation cannot be resumed: delete {rundir.user(user.id)} and run again to play this user "
-                   "anew")
+    raise RunError(f"{out.path(name)}: the checkpoint of user {user.id!r} disagrees with its records: {why}; "
+                   f"{lost_fix(rundir, user)}")

@@ -37,11 +37,12 @@ from ...records import RUN_FORMAT_VERSION, Manifest, Metrics, UpperBoundRecord, 
 from .cut import first_users
 from .data.io import environment_sha256, load_environment
 from .data.model import Environment, UserEnv
-from .episode import RUN_ROLES, Episode, EpisodeEvents, PeriodHook, lost_fix, refuse_lost_sessions
+from .episode import RUN_ROLES, Episode, EpisodeEvents, PeriodHook
 from .layout import RunDir, adopt_legacy_folders, folder_clashes, user_folder
 from .progress import RunProgress
 from .protocol import check_manifest, protocol_of
 from .results import compute_metrics, protocol_settings, write_trace
+from .resume import lost_fix, refuse_lost_sessions
 from .summary import print_summary
 
 if TYPE_CHECKING:
