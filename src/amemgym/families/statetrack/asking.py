@@ -114,6 +114,18 @@ def parse_answer(reply: str, num_choices: int, rng_seed: int) -> Answer:
     return Answer(choice, status, original, drawn)
 
 
+def option_state(qa: QA, choice: Any) -> list[str] | None:
+    """The state of answer option ``choice`` (1-based) of ``qa``; None for no valid option."""
+    valid = isinstance(choice, int) and not isinstance(choice, bool) and 1 <= choice <= len(qa.answer_choices)
+    return list(qa.answer_choices[choice - 1].state) if valid else None
+
+
+def option_score(qa: QA, choice: Any, truth: list[str]) -> float:
+    """1.0 when answer option ``choice`` of ``qa`` holds the state ``truth``, else 0.0 (no valid option
+    included): the score of an answer, and what a reader holds a recorded answer's score to."""
+    return 1.0 if option_state(qa, choice) == truth else 0.0
+
+
 def score_overall(user: UserEnv, period: int, q: int, reply: str, seed: int) -> dict[str, Any]:
     """Parse and score one overall answer; the record fields every evaluation path writes.
 
@@ -123,12 +135,10 @@ def score_overall(user: UserEnv, period: int, q: int, reply: str, seed: int) -> 
     qa = user.qas[q]
     ans = parse_answer(reply, len(qa.answer_choices), derive_seed(seed, "overall", period, q))
     truth = [user.periods[period].state[v] for v in qa.required_info]
-    picked = qa.answer_choices[ans.choice - 1].state if ans.choice else None
-    original = qa.answer_choices[ans.original_choice - 1].state
     return {
         "question": q, "reply": reply, **ans.to_dict(), "gold": user.correct_choice(q, period) + 1,
-        "n_choices": len(qa.answer_choices), "score": 1.0 if picked == truth else 0.0,
-        "score_original_rule": 1.0 if original == truth else 0.0,
+        "n_choices": len(qa.answer_choices), "score": option_score(qa, ans.choice, truth),
+        "score_original_rule": option_score(qa, ans.original_choice, truth),
     }
 
 

@@ -10,6 +10,7 @@ from ...concurrency import gather_or_cancel
 from ...llm.client import LLMClient
 from ...seeding import derive_seed
 from .asking import (
+    option_score,
     overall_prompt,
     parse_answer,
     probe_prompt,
@@ -54,11 +55,9 @@ async def upper_bound_answers(
         res = await llm.chat("agent", [{"role": "user", "content": prompt}], max_tokens=max_tokens,
                              tag="eval.upper_bound")
         ans = parse_answer(res.text, len(qa.answer_choices), derive_seed(seed, "ub", q, *combo))
-        ok = ans.choice is not None and tuple(qa.answer_choices[ans.choice - 1].state) == combo
-        ok_original = tuple(qa.answer_choices[ans.original_choice - 1].state) == combo
         return combo_key(q, combo), {"question": q, "state": list(combo), "prompt": prompt, "reply": res.text,
-                                     **ans.to_dict(), "score": 1.0 if ok else 0.0,
-                                     "score_original_rule": 1.0 if ok_original else 0.0}
+                                     **ans.to_dict(), "score": option_score(qa, ans.choice, list(combo)),
+                                     "score_original_rule": option_score(qa, ans.original_choice, list(combo))}
 
     todo = [(q, c) for q, c in needed_combinations(user) if combo_key(q, c) not in done]
     results = await gather_or_cancel(*(one(q, c) for q, c in todo))

@@ -10,6 +10,7 @@ from ...config import PROTOCOL_MAX_TOKENS, RunSettings
 from ...errors import RunError
 from ...records import EvaluationRecord, UpperBoundRecord, as_dict, read_record
 from ...redact import MASK, redact_content
+from .asking import option_score, option_state
 from .data.model import Environment, UserEnv
 from .episode import recorded_sessions
 from .layout import TRACE, RunDir
@@ -38,12 +39,6 @@ def question_outcome(user: UserEnv, period: int, question: int, score: float, ub
                            n_choices=len(qa.answer_choices) if n_choices is None else n_choices,
                            ub_score=ub_score, probe=dict(probe),
                            changed_at={v: changed_at(user, period, v) for v in qa.required_info})
-
-
-def _picked(qa: Any, choice: Any) -> list[str] | None:
-    """The state of answer option ``choice`` (1-based) of ``qa``; None for no valid option."""
-    ok = isinstance(choice, int) and not isinstance(choice, bool) and 1 <= choice <= len(qa.answer_choices)
-    return list(qa.answer_choices[choice - 1].state) if ok else None
 
 
 def _written(value: Any) -> Any:
@@ -88,7 +83,7 @@ def check_scored(user: UserEnv, period: int, q: dict[str, Any], where: str,
     truth = [state[v] for v in qa.required_info]
     choice = q.get("choice")
     expected: dict[str, Any] = {"gold": user.correct_choice(q["question"], period) + 1,
-                                "score": 1.0 if _picked(qa, choice) == truth else 0.0}
+                                "score": option_score(qa, choice, truth)}
     if "n_choices" in q:
         expected["n_choices"] = len(qa.answer_choices)
     if "status" in q and (q["status"] == "ok") != (choice is not None):
@@ -98,7 +93,7 @@ def check_scored(user: UserEnv, period: int, q: dict[str, Any], where: str,
         if choice is not None:  # a valid reply is the same option under both rules
             expected["original_choice"] = choice
         if q.get("score_original_rule") is not None:
-            expected["score_original_rule"] = 1.0 if _picked(qa, q["original_choice"]) == truth else 0.0
+            expected["score_original_rule"] = option_score(qa, q["original_choice"], truth)
     if "probe_values" in q or q.get("probe_reply") is not None:
         values = q.get("probe_values") or {}
         # A value masked on its way to disk (shaped like a key) cannot be told from another so masked.
@@ -144,9 +139,11 @@ def check_upper_bound(user: UserEnv, answers: dict[str, Any], where: str) -> Non
             raise RunError(f"{where}: answers[{key!r}] does not belong to question {q} with its state "
                            f"{entry['state']!r} of user {user.id!r}; the file is damaged")
         qa, combo = user.qas[q], list(entry["state"])
-        expected: dict[str, Any] = {"score": 1.0 if _written(_picked(qa, entry.get("choice"))) == combo else 0.0}
+        # The recorded state is as written (masked where shaped like a key): the option's state is compared so.
+        expected: dict[str, Any] = {"score": 1.0 if _written(option_state(qa, entry.get("choice"))) == combo else 0.0}
         if "original_choice" in entry and entry.get("score_original_rule") is not None:
-            expected["score_original_rule"] = 1.0 if _written(_picked(qa, entry["original_choice"])) == combo else 0.0
+            picked = _written(option_state(qa, entry["original_choice"]))
+            expected["score_original_rule"] = 1.0 if picked == combo else 0.0
         _refuse_changed(f"{where}: answers[{key!r}]", entry, expected, None,
                         "delete it and run again to ask the upper bound anew")
 
