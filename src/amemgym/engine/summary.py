@@ -10,7 +10,7 @@ from ..llm.health import empty_note, truncation_note, uncounted_note
 from ..llm.usage import UsageLedger
 from ..scoring.registry import Metric, unit_metrics
 from .pool import Entry, Found, build_entries
-from .usage import UsageBook
+from .usage import UsageBook, incomplete_note
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -74,10 +74,9 @@ def print_run_summary(console: Console, family: UnitFamily, out_dir: Path, rows:
     console.print(f"this invocation: {t.calls} model calls, {t.cache_hits} cache hits, {t.prompt_tokens} prompt + "
                   f"{t.completion_tokens} completion tokens, {seconds:.1f} s; results under {out_dir}",
                   highlight=False)
-    lost = UsageBook(out_dir).cumulative().get("incomplete")
+    lost = incomplete_note(UsageBook(out_dir).cumulative().get("incomplete"))
     if lost:
-        console.print(f"usage incomplete: {lost}; the run's usage in metrics.json is a lower bound", highlight=False,
-                      markup=False)
+        console.print(lost, highlight=False, markup=False)
     spent = ledger.to_dict()
     for note in (truncation_note(spent), uncounted_note(spent), empty_note(spent)):
         if note:

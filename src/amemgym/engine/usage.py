@@ -32,9 +32,14 @@ from ..records import PendingUsage, UsageFile, as_dict, read_record, versioned
 from ..runfiles import USAGE, USAGE_JOURNAL, USAGE_PENDING
 from ..storage import atomic_write_json
 
-__all__ = ["FLUSH_SECONDS", "LiveUsage", "UsageBook"]
+__all__ = ["FLUSH_SECONDS", "LiveUsage", "UsageBook", "incomplete_note"]
 
 _log = logging.getLogger("amemgym.usage")
+
+def incomplete_note(reason: str | None) -> str | None:
+    """The console line for a usage count marked ``incomplete`` with ``reason`` (None when it is not)."""
+    return f"usage incomplete: {reason}; the run's usage in metrics.json is a lower bound" if reason else None
+
 
 #: How often a running invocation writes its usage so far (a SIGKILL loses at most this much of it).
 FLUSH_SECONDS = 2.0

@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ...console import styled
+from ...engine.usage import incomplete_note
 from ...llm.health import describe as describe_problem
 from ...llm.health import empty_note, truncation_note, uncounted_note
 from ...scoring.registry import in_display_order, registered
@@ -107,10 +108,9 @@ def print_summary(console: Console, metrics: dict[str, Any], rundir: Path) -> No
         f"this invocation: {usage.get('calls', 0)} model calls, {usage.get('cache_hits', 0)} cache hits, "
         f"{usage.get('prompt_tokens', 0)} prompt + {usage.get('completion_tokens', 0)} completion tokens, "
         f"{metrics.get('wall_seconds_last_invocation', 0):.1f} s", highlight=False)
-    lost = metrics.get("usage", {}).get("incomplete")
+    lost = incomplete_note(metrics.get("usage", {}).get("incomplete"))
     if lost:
-        console.print(f"usage incomplete: {lost}; the run's usage in metrics.json is a lower bound", highlight=False,
-                      markup=False)
+        console.print(lost, highlight=False, markup=False)
     replays = int(usage.get("cache_replays") or 0)
     if replays:
         # A run repeated with the same seed, model and prompts (trial 1 of a --trials run included) replays its
