@@ -87,9 +87,12 @@ class UsageBook:
     def start(self, invocation: str) -> None:
         """Record that ``invocation`` is under way (before its first unit call), so that a later invocation can
         tell a kill that left its call journal from one whose journal was deleted."""
-        data = self.cumulative() or {"cumulative": {}}
-        data.pop("format_version", None)
-        atomic_write_json(self.usage, versioned({**data, "running": invocation}))
+        self._set(self.cumulative(), "running", invocation)
+
+    def _set(self, data: dict[str, Any], name: str, value: str) -> None:
+        """Write ``usage.json`` as ``data`` (what it holds now; an empty count when nothing) with ``name`` set."""
+        kept = {k: v for k, v in (data or {"cumulative": {}}).items() if k != "format_version"}
+        atomic_write_json(self.usage, versioned({**kept, name: value}))
 
     def _lost(self, resumed: bool, played: bool) -> str | None:
         """Why the count of earlier invocations is known to be short (None when nothing says so)."""
@@ -105,11 +108,10 @@ class UsageBook:
         return None
 
     def _mark(self, reason: str) -> None:
-        data = self.cumulative() or {"cumulative": {}}
+        data = self.cumulative()
         if data.get("incomplete"):
             return  # the first loss is the one to name; the count stays a lower bound either way
-        data.pop("format_version", None)
-        atomic_write_json(self.usage, versioned({**data, "incomplete": reason}))
+        self._set(data, "incomplete", reason)
         _log.warning("note: usage incomplete: %s; the calls and tokens reported for this run are a lower bound",
                      reason)
 
