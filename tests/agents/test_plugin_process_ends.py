@@ -135,3 +135,42 @@ def test_check_agent_holds_each_call_to_a_time_limit(plugin: str, tmp_path: Path
     text = " ".join((done.stdout + done.stderr).split())
     assert done.returncode == 1, text
     assert "reply gave no reply within 1 s (run.agent_call_timeout)" in text, text
+
+
+TOOL_PLUGIN = """
+import os, time
+
+MODE = os.environ.get("PLUG_MODE", "good")
+
+class Quiet:
+    async def act(self, messages, *, event):
+        return '{"tool": "done", "args": {}}'
+
+def make(llm, ctx):
+    if MODE == "exit_factory":
+        os._exit(0)
+    if MODE == "hang_factory":
+        time.sleep(10**6)
+    return Quiet()
+"""
+
+
+@pytest.mark.parametrize("mode", ["exit_factory", "hang_factory"])
+def test_a_budget_plugin_factory_that_ends_or_hangs_is_refused_before_any_work(mode: str, endpoint: FakeEndpoint,
+                                                                                tmp_path: Path) -> None:
+    # Before: the budget family built the plug-in in the run's own process, so an os._exit in its factory ended
+    # the run with exit 0 and nothing written, and a factory that never returned hung the run.
+    from amemgym.families.budget.generate import build_episode
+    from amemgym.families.budget.io import save_episode
+
+    env = tmp_path / "episode.json"
+    save_episode(build_episode("lite", "films", 0), env)
+    path = tmp_path / "tool_ends.py"
+    path.write_text(TOOL_PLUGIN, encoding="utf-8")
+    out = tmp_path / "r"
+    ended = _amemgym(mode, "run", "--env", str(env), "--agent", f"{path}:make", "--out", str(out),
+                     "--set", "run.agent_factory_timeout=1", cwd=tmp_path)
+    text = " ".join((ended.stdout + ended.stderr).split())
+    assert ended.returncode == 1 and "tool_ends.py:make" in text, text
+    assert ("ended its process (exit code 0)" if mode == "exit_factory" else "within 1 s") in text, text
+    assert not out.exists()

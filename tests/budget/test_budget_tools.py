@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from amemgym.cli import app
-from amemgym.config import EndpointConfig, LLMConfig
+from amemgym.config import AppConfig, EndpointConfig, LLMConfig
 from amemgym.engine.checkpoint import read_trace
 from amemgym.families.budget.generate import build_episode
 from amemgym.families.budget.io import save_episode
@@ -26,7 +26,7 @@ from amemgym.families.budget.tool_agents import (
     probe_native,
     to_native,
 )
-from amemgym.families.budget.units import run_episode
+from amemgym.families.budget.units import BudgetUnits, run_episode
 from amemgym.llm.cache import ResponseCache
 from amemgym.llm.client import LLMClient
 from amemgym.llm.types import ChatRequest, ChatResult, ToolCallOut
@@ -323,6 +323,27 @@ def test_a_plugin_tool_agent_runs_an_episode_end_to_end(episode: Episode, tmp_pa
     assert results["usage"]["total"]["calls"] == 0
     bad = cli("--env", str(env), "--out", str(tmp_path / "b"), "--agent", f"{plugin}:broken")
     assert bad.exit_code == 2 and "not a tool agent" in bad.output and "act" in bad.output
+
+
+def test_a_plugin_named_by_an_agent_config_file_is_a_plugin_too(episode: Episode, tmp_path: Path) -> None:
+    # The file's `type` is what makes the agent a plug-in, not a ':' in the --agent argument: it is built as a tool
+    # agent, and planned to play in a worker process like the plug-in named directly.
+    env = tmp_path / "data.json"
+    save_episode(episode, env)
+    plugin = tmp_path / "keeper.py"
+    plugin.write_text(PLUGIN)
+    config = tmp_path / "keeper.yaml"
+    config.write_text(f"type: {plugin}:factory\nname: keeper\n")
+    direct = cli("--env", str(env), "--out", str(tmp_path / "d"), "--agent", f"{plugin}:factory")
+    via_file = cli("--env", str(env), "--out", str(tmp_path / "r"), "--agent", str(config))
+    assert direct.exit_code == 0 and via_file.exit_code == 0, via_file.output
+    results = json.loads((tmp_path / "r" / "results.json").read_text())
+    assert results["tool_protocol"] == "plugin"
+    assert results["score"] == json.loads((tmp_path / "d" / "results.json").read_text())["score"]
+    units = BudgetUnits()
+    llm = LLMClient(backends={"agent": ScriptedBackend(BudgetScript([episode]))})
+    plan = units.plan(str(config), AppConfig(), llm, units.units(env, None)[0])
+    assert plan.plugin and plan.protocol["interface"] == "tool"
 
 
 # ---- the judge ----------------------------------------------------------------------------------------

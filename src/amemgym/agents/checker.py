@@ -199,17 +199,23 @@ def check_agent_isolated(name: str, limits: Limits | None = None) -> CheckReport
     return outcome  # type: ignore[no-any-return]
 
 
-def build_isolated(name: str, cfg: AppConfig) -> None:
+#: How a family builds an agent once: ``build(name, cfg)``, run in the child process (so picklable).
+Builder = Callable[[str, AppConfig], object]
+
+
+def build_isolated(name: str, cfg: AppConfig, build: Builder | None = None) -> None:
     """Import the agent ``name`` and build it once in a child process, with ``cfg``'s limits: a run's way of
     refusing a plug-in whose import or factory fails, hangs or ends its process, before any work and without
     running that code in the run's own process.
+
+    ``build`` is how the run's family builds it (None: a statetrack memory agent, when ``name`` is a plug-in).
 
     Raises:
         AMemGymError: the error resolving or building ``name`` raised in the child.
         AgentError: the child ended before it answered (the agent's code ended its process).
     """
-    _in_child(name, _build_in_child, cfg, "while it was imported and built; a plug-in must not end its process",
-              "its process")
+    _in_child(name, _build_in_child, (cfg, build or _build_memory_agent),
+              "while it was imported and built; a plug-in must not end its process", "its process")
 
 
 def _in_child(name: str, target: Callable[[str, Any, Connection], None], arg: Any, when: str, process: str) -> Any:
@@ -259,16 +265,21 @@ def _check_in_child(name: str, limits: Limits, send: Connection) -> None:
     _answer_parent(name, send, lambda: asyncio.run(check_agent(resolve_agent(name))))
 
 
-def _build_in_child(name: str, cfg: AppConfig, send: Connection) -> None:
+def _build_in_child(name: str, how: tuple[AppConfig, Builder], send: Connection) -> None:
+    cfg, build = how
     set_call_limit(cfg.run.agent_call_timeout, factory=cfg.run.agent_factory_timeout)
 
-    def build() -> str:
-        spec = resolve_agent(name)
-        if spec.plugin:
-            spec.build(LLMClient.from_config(cfg.llm, serial=True), AgentContext(user_id="agent-check"))
+    def built() -> str:
+        build(name, cfg)
         return "built"
 
-    _answer_parent(name, send, build)
+    _answer_parent(name, send, built)
+
+
+def _build_memory_agent(name: str, cfg: AppConfig) -> None:
+    spec = resolve_agent(name)
+    if spec.plugin:
+        spec.build(LLMClient.from_config(cfg.llm, serial=True), AgentContext(user_id="agent-check"))
 
 
 async def _check_episode_and_snapshots(spec: AgentSpec, schema: dict[str, list[str]] | None) -> tuple[bool, str]:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 
+from ..agents.registry import may_be_plugin
 from ..config import load_config
 from ..errors import AMemGymError, ConfigError
 from ..records import run_family
@@ -25,7 +26,7 @@ from .models_file import apply_models_file
 from .ranking_flags import model_change_flag
 from .read import family_of_tree, load_found, require_results, runs_under
 from .report import build_unit_report
-from .runner import RunOptions, run_units
+from .runner import RunOptions, plan_isolated, run_units
 from .summary import headline_of
 from .trials import refuse_mixed_layout, run_unit_trials
 
@@ -79,11 +80,15 @@ class EngineFamily:
         self.configure(cfg, r)
         opts = RunOptions(agent=r.agent, serial=r.serial, allow_model_change=r.allow_model_change, limit=r.limit,
                           executor=r.executor, ray_address=r.ray_address)
+        units = self.units.units(r.env, r.limit)
+        if may_be_plugin(r.agent):
+            # Its code first runs in a child process (and then in worker processes as it plays).
+            plan_isolated(self.units, r.agent, cfg, units[0])
         if r.trials == 1:
-            code = run_units(self.units, cfg, r.env, r.out_dir, opts, console=console)
+            code = run_units(self.units, cfg, r.env, r.out_dir, opts, console=console, units=units)
             self.write_run_report(r.out_dir, console)
             return code
-        return run_unit_trials(self.units, cfg, r.env, r.out_dir, opts, r.trials, console=console)
+        return run_unit_trials(self.units, cfg, r.env, r.out_dir, opts, r.trials, console=console, units=units)
 
     def write_run_report(self, run_dir: Path, console: Console) -> None:
         """``RUNDIR/report.html`` after a run, as a statetrack run writes it (skipped, with a note, when no unit

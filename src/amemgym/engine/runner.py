@@ -23,10 +23,12 @@ import time
 import uuid
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import __version__
+from ..agents.checker import build_isolated
 from ..agents.guard import set_call_limit
 from ..config import AppConfig, shown_typed
 from ..console import styled
@@ -151,6 +153,22 @@ def _executor(family: UnitFamily, opts: RunOptions, cfg: AppConfig, units: list[
         # users, where in this process it would end the run with the plug-in's exit code or keep it alive.
         return ProcessUnitExecutor(1, serial=serial)
     return LocalExecutor(1 if serial else max(1, cfg.run.user_concurrency))
+
+
+def plan_isolated(family: UnitFamily, agent: str, cfg: AppConfig, unit: Unit) -> None:
+    """Make ``family``'s plan of ``agent`` once in a child process (:func:`~amemgym.agents.checker.build_isolated`):
+    a plug-in whose import or factory fails, hangs or ends its process is refused in one line, before its code
+    runs in this one.
+
+    Raises:
+        AMemGymError: the error planning ``agent`` raised in the child.
+        AgentError: the plug-in's code ended the child.
+    """
+    build_isolated(agent, cfg, partial(_plan_in_child, family, unit))
+
+
+def _plan_in_child(family: UnitFamily, unit: Unit, agent: str, cfg: AppConfig) -> None:
+    family.plan(agent, cfg, LLMClient.from_config(cfg.llm, serial=True), unit)
 
 
 def run_units(family: UnitFamily, cfg: AppConfig, env: Path, out_dir: Path, opts: RunOptions, *, console: Console,

@@ -22,7 +22,7 @@ from ..config import AppConfig
 from ..errors import ConfigError
 from ..runfiles import MANIFEST, TRIALS
 from ..storage import atomic_write_json
-from .contract import UnitFamily
+from .contract import Unit, UnitFamily
 from .lock import run_lock
 from .read import load_entries
 from .rundir import UnitRunDir
@@ -104,9 +104,12 @@ def run_trials(out_dir: Path, trials: int, base_seed: int, play: Callable[[int, 
 
 
 def run_unit_trials(family: UnitFamily, cfg: AppConfig, env: Path, out_dir: Path, opts: RunOptions, trials: int, *,
-                    console: Console, make_client: ClientFactory | None = None) -> int:
-    """Run ``trials`` trials, write ``trials.json`` and print the spread; the worst trial's exit code."""
-    units = family.units(env, opts.limit)
+                    console: Console, make_client: ClientFactory | None = None,
+                    units: list[Unit] | None = None) -> int:
+    """Run ``trials`` trials, write ``trials.json`` and print the spread; the worst trial's exit code.
+
+    ``units`` are ``env``'s when the caller has read them already (None: read here)."""
+    units = units if units is not None else family.units(env, opts.limit)
 
     def play(k: int, seed: int, trial_dir: Path) -> int:
         trial_cfg = cfg.model_copy(deep=True)

@@ -60,11 +60,8 @@ def interface_of(agent: str, env: Path, llm: LLMClient) -> str:
     """
     if agent in AGENTS:
         return "tool"
-    if ":" in agent:
-        episode, _ = load_episode(env)
-        if resolve_tool_agent(agent, llm, plugin_context(episode)) is not None:
-            return "tool"
-    return "memory"
+    episode, _ = load_episode(env)
+    return "memory" if resolve_tool_agent(agent, llm, plugin_context(episode)) is None else "tool"
 
 
 async def tool_agent_for(agent: str, plugin: ToolAgent | None, llm: LLMClient,

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...agents.base import AgentContext, MemoryAgent
-from ...agents.guard import call_plugin
+from ...agents.guard import call_factory, call_plugin
 from ...agents.registry import plugin_failure, resolve_agent
 from ...errors import AMemGymError, ConfigError, LLMError, RunError
 from ...llm.client import LLMClient
@@ -24,6 +24,7 @@ from ...prompts import render
 from ...textclean import clean_value
 from .harness import LLMToolAgent, ToolAgent
 from .model import Episode, Event
+from .policies import AGENTS
 from .protocol import TOOLS, function_tools, strip_fence
 from .tiers import Tier
 
@@ -306,23 +307,23 @@ def tool_agent_problem(obj: object) -> str | None:
 
 
 def resolve_tool_agent(name: str, llm: LLMClient, ctx: ToolAgentContext) -> ToolAgent | None:
-    """A plug-in tool agent (``module:factory`` or ``path/file.py:factory``), built for one episode.
+    """A plug-in tool agent, built for one episode: ``name`` is ``module:factory``, ``path/file.py:factory``, or
+    an agent config file whose ``type`` is one of those.
 
-    The factory is called as ``factory(llm, ctx)``. Returns None when ``name`` is not a plug-in or its
-    factory built a memory agent (the MemoryAgent contract, handled apart).
+    The factory is called as ``factory(llm, ctx)``. Returns None when ``name`` is not a plug-in (a built-in
+    memory agent) or its factory built a memory agent (the MemoryAgent contract, handled apart).
 
     Raises:
-        ConfigError: the plug-in cannot be loaded, its factory raised, or it built something that is
-            neither a tool agent nor a memory agent (the message names what is missing).
+        ConfigError: ``name`` is unknown, the plug-in cannot be loaded, its factory raised, or it built something
+            that is neither a tool agent nor a memory agent (the message names what is missing).
     """
-    if ":" not in name:
+    spec = resolve_agent(name, also=tuple(AGENTS))
+    if not spec.plugin:
         return None
-
-    spec = resolve_agent(name)
 
     def build() -> object:
         try:
-            return spec.factory(llm, ctx)  # type: ignore[arg-type]
+            return call_factory(name, "its factory", spec.factory, llm, ctx)
         except AMemGymError:
             raise
         except (Exception, SystemExit) as exc:  # a plug-in's own bug: one line naming it

@@ -93,16 +93,19 @@ class BudgetUnits:
         judge = cfg.budget.judge
         interface = interface_of(agent, first.path, llm)
         roles = ["agent"]
+        # A plug-in (module:factory, file.py:factory, or an agent config file naming one) is code we do not
+        # control: it plays in a worker process.
+        plugin = interface == "tool" and agent not in AGENTS
         if interface == "memory":
             refuse_judge(judge)
             plan = plan_agent(agent, llm)
+            plugin = plan.spec.plugin
             if "memory" in (plan.spec.roles or ("memory",)):
                 roles.append("memory")  # a memory agent's writes come from this role: pinned as the agent's is
         if judge:
             roles.append("judge")
         protocol = {"interface": interface, "policy": AGENTS[agent][0] if agent in AGENTS else None}
-        # A plug-in (module:factory, file.py:factory) is code we do not control: it plays in a worker process.
-        return AgentPlan(agent, tuple(roles), protocol, {"judge": judge}, plugin=agent not in AGENTS and ":" in agent)
+        return AgentPlan(agent, tuple(roles), protocol, {"judge": judge}, plugin=plugin)
 
     async def pins(self, plan: AgentPlan, cfg: AppConfig, llm: LLMClient, pinned: Mapping[str, Any]) -> dict[str, Any]:
         """The tool protocol (kept from ``pinned`` on resume); the judge refused when it is the model under test."""
