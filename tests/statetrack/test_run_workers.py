@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 from pathlib import Path
@@ -100,6 +101,38 @@ def test_a_workers_usage_reports_add_up_to_its_last_one() -> None:
     assert total.to_dict() == late.to_dict()
 
 
+async def test_a_workers_usage_reports_count_the_units_still_playing(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Before: a worker reported only the units that had ended, so with worker processes (the default) the progress
+    # line and usage.pending.json said "calls 0" until users finished.
+    import multiprocessing
+    import os
+
+    from amemgym.engine import processes
+    from amemgym.engine.usage import LiveUsage
+    from amemgym.llm.client import LLMClient
+    from amemgym.llm.usage import UsageLedger
+    from amemgym.testing.scripted_model import ScriptedBackend
+
+    ours, theirs = multiprocessing.Pipe()
+    monkeypatch.setattr(processes, "_reports", theirs)
+    monkeypatch.setattr(processes, "_driver", os.getppid())
+    monkeypatch.setattr(processes, "USAGE_REPORT_SECONDS", 0.01)
+    llm = LLMClient(backends={"agent": ScriptedBackend(lambda req: "ok")})
+    live = LiveUsage(llm.ledger)
+
+    async def unit_playing() -> None:
+        ledger = UsageLedger()
+        with live.unit(ledger):
+            ledger.role("agent").calls = 7
+            while not ours.poll():
+                await asyncio.sleep(0.01)
+
+    await processes.in_worker(3, llm, unit_playing(), live)
+    kind, (group, sequence, usage) = ours.recv()
+    assert (kind, group, sequence) == ("usage", 3, 1)
+    assert usage["total"]["calls"] == 7
+
+
 def test_killing_the_driver_stops_its_workers(env_file: Path, tmp_path: Path) -> None:
     import os
     import signal
@@ -115,7 +148,7 @@ def test_killing_the_driver_stops_its_workers(env_file: Path, tmp_path: Path) ->
     out = tmp_path / "run"
     with FakeEndpoint(latency=0.05) as ep:
         proc = start_run(ep, ["run", "--env", str(env_file), "--out", str(out), "--set", "run.workers=2",
-                              "--set", "llm.default.model=fake-model"], tmp_path / "cache", capture=False)
+                              "--set", "llm.default.model=fake-model"], tmp_path / "cache")
         deadline = time.monotonic() + 120
         while recorded(out) < 2 and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -126,6 +159,10 @@ def test_killing_the_driver_stops_its_workers(env_file: Path, tmp_path: Path) ->
         calls, lines = ep.calls, recorded(out)
         time.sleep(1.5)
         assert (ep.calls, recorded(out)) == (calls, lines)
+        # Nothing the driver held is left for multiprocessing's resource tracker to warn about (a report queue's
+        # semaphores were).
+        printed = proc.stdout.read() if proc.stdout is not None else ""
+        assert "leaked semaphore" not in printed, printed[-2000:]
         # The run then resumes to the end.
         done = subprocess.run([sys.executable, "-m", "amemgym", "run", "--env", str(env_file), "--out", str(out),
                                "--set", f"llm.default.base_url={ep.base_url}", "--set",

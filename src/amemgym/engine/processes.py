@@ -8,13 +8,14 @@ processes instead: unit ``i`` goes to group ``i % workers``, and each group play
 run's config with every endpoint's ``max_concurrency`` divided between the groups. A unit's files do not
 depend on which process played it, so the run directory is the same as from one process.
 
-Each worker sends its usage so far every second, so the driver's ledger (the progress line,
-``usage.pending.json``) stays current; the driver adds what changed since the last report it saw, and the
-workers' failures at the end. A unit counts as done on the progress line when the family's ``finished`` hook
-finds it on disk. A worker dies with the driver (a kill of the driver ends the whole run, as with one process);
-a worker that ended before it sent its result (killed, or an agent's ``os._exit``) is a failure of each unit of
-its group, which a re-run resumes from its checkpoint. The driver starts each worker itself and ends it once it
-has answered, so a thread an agent left running keeps neither the worker nor the run alive.
+Each worker sends its usage so far every second, on the pipe that carries its work and its result (a
+``multiprocessing.Queue`` would hold named semaphores, which a killed driver leaves behind with a warning), so the
+driver's ledger (the progress line, ``usage.pending.json``) stays current; the driver adds what changed since the
+last report it saw, and the workers' failures at the end. A unit counts as done on the progress line when the
+family's ``finished`` hook finds it on disk. A worker dies with the driver (a kill of the driver ends the whole
+run, as with one process); a worker that ended before it sent its result (killed, or an agent's ``os._exit``) is a
+failure of each unit of its group, which a re-run resumes from its checkpoint. The driver starts each worker itself
+and ends it once it has answered, so a thread an agent left running keeps neither the worker nor the run alive.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ import ctypes
 import logging
 import multiprocessing
 import os
-import queue
 import signal
 import sys
 import threading
@@ -43,6 +43,7 @@ from .contract import hook
 from .play import play_failures
 from .ray import SIDE_ROLES, UnitJob, default_client
 from .rundir import UnitRunDir
+from .usage import LiveUsage
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence
@@ -60,9 +61,9 @@ __all__ = ["USAGE_REPORT_SECONDS", "ProcessUnitExecutor", "WorkerEnded", "group_
 #: Seconds between a worker's usage reports.
 USAGE_REPORT_SECONDS = 1.0
 
-#: In a worker process: where it sends ``(group, sequence, usage)`` reports, and the driver's pid (both set
-#: by the pool's initializer).
-_reports: Any = None
+#: In a worker process: the pipe it sends ``("usage", (group, sequence, usage))`` reports on, and the driver's
+#: pid (both set by :func:`_set_reports`).
+_reports: Connection | None = None
 _driver: int | None = None
 
 
@@ -85,11 +86,11 @@ def _workers_start_deaf() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-def _set_reports(q: Any, driver: int, plugin_files: Sequence[str] = ()) -> None:
-    """A worker's set-up: keep the report queue, end with the driver, and import the driver's plug-in files (its
-    work names a file plug-in's factory by the module name the driver imported the file under)."""
+def _set_reports(pipe: Connection, driver: int, plugin_files: Sequence[str] = ()) -> None:
+    """A worker's set-up: keep the pipe to report on, end with the driver, and import the driver's plug-in files
+    (its work names a file plug-in's factory by the module name the driver imported the file under)."""
     global _reports, _driver
-    _reports, _driver = q, driver
+    _reports, _driver = pipe, driver
     if sys.platform.startswith("linux"):
         with contextlib.suppress(OSError, AttributeError):
             ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
@@ -137,9 +138,11 @@ def group_config(cfg: AppConfig, workers: int, roles: Sequence[str]) -> AppConfi
     return out
 
 
-async def in_worker(group: int, llm: LLMClient, work: Awaitable[None]) -> None:
-    """In a worker process: await ``work`` while sending ``llm``'s usage to the driver every second, stop it
-    when the driver is gone, and close the client (journal, connections, cache) at the end."""
+async def in_worker(group: int, llm: LLMClient, work: Awaitable[None], live: LiveUsage | None = None) -> None:
+    """In a worker process: await ``work`` while sending ``llm``'s usage to the driver every second (with the
+    units ``live`` sees playing), stop it when the driver is gone, and close the client (journal, connections,
+    cache) at the end."""
+    live = live or LiveUsage(llm.ledger)
     task = asyncio.ensure_future(work)
 
     async def report() -> None:
@@ -150,7 +153,11 @@ async def in_worker(group: int, llm: LLMClient, work: Awaitable[None]) -> None:
                 task.cancel()  # the driver died: stop here, as if killed with it
                 return
             sequence += 1
-            _reports.put((group, sequence, llm.ledger.to_dict()))
+            try:
+                _reports.send(("usage", (group, sequence, live.now().to_dict())))
+            except OSError:  # the driver's end is closed: it is gone
+                task.cancel()
+                return
 
     reporter = asyncio.create_task(report())
     try:
@@ -173,7 +180,7 @@ class WorkerEnded(RuntimeError):
 
 
 def _worker_main(entry: Callable[[list[Any], int], dict[str, Any]], index: int, pipe: Connection,
-                 reports: Any, driver: int, plugin_files: Sequence[str], stdout_to_stderr: bool) -> None:
+                 driver: int, plugin_files: Sequence[str], stdout_to_stderr: bool) -> None:
     """A worker process: set up as :func:`_set_reports` does, read its group from ``pipe`` (only once the plug-in
     files are imported: it names a file plug-in's factory by their module names), play it, and answer
     ``("done", result)`` or ``("raised", exception)``.
@@ -184,7 +191,7 @@ def _worker_main(entry: Callable[[list[Any], int], dict[str, Any]], index: int, 
     if stdout_to_stderr:
         print_to_stderr()
     try:
-        _set_reports(reports, driver, plugin_files)
+        _set_reports(pipe, driver, plugin_files)
     except SystemExit:
         return  # the driver is gone: nobody to answer
     signal.signal(signal.SIGINT, signal.default_int_handler)  # hears Ctrl-C again (see _workers_start_deaf)
@@ -200,12 +207,18 @@ def _worker_main(entry: Callable[[list[Any], int], dict[str, Any]], index: int, 
     pipe.close()
 
 
-def _outcome(pipe: Connection, process: Any, group: list[Any]) -> dict[str, Any] | BaseException:
-    """(In a thread of the driver) send the worker its group; what it answered, or :class:`WorkerEnded`; then the
-    worker is ended."""
+def _outcome(pipe: Connection, process: Any, group: list[Any],
+             report: Callable[[int, int, dict[str, Any]], None]) -> dict[str, Any] | BaseException:
+    """(In a thread of the driver) send the worker its group, hand each usage report it sends to ``report``, and
+    return what it answered, or :class:`WorkerEnded`; then the worker is ended."""
+    sent: tuple[str, Any] | None = None
     try:
         pipe.send(group)
-        sent: tuple[str, Any] | None = pipe.recv()
+        while True:
+            sent = pipe.recv()
+            if sent[0] != "usage":
+                break
+            report(*sent[1])
     except (EOFError, OSError):
         sent = None
     finally:
@@ -236,16 +249,11 @@ async def run_in_workers(entry: Callable[[list[Any], int], dict[str, Any]], grou
         seen[group] = (sequence, now)
 
     mp = multiprocessing.get_context("spawn")  # a fork would inherit this loop, its threads and sockets
-    reports = mp.Queue()
+    loop = asyncio.get_running_loop()
 
-    async def drain() -> None:
-        while True:
-            await asyncio.sleep(USAGE_REPORT_SECONDS / 2)
-            with contextlib.suppress(queue.Empty):
-                while True:
-                    take(*reports.get_nowait())
+    def report(group: int, sequence: int, usage: dict[str, Any]) -> None:  # on a thread reading a worker's pipe
+        loop.call_soon_threadsafe(take, group, sequence, usage)
 
-    drainer = asyncio.create_task(drain())
     workers: list[Any] = []
     try:
         waits = []
@@ -253,25 +261,21 @@ async def run_in_workers(entry: Callable[[list[Any], int], dict[str, Any]], grou
             for i, group in enumerate(groups):
                 ours, theirs = mp.Pipe()
                 process = mp.Process(target=_worker_main, name=f"amemgym-worker-{i}",
-                                     args=(entry, i, theirs, reports, os.getpid(), loaded_plugin_files(),
+                                     args=(entry, i, theirs, os.getpid(), loaded_plugin_files(),
                                            sys.stdout is sys.stderr))
                 process.start()
                 theirs.close()  # the worker holds the only other end: its end, however it comes, is an EOF here
                 workers.append(process)
-                waits.append(asyncio.to_thread(_outcome, ours, process, group))
+                waits.append(asyncio.to_thread(_outcome, ours, process, group, report))
         results: list[dict[str, Any] | BaseException] = list(await asyncio.gather(*waits))
     finally:
         for process in workers:
             # Cancelled (Ctrl-C, which the workers hear too) or failed here: each has a moment to stop at a
             # checkpoint, then no worker outlives the run.
             end(process)
-        drainer.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await drainer
     for i, result in enumerate(results):
         if isinstance(result, dict):
             take(i, 1 << 62, result["usage"])  # the final count, after every report
-    reports.close()
     return results
 
 
@@ -292,17 +296,18 @@ def run_unit_group(jobs: list[UnitJob], group: int = 0) -> dict[str, Any]:
         llm = worker_client(jobs[0].make_client, cfg, jobs[0].journal)
         gate = asyncio.Semaphore(1 if cfg.run.serial else cfg.run.user_concurrency)
         failures: list[dict[str, Any]] = []
+        live = LiveUsage(llm.ledger)  # the reports count the calls of units still playing too
 
         async def one(job: UnitJob) -> None:
             async with gate:
                 failures.extend(await play_failures(job.family, job.unit, job.plan, job.pins, llm, job.cfg,
-                                                    UnitRunDir(job.root), job.run_fields))
+                                                    UnitRunDir(job.root), job.run_fields, live))
 
         async def played() -> None:
             await jobs[0].models.hold(llm, "in this worker")
             await asyncio.gather(*(one(j) for j in jobs))
 
-        await in_worker(group, llm, played())
+        await in_worker(group, llm, played(), live)
         return {"usage": llm.ledger.to_dict(), "failures": failures}
 
     return asyncio.run(go())
