@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import yaml
@@ -156,11 +157,16 @@ def _import_plugin_module(name: str, module_name: str) -> Any:
 _FILE_MODULE_PREFIX = "amemgym_plugin_"
 
 
+def loaded_plugin_modules() -> list[ModuleType]:
+    """The modules of the ``.py`` plug-in files this process has imported, by name."""
+    return [m for n, m in sorted(list(sys.modules.items())) if n.startswith(_FILE_MODULE_PREFIX)
+            and getattr(m, "__file__", None)]
+
+
 def loaded_plugin_files() -> list[str]:
     """The ``.py`` plug-in files this process has imported. A worker process must import them too before it
     reads its work: the agent's factory is pickled by its module's name, which only an import of the file makes."""
-    return sorted(str(m.__file__) for n, m in list(sys.modules.items())
-                  if n.startswith(_FILE_MODULE_PREFIX) and getattr(m, "__file__", None))
+    return sorted(str(m.__file__) for m in loaded_plugin_modules())
 
 
 def load_plugin_files(paths: list[str]) -> None:

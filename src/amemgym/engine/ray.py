@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..agents.registry import loaded_plugin_modules
 from ..config import AppConfig
 from ..errors import ConfigError, RunError
 from ..llm.client import LLMClient
@@ -136,6 +137,10 @@ async def run_on_ray(fn: Callable[[Any], dict[str, Any]], tasks: Sequence[Remote
     if not tasks:
         return
     ray, started = start_ray(address, init_kwargs or {})
+    for module in loaded_plugin_modules():
+        # A plug-in file's module has the name this process imported it under, which no task can import: its
+        # code travels with each task instead (what it imports must still be importable where the task runs).
+        ray.cloudpickle.register_pickle_by_value(module)
     remote = ray.remote(max_retries=max_retries, retry_exceptions=False, num_cpus=num_cpus)(fn)
     gate = asyncio.Semaphore(slots)
 
