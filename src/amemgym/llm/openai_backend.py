@@ -439,11 +439,16 @@ def _chat_result(resp: Any, model: str, seconds: float, *, tools_offered: bool =
         raise TransientError("malformed_body", f"the server returned {len(choices)} choices for a request of one"
                              if isinstance(choices, list) else "the reply's choices are not a list")
     choice = choices[0]
+    if not isinstance(choice, dict) or not isinstance(choice.get("message") or {}, dict):
+        raise TransientError("malformed_body", "the reply's choice or message is not an object")
+    finish = choice.get("finish_reason")
+    if finish is not None and not isinstance(finish, str):
+        raise TransientError("malformed_body", "the reply's finish_reason is not a name")
     answered = resp.get("model")
     if answered is not None and not isinstance(answered, str):
         raise TransientError("malformed_body", "the reply's model is not a name")
-    if choice.get("finish_reason") in _FAILED_FINISH:
-        raise TransientError("finish_error", f"the server ended the generation with {choice['finish_reason']!r}")
+    if finish in _FAILED_FINISH:
+        raise TransientError("finish_error", f"the server ended the generation with {finish!r}")
     message = choice.get("message") or {}
     text = message.get("content")
     calls = _tool_calls(message.get("tool_calls"))
