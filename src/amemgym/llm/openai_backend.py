@@ -355,6 +355,8 @@ class OpenAIBackend:
         model = await self.model()
         resp = await self._request("POST", "/embeddings", {"model": model, "input": texts})
         try:
+            if not isinstance(resp["data"], list) or not all(isinstance(d, dict) for d in resp["data"]):
+                raise TransientError("malformed_body", "embeddings reply's data is not a list of objects")
             rows = sorted(resp["data"], key=lambda d: d.get("index", 0))
             if not all(isinstance(d["embedding"], list) and all(type(x) is float or type(x) is int
                                                                  for x in d["embedding"]) for d in rows):
