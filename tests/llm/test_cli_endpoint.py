@@ -92,3 +92,21 @@ def test_generate_procedural_is_reproducible(tmp_path: Path) -> None:
         result = CliRunner().invoke(app, ["generate", "--config", "tiny", "--seed", "3", "--out", str(tmp_path / name)])
         assert result.exit_code == 0, result.output
     assert (tmp_path / "a" / "data.json").read_bytes() == (tmp_path / "b" / "data.json").read_bytes()
+
+
+def test_terminal_control_sequences_a_server_sends_never_reach_the_console(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found by probing: a reply or a model name holding escape sequences went to the terminal as they were, where
+    they can move the cursor and erase lines already printed (an endpoint-problem warning, a score)."""
+    erase = "\x1b[1A\x1b[2K"  # cursor up one line, erase it
+
+    def responder(body: dict) -> str:
+        return '{"colour": "blue"}' if body.get("response_format") else f"hello{erase} there\x1b]0;title\x07"
+
+    with FakeEndpoint(responder=responder) as ep:
+        monkeypatch.setenv("OPENAI_BASE_URL", ep.base_url)
+        result = CliRunner().invoke(app, ["check-llm", "--set", f"llm.roles.embedder.base_url={ep.base_url}"])
+        assert result.exit_code == 0, result.output
+        assert "hello" in result.output and "\x1b" not in result.output, repr(result.output)
+        ep.served_models = (f"listed{erase}model",)
+        result = CliRunner().invoke(app, ["check-llm", "--set", "llm.default.model=other"])
+        assert result.exit_code == 2 and "listed" in result.output and "\x1b" not in result.output, repr(result.output)

@@ -370,6 +370,8 @@ def embeddings(*rows: tuple[int | None, list[float]]) -> bytes:
     reply(b'{"data": [{"index": 0, "embedding": [1e999, 0]}, {"index": 1, "embedding": [0, 1]}]}'),  # infinite
     reply(b'{"data": [{"index": 0, "embedding": ["0.5", "1"]}, {"index": 1, "embedding": [0, 1]}]}'),  # strings
     reply(b'{"data": [{"index": 0, "embedding": [true, false]}, {"index": 1, "embedding": [0, 1]}]}'),  # booleans
+    reply(b'{"data": [[1, 0], [0, 1]]}'),  # bare vectors, not objects (was "unexpected")
+    reply(b'{"data": [{"index": 0, "embedding": [1, 0]}, {"index": [1], "embedding": [0, 1]}]}'),  # a list index
 ])
 async def test_embeddings_that_do_not_match_their_inputs_are_malformed(serve, clean_env, raw: bytes) -> None:
     srv = serve([raw])

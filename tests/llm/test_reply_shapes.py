@@ -150,3 +150,14 @@ def test_an_endpoint_problem_is_cleared_by_a_rerun_that_redid_the_work_on_a_heal
     assert healed.exit_code == 0, healed.output
     assert json.loads((out / "metrics.json").read_text())["endpoint_problems"] == []
     assert "endpoint problem" not in healed.output
+
+
+@pytest.mark.parametrize("resp", [
+    {"model": "m", "choices": ["a bare string for a choice"]},
+    {"model": "m", "choices": [{"index": 0, "message": "a bare string for a message"}]},
+    {"model": "m", "choices": [{"index": 0, "message": {"content": "a"}, "finish_reason": ["stop"]}]},
+], ids=["choice", "message", "finish_reason"])
+def test_a_choice_or_message_that_is_not_an_object_is_a_malformed_reply(resp: dict[str, Any]) -> None:
+    """Found by probing: these failed as ``unexpected`` (an AttributeError's text), which the run's endpoint-problem
+    check does not count, so an endpoint answering only such replies was not named as the cause."""
+    assert kind(resp) == "malformed_body"

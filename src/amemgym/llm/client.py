@@ -476,7 +476,9 @@ class LLMClient:
         if caching:
             assert self.cache is not None and key is not None
             hit = self.cache.get(key)
-            if hit is not None and _usable(hit.get("text"), accept, hit.get("tool_calls")):
+            replay = getattr(backend, "may_replay", None)
+            if (hit is not None and _usable(hit.get("text"), accept, hit.get("tool_calls"))
+                    and (replay is None or replay(str(hit.get("model") or "")))):
                 usage.cache_hits += 1
                 usage.cache_replays += 1
                 return ChatResult(
@@ -701,6 +703,9 @@ class _EmbeddedChat:
 
     def expect_answered(self, model: str) -> None:
         self._inner.expect_answered(model)
+
+    def may_replay(self, model: str) -> bool:
+        return bool(self._inner.may_replay(model))
 
 
 class _LocalEmbed:

@@ -191,6 +191,7 @@ class OpenAIBackend:
         self._identity: str | None = None
         self._answered: str | None = None
         self._answered_before = False
+        self._replayed: str | None = None
         register_secret(api_key)
         self._headers = {"Content-Type": "application/json", "Authorization": f"Bearer {api_key or 'not-needed'}"}
         self.timeouts = resolve_timeouts(base_url, connect_timeout_s, read_timeout_s, timeout_s)
@@ -312,6 +313,21 @@ class OpenAIBackend:
         self._answered = model
         self._answered_before = True
 
+    def may_replay(self, model: str) -> bool:
+        """Whether a reply the response cache holds, which named ``model``, may stand for this endpoint's reply.
+
+        The cache key holds the served name, not the model answering under it: once the endpoint has answered
+        (or an earlier invocation's model is held) as another model, the cached reply is an older model's (a
+        hosted alias moved) and must be asked again. Before any reply, the first model replayed is held like
+        an answer, so a fresh reply naming another one fails instead of joining the replayed ones.
+        """
+        if not model:
+            return True
+        if self._answered is not None:
+            return model == self._answered
+        self._replayed = self._replayed or model
+        return model == self._replayed
+
     def _check_answered(self, answered: str) -> None:
         """Refuse replies once the server starts answering as another model than it did first in this run.
 
@@ -320,6 +336,11 @@ class OpenAIBackend:
         """
         if not answered:
             return
+        if self._answered is None and self._replayed and answered != self._replayed:
+            raise PermanentError("model_changed", f"{self.base_url} now answers as model {answered!r}, but the "
+                                 f"replies this run took from the response cache came from {self._replayed!r} (the "
+                                 "model name now points to another model): use a new --out directory with "
+                                 "--no-cache, or clear the response cache (AMEMGYM_CACHE_DIR)")
         if self._answered is None:
             self._answered = answered
         elif answered != self._answered:
@@ -334,6 +355,8 @@ class OpenAIBackend:
         model = await self.model()
         resp = await self._request("POST", "/embeddings", {"model": model, "input": texts})
         try:
+            if not isinstance(resp["data"], list) or not all(isinstance(d, dict) for d in resp["data"]):
+                raise TransientError("malformed_body", "embeddings reply's data is not a list of objects")
             rows = sorted(resp["data"], key=lambda d: d.get("index", 0))
             if not all(isinstance(d["embedding"], list) and all(type(x) is float or type(x) is int
                                                                  for x in d["embedding"]) for d in rows):
@@ -418,11 +441,16 @@ def _chat_result(resp: Any, model: str, seconds: float, *, tools_offered: bool =
         raise TransientError("malformed_body", f"the server returned {len(choices)} choices for a request of one"
                              if isinstance(choices, list) else "the reply's choices are not a list")
     choice = choices[0]
+    if not isinstance(choice, dict) or not isinstance(choice.get("message") or {}, dict):
+        raise TransientError("malformed_body", "the reply's choice or message is not an object")
+    finish = choice.get("finish_reason")
+    if finish is not None and not isinstance(finish, str):
+        raise TransientError("malformed_body", "the reply's finish_reason is not a name")
     answered = resp.get("model")
     if answered is not None and not isinstance(answered, str):
         raise TransientError("malformed_body", "the reply's model is not a name")
-    if choice.get("finish_reason") in _FAILED_FINISH:
-        raise TransientError("finish_error", f"the server ended the generation with {choice['finish_reason']!r}")
+    if finish in _FAILED_FINISH:
+        raise TransientError("finish_error", f"the server ended the generation with {finish!r}")
     message = choice.get("message") or {}
     text = message.get("content")
     calls = _tool_calls(message.get("tool_calls"))
