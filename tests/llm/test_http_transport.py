@@ -879,6 +879,22 @@ async def test_fake_endpoint_latency_covers_its_own_work(clean_env) -> None:
     assert min(took) < 0.5  # not 0.4 + 0.15
 
 
+async def test_a_rejected_reply_without_token_counts_is_said_too(serve, clean_env) -> None:
+    # Before: a reply rejected after it arrived (here an empty one) with no usage added nothing anywhere, so the
+    # totals read as complete.
+    models = json.dumps({"object": "list", "data": [{"id": "m", "object": "model"}]}).encode()
+    empty = json.dumps({"model": "m", "choices": [{"message": {"content": ""}, "finish_reason": "stop"}]}).encode()
+    srv = serve([reply(models), reply(empty), reply(CHAT)])
+    llm = LLMClient(LLMConfig(roles={"agent": {"base_url": srv.url, "model": "m", "timeout_s": 5.0}}),
+                    backoff_base=0.0)
+    await llm.chat("agent", [{"role": "user", "content": "hi"}], max_tokens=8)
+    usage = llm.ledger.role("agent")
+    assert usage.calls == 1 and usage.uncounted == 0 and usage.uncounted_rejected == 1
+    assert uncounted_note(llm.ledger.to_dict()) == ("note: 1 rejected replies (empty or malformed) carried no token "
+                                                    "counts; the tokens and cost shown leave them out")
+    await llm.aclose()
+
+
 async def test_a_reply_without_token_counts_is_counted_as_uncounted_not_as_free(serve, clean_env) -> None:
     models = json.dumps({"object": "list", "data": [{"id": "m", "object": "model"}]}).encode()
     srv = serve([reply(models), reply(chat_body("hello")), reply(CHAT)])

@@ -24,6 +24,8 @@ class TransientError(Exception):
         #: What the server says the rejected reply cost (prompt, completion, prompt tokens processed), when the
         #: reply arrived and carried its usage: spent all the same, so it is counted.
         self.spent: tuple[int, int, int] | None = None
+        #: A reply arrived (and was rejected): without ``spent`` its tokens are unknown, counted as uncounted.
+        self.arrived = False
 
 
 class PermanentError(Exception):

@@ -574,6 +574,8 @@ class LLMClient:
                     # A reply rejected after it arrived (empty, malformed) was still paid for.
                     prompt, completion, processed = spent
                     self._spend(role, ep, 0, prompt, completion, processed, 0.0)
+                elif getattr(exc, "arrived", False):
+                    usage.uncounted_rejected += 1
                 raise
 
         def count_retry(state: RetryCallState) -> None:

@@ -66,9 +66,15 @@ def truncation_note(usage: dict[str, Any]) -> str | None:
 
 
 def uncounted_note(usage: dict[str, Any]) -> str | None:
-    """A console line when fresh replies said nothing of their tokens, from a ledger's ``to_dict()``: the token and
-    cost figures then leave those calls out, which a confident total would hide."""
-    return _per_role_note(usage, "uncounted", "carried no token counts", "the tokens and cost shown leave them out")
+    """A console line when fresh replies, or rejected ones, said nothing of their tokens, from a ledger's
+    ``to_dict()``: the token and cost figures then leave those calls out, which a confident total would hide."""
+    shown = "the tokens and cost shown leave them out"
+    rejected = UsageLedger.from_dict(usage).totals().uncounted_rejected
+    if not rejected:
+        return _per_role_note(usage, "uncounted", "carried no token counts", shown)
+    also = f"{rejected} rejected replies (empty or malformed)"
+    fresh = _per_role_note(usage, "uncounted", "carried no token counts", f"so did {also}; {shown}")
+    return fresh or f"note: {also} carried no token counts; {shown}"
 
 
 def empty_note(usage: dict[str, Any]) -> str | None:

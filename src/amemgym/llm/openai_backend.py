@@ -299,7 +299,7 @@ class OpenAIBackend:
         try:
             result = _chat_result(resp, model, seconds, tools_offered=req.tools is not None)
         except TransientError as exc:
-            exc.spent = _spent(resp)
+            exc.spent, exc.arrived = _spent(resp), True
             raise
         except PermanentError:
             raise

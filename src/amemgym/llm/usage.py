@@ -19,8 +19,8 @@ if TYPE_CHECKING:
 
 #: The additive counters of :class:`RoleUsage` (faults and ``answered`` aside).
 COUNTERS = ("calls", "cache_hits", "cache_replays", "prompt_tokens", "completion_tokens", "prompt_tokens_processed",
-            "seconds", "retries", "failures", "schema_retries", "unusable", "truncated", "uncounted", "empty_kept",
-            "empty_kept_attempts", "cost_usd")
+            "seconds", "retries", "failures", "schema_retries", "unusable", "truncated", "uncounted",
+            "uncounted_rejected", "empty_kept", "empty_kept_attempts", "cost_usd")
 
 
 @dataclass
@@ -45,6 +45,9 @@ class RoleUsage:
     truncated: int = 0
     #: Fresh replies that carried no token counts (no ``usage``): their tokens and cost are not in the sums.
     uncounted: int = 0
+    #: Replies that arrived and were rejected (empty, malformed) without token counts: paid for, at a cost
+    #: nobody said, and not in the sums either.
+    uncounted_rejected: int = 0
     #: Calls whose every attempt came back empty, returned as an empty reply because the caller allows one
     #: (``LLMClient.chat(keep_empty=True)``): the model said nothing, and that is what was scored.
     empty_kept: int = 0
