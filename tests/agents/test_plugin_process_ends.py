@@ -15,9 +15,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from notes_plugin import NOTES_METHODS
 
 from amemgym.testing.fake_endpoint import FakeEndpoint
+from notes_plugin import NOTES_METHODS
 
 PLUGIN = """
 import json, os, sys, threading, time

@@ -189,50 +189,16 @@ def test_the_run_command_drives_ray_with_a_models_file(endpoint: FakeEndpoint, t
     assert json.loads((out / "manifest.json").read_text())["config"]["llm"]["roles"]["agent"]["max_concurrency"] == 3
 
 
-RAY_PLUGIN = """
-import json
-
-
-class Agent:
-    def __init__(self):
-        self.notes = []
-
-    async def reply(self, message, *, time=None):
-        self.notes.append(message)
-        return "noted"
-
-    async def ingest(self, user, assistant, *, time=None):
-        self.notes.append(user)
-
-    async def answer(self, prompt):
-        return json.dumps({"answer": 1})
-
-    async def snapshot(self):
-        return {"notes": list(self.notes)}
-
-    def restore(self, snapshot):
-        self.notes = list(snapshot["notes"])
-
-    def memory_view(self):
-        return "\\n".join(self.notes)
-
-    def stats(self):
-        return {"notes": len(self.notes)}
-
-
-def make(llm, ctx):
-    return Agent()
-
-
-make.roles = ("agent",)
-"""
-
-
 def test_a_plugin_file_agent_plays_on_ray(endpoint: FakeEndpoint, tmp_path: Path) -> None:
     # Before: every task failed with "No module named 'amemgym_plugin_...'", the name the driver imported the
     # file under, which no Ray worker could import.
+    from notes_plugin import NOTES_METHODS
+
     plugin = tmp_path / "ray_notes.py"
-    plugin.write_text(RAY_PLUGIN, encoding="utf-8")
+    plugin.write_text("import json\n\n\nclass Agent:\n    def __init__(self):\n        self.notes = []\n\n"
+                      "    async def reply(self, message, *, time=None):\n        self.notes.append(message)\n"
+                      "        return 'noted'\n" + NOTES_METHODS.lstrip("\n")
+                      + "\n\ndef make(llm, ctx):\n    return Agent()\n\n\nmake.roles = ('agent',)\n", encoding="utf-8")
     out = tmp_path / "run"
     code = run_command(config(endpoint, tmp_path / "ray.sqlite"), ENV, f"{plugin}:make", out, off_policy=None,
                        console=Console(file=io.StringIO()), executor="ray")
