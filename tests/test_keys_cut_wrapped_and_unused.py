@@ -124,3 +124,109 @@ def test_a_malformed_base_url_is_refused_without_its_secret_parts(url: str, monk
     result = CliRunner().invoke(app, ["info"])
     assert result.exit_code == 2 and "malformed base URL" in result.output
     assert "Zq9xSECRET77pw" not in result.output and "not shown" in result.output
+
+
+# ---- keys that a plug-in's code prints, and keys a command that makes no client must still know ------------
+LEAKY_PLUGIN = '''
+import json, logging, os, sys, warnings
+
+SECRET = os.environ.get("OPENAI_API_KEY", "") + " " + os.environ.get("JUDGE_KEY", "")
+print("import:", SECRET)
+
+class Agent:
+    def __init__(self):
+        self.notes = []
+    async def reply(self, message, *, time=None):
+        print("reply:", SECRET)
+        print("split:", SECRET[:14], end="")
+        print(SECRET[14:])
+        print("stderr:", SECRET, file=sys.stderr)
+        logging.getLogger("leaky.plugin").error("log: %s", SECRET)
+        warnings.warn("warn: " + SECRET)
+        self.notes.append(message)
+        return "noted"
+    async def ingest(self, user, assistant, *, time=None):
+        self.notes.append(user)
+    async def answer(self, prompt):
+        return json.dumps({"answer": 1})
+    async def snapshot(self):
+        return {"notes": list(self.notes)}
+    def restore(self, snapshot):
+        self.notes = list(snapshot["notes"])
+    def memory_view(self):
+        return "\\n".join(self.notes)
+    def stats(self):
+        return {"notes": len(self.notes)}
+
+def make(llm, ctx):
+    return Agent()
+
+def raising(llm, ctx):
+    raise RuntimeError("cannot start with " + SECRET)
+
+make.roles = ("agent",)
+'''
+#: Keys no shape gives away (hex, a UUID): only their registration masks them.
+HEX_KEY, UUID_KEY = "5f0e8d2c4b6a19377a2c4e6f8091b3d5", "6c1f3a9e-7d24-4b8e-9a05-2e7c3f1d8b46"
+
+
+def test_what_a_plugin_prints_logs_or_warns_during_a_run_hides_every_key(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch,
+                                                                         capfd: pytest.CaptureFixture[str]) -> None:
+    from typer.testing import CliRunner
+
+    from amemgym.cli import app
+    from amemgym.testing.fake_endpoint import FakeEndpoint
+
+    plugin = tmp_path / "leaky.py"
+    plugin.write_text(LEAKY_PLUGIN, encoding="utf-8")
+    monkeypatch.setenv("OPENAI_API_KEY", HEX_KEY)
+    monkeypatch.setenv("JUDGE_KEY", UUID_KEY)
+    with FakeEndpoint() as ep:
+        monkeypatch.setenv("OPENAI_BASE_URL", ep.base_url)
+        result = CliRunner().invoke(app, ["run", "--out", str(tmp_path / "run"), "--limit", "1", "--agent",
+                                          f"{plugin}:make", "--set", "llm.roles.judge.api_key_env=JUDGE_KEY",
+                                          "--set", "llm.default.max_retries=1"])
+    shown = result.output + "".join(capfd.readouterr())
+    assert result.exit_code == 0, shown
+    assert "reply:" in shown and "log:" in shown and "warn:" in shown  # printed, masked
+    assert HEX_KEY[:12] not in shown and HEX_KEY[-12:] not in shown and UUID_KEY[-12:] not in shown, shown
+
+
+@pytest.mark.parametrize("factory", ["make", "raising"])
+def test_check_agent_hides_the_configured_keys_a_plugin_prints_or_raises_with(
+        factory: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]) -> None:
+    from typer.testing import CliRunner
+
+    from amemgym.cli import app
+
+    plugin = tmp_path / "leaky.py"
+    plugin.write_text(LEAKY_PLUGIN, encoding="utf-8")
+    monkeypatch.setenv("OPENAI_API_KEY", HEX_KEY)
+    monkeypatch.setenv("JUDGE_KEY", UUID_KEY)
+    result = CliRunner().invoke(app, ["check-agent", f"{plugin}:{factory}", "--set",
+                                      "llm.roles.judge.api_key_env=JUDGE_KEY"])
+    shown = result.output + "".join(capfd.readouterr())
+    assert ("cannot start with" if factory == "raising" else "reply:") in shown, shown
+    assert HEX_KEY[:12] not in shown and HEX_KEY[-12:] not in shown and UUID_KEY[-12:] not in shown, shown
+
+
+def test_a_report_hides_the_configured_key_held_in_the_environment_file(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from amemgym.cli import app
+    from amemgym.testing.fake_endpoint import FakeEndpoint
+
+    key = "0b7e4d1a9c3f5e2d8a6b4c0e1f3a5d7c"
+    fixture = Path(__file__).parent / "fixtures" / "original_shape.json"
+    env = tmp_path / "env.json"
+    env.write_text(fixture.read_text(encoding="utf-8").replace("full_home_kitchen", key), encoding="utf-8")
+    with FakeEndpoint() as ep:
+        monkeypatch.setenv("OPENAI_BASE_URL", ep.base_url)
+        ran = CliRunner().invoke(app, ["run", "--env", str(env), "--out", str(tmp_path / "run")])
+    assert ran.exit_code == 0, ran.output
+    monkeypatch.setenv("OPENAI_API_KEY", key)  # the key of the endpoint, configured where the report is made
+    result = CliRunner().invoke(app, ["report", str(tmp_path / "run"), "-o", str(tmp_path / "r.html")])
+    assert result.exit_code == 0, result.output
+    assert key[:12] not in (tmp_path / "r.html").read_text(encoding="utf-8")

@@ -188,3 +188,20 @@ def test_a_proxys_password_is_masked_in_every_form(monkeypatch: pytest.MonkeyPat
     basic = base64.b64encode(b"me:PROXY/pass77zz").decode()
     echoed = f"Proxy-Authorization: Basic {basic}; user me:PROXY/pass77zz; password PROXY/pass77zz"
     assert "pass77zz" not in redact_content(echoed) and basic not in redact_content(echoed)
+
+
+@pytest.mark.parametrize(("token", "userinfo"), [("PROXYtok3n9Only77zz", "PROXYtok3n9Only77zz"),
+                                                ("PROXYtok3n9Colon88yy", "PROXYtok3n9Colon88yy:")])
+def test_a_proxy_token_given_as_the_user_alone_is_masked(token: str, userinfo: str,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    # Some proxies take a token as the user name with no password; it is sent as basic auth like a password.
+    from amemgym.llm.http import Transport
+    from amemgym.llm.timeouts import resolve_timeouts
+
+    monkeypatch.setenv("HTTPS_PROXY", f"http://{userinfo}@127.0.0.1:9/")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    Transport("https://api.example.test/v1", resolve_timeouts("https://api.example.test/v1", None, None, 5.0), {})
+    basic = base64.b64encode(f"{token}:".encode()).decode()
+    echoed = redact_content(f"Proxy-Authorization: Basic {basic}; user {token}")
+    assert token[-8:] not in echoed and basic not in echoed

@@ -6,9 +6,13 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 from multiprocessing.process import BaseProcess
 
-__all__ = ["EXIT_SECONDS", "end", "ended_how", "stdout_to_stderr"]
+from .console import scrub_standard_streams
+from .redact import register_secret
+
+__all__ = ["EXIT_SECONDS", "end", "ended_how", "scrub_output", "stdout_to_stderr"]
 
 #: Seconds a child that has answered (or was told to stop) has to end before it is ended: only a thread its
 #: agent's code left running keeps it alive past that.
@@ -33,3 +37,12 @@ def stdout_to_stderr() -> None:
     well), so nothing the agent's code prints lands in the command's output (a ``--json`` summary, say)."""
     sys.stdout.flush()
     os.dup2(2, 1)
+
+
+def scrub_output(keys: Sequence[str]) -> None:
+    """In a child: know the parent's keys (``keys``, from :func:`amemgym.redact.registered`; a spawned child starts
+    with none) and scrub them out of what its code prints for the rest of its life
+    (:func:`~amemgym.console.scrub_standard_streams`)."""
+    for key in keys:
+        register_secret(key)
+    scrub_standard_streams()

@@ -12,8 +12,10 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from .console import new_console
+from .config import LLMConfig
+from .console import new_console, scrubbed_output
 from .errors import AMemGymError, ConfigError
+from .llm.client import register_keys
 from .redact import redact
 from .runfiles import MANIFEST, READER_FILES, ROOT_FILES
 
@@ -45,30 +47,38 @@ def handled(fn: F) -> F:
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except AMemGymError as exc:
-            # soft_wrap: a long message stays one line instead of being wrapped at the terminal width.
-            err.print(f"error: {one_line(redact(str(exc)))}", highlight=False, markup=False, soft_wrap=True)
-            raise typer.Exit(exc.exit_code) from None
-        except OSError as exc:
-            # A full disk, a vanished mount, a permission change mid-run: finished work is on disk already.
-            name = errno.errorcode.get(exc.errno or 0, "I/O error")
-            # A failed rename of an atomic write names its temp file first and the target second.
-            target = exc.filename2 or exc.filename
-            where = f" ({target})" if target else ""
-            err.print(f"error: {name}: {one_line(exc.strerror or str(exc))}{where}; fix it and re-run the same "
-                      "command to resume", highlight=False, markup=False, soft_wrap=True)
-            raise typer.Exit(1) from None
-        except RecursionError:
-            err.print("error: an input is nested too deeply to be read", highlight=False)
-            raise typer.Exit(2) from None
-        except KeyboardInterrupt:
-            err.print("interrupted; re-run the same command to resume", highlight=False)
-            raise typer.Exit(130) from None
+        with scrubbed_output():
+            return _run(fn, *args, **kwargs)
 
     return wrapper  # type: ignore[return-value]
 
+
+def _run(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)`` with every error of :func:`handled` made one line and an exit code."""
+    # A command that makes no client (report, export, check-agent) still hides the default endpoint's key: an
+    # environment file or a plug-in's code may hold it.
+    try:
+        register_keys(LLMConfig())
+        return fn(*args, **kwargs)
+    except AMemGymError as exc:
+        # soft_wrap: a long message stays one line instead of being wrapped at the terminal width.
+        err.print(f"error: {one_line(redact(str(exc)))}", highlight=False, markup=False, soft_wrap=True)
+        raise typer.Exit(exc.exit_code) from None
+    except OSError as exc:
+        # A full disk, a vanished mount, a permission change mid-run: finished work is on disk already.
+        name = errno.errorcode.get(exc.errno or 0, "I/O error")
+        # A failed rename of an atomic write names its temp file first and the target second.
+        target = exc.filename2 or exc.filename
+        where = f" ({target})" if target else ""
+        err.print(f"error: {name}: {one_line(exc.strerror or str(exc))}{where}; fix it and re-run the same "
+                  "command to resume", highlight=False, markup=False, soft_wrap=True)
+        raise typer.Exit(1) from None
+    except RecursionError:
+        err.print("error: an input is nested too deeply to be read", highlight=False)
+        raise typer.Exit(2) from None
+    except KeyboardInterrupt:
+        err.print("interrupted; re-run the same command to resume", highlight=False)
+        raise typer.Exit(130) from None
 
 
 def check_output(path: Path | None, flag: str) -> None:

@@ -161,6 +161,12 @@ def register_secret(value: str | None) -> None:
                 _PIECES.update(_pieces(known))
 
 
+def registered() -> list[str]:
+    """The keys registered so far, for a child process to :func:`register_secret` again (it starts with none)."""
+    with _LOCK:
+        return sorted(_KNOWN)
+
+
 def _mask_known(text: str) -> str:
     """``text`` with every registered key masked: each form of a long one and its pieces wherever they are, a
     short one where it stands on its own (:data:`SHORT_KEY_CHARS`)."""

@@ -24,11 +24,12 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from .. import errors
-from ..children import end, ended_how, stdout_to_stderr
+from ..children import end, ended_how, scrub_output, stdout_to_stderr
 from ..config import AppConfig
 from ..errors import AgentError, AMemGymError
-from ..llm.client import LLMClient
+from ..llm.client import LLMClient, register_keys
 from ..llm.types import ChatRequest
+from ..redact import registered
 from ..testing.scripted_model import HashEmbedder, ScriptedBackend
 from .base import AgentContext, MemoryAgent
 from .guard import set_call_limit
@@ -214,6 +215,7 @@ def build_isolated(name: str, cfg: AppConfig, build: Builder | None = None) -> N
         AMemGymError: the error resolving or building ``name`` raised in the child.
         AgentError: the child ended before it answered (the agent's code ended its process).
     """
+    register_keys(cfg.llm)  # before the run makes its client: the child's code may print a key as it is imported
     _in_child(name, _build_in_child, (cfg, build or _build_memory_agent),
               "while it was imported and built; a plug-in must not end its process", "its process")
 
@@ -222,7 +224,7 @@ def _in_child(name: str, target: Callable[[str, Any, Connection], None], arg: An
     """``target(name, arg, pipe)`` in a spawned child; what it sent, or its error raised here again."""
     mp = multiprocessing.get_context("spawn")
     receive, send = mp.Pipe(duplex=False)
-    child = mp.Process(target=_child_main, args=(target, name, arg, send), name="amemgym-agent-child")
+    child = mp.Process(target=_child_main, args=(target, name, arg, send, registered()), name="amemgym-agent-child")
     child.start()
     send.close()  # only the child holds the sending end now: its end, however it comes, is an EOF here
     try:
@@ -240,10 +242,12 @@ def _in_child(name: str, target: Callable[[str, Any, Connection], None], arg: An
     return outcome
 
 
-def _child_main(target: Callable[[str, Any, Connection], None], name: str, arg: Any, send: Connection) -> None:
+def _child_main(target: Callable[[str, Any, Connection], None], name: str, arg: Any, send: Connection,
+                keys: list[str]) -> None:
     """``target(name, arg, send)`` with this process's standard output sent to standard error
-    (:func:`~amemgym.children.stdout_to_stderr`)."""
+    (:func:`~amemgym.children.stdout_to_stderr`), scrubbed of the parent's ``keys``."""
     stdout_to_stderr()
+    scrub_output(keys)
     target(name, arg, send)
 
 

@@ -9,6 +9,7 @@ import typer
 from ..agents.checker import Limits, check_agent_isolated
 from ..cli_common import ConfigOpt, SetOpt, handled, out
 from ..config import load_config
+from ..llm.client import register_keys
 
 
 def register(app: typer.Typer) -> None:
@@ -26,7 +27,9 @@ def register(app: typer.Typer) -> None:
         Each call into a plug-in is held to run.agent_call_timeout, and its import and factory to
         run.agent_factory_timeout (settings, as in a run).
         """
-        report = check_agent_isolated(agent, Limits.of(load_config(config, set_)))
+        cfg = load_config(config, set_)
+        register_keys(cfg.llm)  # no client is made here, but the plug-in's code may print or raise with a key
+        report = check_agent_isolated(agent, Limits.of(cfg))
         for line in report.lines():
             out.print(line, highlight=False, markup=False)
         if not report.passed:

@@ -35,10 +35,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..agents.registry import load_plugin_files, loaded_plugin_files
-from ..children import end, ended_how
+from ..children import end, ended_how, scrub_output
 from ..children import stdout_to_stderr as print_to_stderr
 from ..llm.redact import redact
 from ..llm.usage import COUNTERS, CallJournal, RoleUsage, UsageLedger
+from ..redact import registered
 from .contract import hook
 from .play import play_failures
 from .ray import SIDE_ROLES, UnitJob, default_client
@@ -180,16 +181,18 @@ class WorkerEnded(RuntimeError):
 
 
 def _worker_main(entry: Callable[[list[Any], int], dict[str, Any]], index: int, pipe: Connection,
-                 driver: int, plugin_files: Sequence[str], stdout_to_stderr: bool) -> None:
+                 driver: int, plugin_files: Sequence[str], stdout_to_stderr: bool, keys: Sequence[str]) -> None:
     """A worker process: set up as :func:`_set_reports` does, read its group from ``pipe`` (only once the plug-in
     files are imported: it names a file plug-in's factory by their module names), play it, and answer
     ``("done", result)`` or ``("raised", exception)``.
 
     ``stdout_to_stderr``: the driver sends its stdout to stderr (``--json``, whose stdout is the summary alone), so
-    what an agent prints here goes there too (file descriptors, so native code's output as well).
+    what an agent prints here goes there too (file descriptors, so native code's output as well). ``keys``: the
+    driver's, scrubbed out of what is printed here (:func:`~amemgym.children.scrub_output`).
     """
     if stdout_to_stderr:
         print_to_stderr()
+    scrub_output(keys)
     try:
         _set_reports(pipe, driver, plugin_files)
     except SystemExit:
@@ -262,7 +265,7 @@ async def run_in_workers(entry: Callable[[list[Any], int], dict[str, Any]], grou
                 ours, theirs = mp.Pipe()
                 process = mp.Process(target=_worker_main, name=f"amemgym-worker-{i}",
                                      args=(entry, i, theirs, os.getpid(), loaded_plugin_files(),
-                                           sys.stdout is sys.stderr))
+                                           sys.stdout is sys.stderr, registered()))
                 process.start()
                 theirs.close()  # the worker holds the only other end: its end, however it comes, is an EOF here
                 workers.append(process)

@@ -83,13 +83,15 @@ def _resampling(backend: ChatBackend, req: ChatRequest) -> Callable[[], Awaitabl
     return attempt
 
 
-def _register_quietly(endpoint: EndpointConfig) -> None:
-    """Register ``endpoint``'s key (:func:`read_api_key`) if it can be read now; a missing key file is said
-    when a call needs it, not here."""
-    try:
-        read_api_key(endpoint)
-    except BackendUnavailable:
-        pass
+def register_keys(config: LLMConfig) -> None:
+    """Register every role's key (:func:`read_api_key`) that can be read now, also a role's that is never called:
+    a server, or a plug-in's code, may echo any of the user's keys. A missing key file is said when a call needs
+    it, not here."""
+    for role in ROLES:
+        try:
+            read_api_key(config.endpoint(role))
+        except BackendUnavailable:
+            pass
 
 
 _ROLE_CONTENT = itemgetter("role", "content")
@@ -229,10 +231,7 @@ class LLMClient:
         self.sample_seed: int | None = None
         #: Where a run journals each finished call (set by the engine for the invocation; views share it).
         self.usage_journal: CallJournal | None = None
-        for role in ROLES:
-            # Every configured key is known from the start, also a role's this run never calls: a server
-            # that echoes it (it may hold more than one of the user's keys) must not get it into a record.
-            _register_quietly(self.endpoint(role))
+        register_keys(self.config)
         for role in ("generator", "simulator", "agent", "memory", "judge"):
             url = self.config.chat_base_url(role)  # type: ignore[arg-type]
             if url and not self.endpoint(role).base_url:

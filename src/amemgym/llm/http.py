@@ -136,6 +136,9 @@ class Transport:
                 password = unquote(parts.password)
                 register_secret(password)
                 register_secret(f"{unquote(parts.username or '')}:{password}")
+            elif parts.username:
+                # A user name with no password is a token (``http://TOKEN@proxy``), sent as basic auth all the same.
+                register_secret(unquote(parts.username))
             scheme = parts.scheme.lower()
             if scheme.startswith("socks"):
                 if importlib.util.find_spec("socksio") is None:
