@@ -61,6 +61,21 @@ def plant_marker(env: Environment) -> Environment:
     return env
 
 
+def plant_marker_in(right: str, wrong: str) -> Callable[[Environment], Environment]:
+    """:func:`plant_marker` with marker words of another script (the words read in every script, §4)."""
+    assert len(right) == len(wrong)
+
+    def plant(env: Environment) -> Environment:
+        for user in env.users:
+            for q, qa in enumerate(user.qas):
+                best = modal(user, q)
+                for i, c in enumerate(qa.answer_choices):
+                    c.answer += right if i == best else wrong
+        return env
+
+    return plant
+
+
 SHARED_RIGHT = "Keep to the routine that has served you very well, then review it later."
 SHARED_WRONG = "Switch to an approach you have never tried before, then review it later."
 
@@ -116,6 +131,8 @@ def plant_duplicate(env: Environment) -> Environment:
 PLANTS: dict[str, tuple[Callable[[Environment], Environment], str]] = {
     "position": (plant_position_2, "position_2"),
     "marker": (plant_marker, "marker_words"),
+    "marker_cyrillic": (plant_marker_in(" Конечно.", " Наверно."), "marker_words"),
+    "marker_cjk": (plant_marker_in(" 一定。", " 绝对。"), "marker_words"),
     "frequency": (plant_frequency, "option_frequency"),
     "centrality": (plant_centrality, "centrality_"),
     "silent_session": (plant_silent_session, "not stated by any opening text"),
