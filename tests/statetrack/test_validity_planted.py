@@ -133,6 +133,9 @@ PLANTS: dict[str, tuple[Callable[[Environment], Environment], str]] = {
     "marker": (plant_marker, "marker_words"),
     "marker_cyrillic": (plant_marker_in(" Конечно.", " Наверно."), "marker_words"),
     "marker_cjk": (plant_marker_in(" 一定。", " 绝对。"), "marker_words"),
+    # Marks outside words tell as well as words: a closing "!" on the modal option, or a space no one sees.
+    "marker_punctuation": (plant_marker_in(" Sure!", " Sure."), "marker_words"),
+    "marker_invisible": (plant_marker_in("\u00a0Sure.", " Sure."), "marker_words"),
     "frequency": (plant_frequency, "option_frequency"),
     "centrality": (plant_centrality, "centrality_"),
     "silent_session": (plant_silent_session, "not stated by any opening text"),

@@ -126,12 +126,18 @@ def fit_frequency(train: Examples) -> Callable[[UserEnv, int], list[float]]:
     return score
 
 
-# --- wording tell (the word or word pair that most often marks the correct option) -----------------------
+# --- wording tell (the word, word pair or mark that most often marks the correct option) -----------------
+
+
+#: A character outside words other than a plain space: punctuation, a symbol or emoji, an unusual or invisible
+#: space. An option marked by a "!" or a no-break space is as marked as by a word.
+_MARK = re.compile(r"[^\w ]|_")
 
 
 def _marker_features(text: str) -> set[str]:
     toks = tokens(text)
-    return set(toks) | {f"{x} {y}" for x, y in zip(toks, toks[1:], strict=False)}
+    marks = {f"mark:{c}" for c in _MARK.findall(text)}
+    return set(toks) | {f"{x} {y}" for x, y in zip(toks, toks[1:], strict=False)} | marks
 
 
 def shape_features(user: UserEnv, q: int) -> list[set[str]]:
