@@ -136,6 +136,8 @@ PLANTS: dict[str, tuple[Callable[[Environment], Environment], str]] = {
     # Marks outside words tell as well as words: a closing "!" on the modal option, or a space no one sees.
     "marker_punctuation": (plant_marker_in(" Sure!", " Sure."), "marker_words"),
     "marker_invisible": (plant_marker_in("\u00a0Sure.", " Sure."), "marker_words"),
+    "marker_case": (plant_marker_in(" Sure.", " sure."), "marker_words"),
+    "marker_spacing": (plant_marker_in("  sure.", " sure. "), "marker_words"),
     "frequency": (plant_frequency, "option_frequency"),
     "centrality": (plant_centrality, "centrality_"),
     "silent_session": (plant_silent_session, "not stated by any opening text"),

@@ -129,15 +129,19 @@ def fit_frequency(train: Examples) -> Callable[[UserEnv, int], list[float]]:
 # --- wording tell (the word, word pair or mark that most often marks the correct option) -----------------
 
 
-#: A character outside words other than a plain space: punctuation, a symbol or emoji, an unusual or invisible
-#: space. An option marked by a "!" or a no-break space is as marked as by a word.
-_MARK = re.compile(r"[^\w ]|_")
+#: A character outside words other than a plain space (punctuation, a symbol or emoji, an unusual or invisible
+#: space), a run of plain spaces, or a space opening or closing the text. An option marked by a "!" or a
+#: no-break space is as marked as by a word.
+_MARK = re.compile(r"[^\w ]|_| {2,}|^ | $")
 
 
 def _marker_features(text: str) -> set[str]:
     toks = tokens(text)
     marks = {f"mark:{c}" for c in _MARK.findall(text)}
-    return set(toks) | {f"{x} {y}" for x, y in zip(toks, toks[1:], strict=False)} | marks
+    # The text cut at each plain space, as written: a capital ("Sure" where the others say "sure") tells as a
+    # word does, and ``tokens`` folds it.
+    pieces = {f"as:{x}" for x in text.split(" ")}
+    return set(toks) | {f"{x} {y}" for x, y in zip(toks, toks[1:], strict=False)} | marks | pieces
 
 
 def shape_features(user: UserEnv, q: int) -> list[set[str]]:
