@@ -19,6 +19,7 @@ from amemgym.config import env_preset
 from amemgym.families.statetrack.data import Environment
 from amemgym.families.statetrack.data.io import save_environment
 from amemgym.families.statetrack.generate.procedural import generate_procedural
+from amemgym.families.statetrack.validity.crossuser import duplicate_options
 from amemgym.families.statetrack.validity.strategies import TextVectors, matching_options
 from amemgym.families.statetrack.validity.suite import run_suite
 from amemgym.testing.scripted_model import HashEmbedder
@@ -298,3 +299,19 @@ def test_a_file_claiming_an_edited_pack_with_a_missed_change_is_unchecked_not_si
     # An edited pack's phrasings could be missed by the built-in reader: no proof either way, said loudly.
     report = suite(_claim_edited_pack(plant_silent_session(clean())))
     assert report.exposure_unchecked and "edited pack" in report.exposure_unchecked
+
+
+@pytest.mark.parametrize("texts", [["😀", "😀😀", "😀😀😀", "👍", "👎", "🙂", "🙃", "🤔", "🤷"],
+                                   ["是的。", "不是。", "也许。", "当然。", "从不。",
+                                    "有时。", "总是。", "很少。", "偶尔。"],
+                                   ["Yes.", "Yes!", "Yes?", "Yes...", "Yes;", "Yes:", "Yes -", "(Yes)", "Yes!!"]])
+def test_options_told_apart_only_by_symbols_or_another_script_are_not_duplicates(texts: list[str]) -> None:
+    # Only case and spacing are ignored: an agent tells these options apart, so they are no repeated text.
+    env = clean()
+    for qa in env.users[0].qas:
+        for i, c in enumerate(qa.answer_choices):
+            c.answer = texts[i]
+    assert duplicate_options(env) == (0, [])
+    qa = env.users[0].qas[0]
+    qa.answer_choices[1].answer = "  " + texts[0].upper() + " "
+    assert duplicate_options(env)[0] == 1

@@ -370,7 +370,8 @@ def duplicate_options(env: Environment, limit: int = 50) -> tuple[int, list[dict
         for q, qa in enumerate(user.qas):
             seen: dict[str, int] = {}
             for i, c in enumerate(qa.answer_choices):
-                key = _norm(c.answer)
+                # Only what an agent cannot see apart is ignored: a symbol or a mark is no noise here.
+                key = " ".join(c.answer.casefold().split())
                 if key in seen:
                     total += 1
                     if len(found) < limit:
