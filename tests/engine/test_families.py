@@ -381,3 +381,16 @@ def test_an_episode_file_saved_with_a_byte_order_mark_keeps_its_family(tmp_path:
     save_episode(build_episode("lite", "films", 0), plain)
     marked.write_bytes(b"\xef\xbb\xbf" + plain.read_bytes())
     assert family_for_env(marked).name == "budget"
+
+
+def test_an_episode_file_with_its_family_key_written_last_keeps_its_family(tmp_path: Path) -> None:
+    # JSON objects are unordered: a tool that sorts keys (json.dump(sort_keys=True)) writes "family" after the
+    # entities and events, many kilobytes in. The file is the same episode and must not be read as statetrack.
+    plain, resorted = tmp_path / "plain.json", tmp_path / "sorted.json"
+    save_episode(build_episode("lite", "films", 0), plain)
+    raw = json.loads(plain.read_text())
+    resorted.write_text(json.dumps(raw, sort_keys=True, indent=1))
+    assert resorted.read_bytes().find(b'"family"') > 4096
+    assert family_for_env(resorted).name == "budget"
+    res = CliRunner().invoke(app, ["validate", "--env", str(resorted)])
+    assert "expected a JSON list of users" not in flat(res.output)

@@ -19,6 +19,7 @@ from amemgym.config import env_preset
 from amemgym.families.statetrack.data import Environment
 from amemgym.families.statetrack.data.io import save_environment
 from amemgym.families.statetrack.generate.procedural import generate_procedural
+from amemgym.families.statetrack.validity.crossuser import duplicate_options
 from amemgym.families.statetrack.validity.strategies import TextVectors, matching_options
 from amemgym.families.statetrack.validity.suite import run_suite
 from amemgym.testing.scripted_model import HashEmbedder
@@ -59,6 +60,21 @@ def plant_marker(env: Environment) -> Environment:
             for i, c in enumerate(qa.answer_choices):
                 c.answer += " Definitely." if i == best else " Absolutely."
     return env
+
+
+def plant_marker_in(right: str, wrong: str) -> Callable[[Environment], Environment]:
+    """:func:`plant_marker` with marker words of another script (the words read in every script, §4)."""
+    assert len(right) == len(wrong)
+
+    def plant(env: Environment) -> Environment:
+        for user in env.users:
+            for q, qa in enumerate(user.qas):
+                best = modal(user, q)
+                for i, c in enumerate(qa.answer_choices):
+                    c.answer += right if i == best else wrong
+        return env
+
+    return plant
 
 
 SHARED_RIGHT = "Keep to the routine that has served you very well, then review it later."
@@ -116,6 +132,13 @@ def plant_duplicate(env: Environment) -> Environment:
 PLANTS: dict[str, tuple[Callable[[Environment], Environment], str]] = {
     "position": (plant_position_2, "position_2"),
     "marker": (plant_marker, "marker_words"),
+    "marker_cyrillic": (plant_marker_in(" Конечно.", " Наверно."), "marker_words"),
+    "marker_cjk": (plant_marker_in(" 一定。", " 绝对。"), "marker_words"),
+    # Marks outside words tell as well as words: a closing "!" on the modal option, or a space no one sees.
+    "marker_punctuation": (plant_marker_in(" Sure!", " Sure."), "marker_words"),
+    "marker_invisible": (plant_marker_in("\u00a0Sure.", " Sure."), "marker_words"),
+    "marker_case": (plant_marker_in(" Sure.", " sure."), "marker_words"),
+    "marker_spacing": (plant_marker_in("  sure.", " sure. "), "marker_words"),
     "frequency": (plant_frequency, "option_frequency"),
     "centrality": (plant_centrality, "centrality_"),
     "silent_session": (plant_silent_session, "not stated by any opening text"),
@@ -276,3 +299,19 @@ def test_a_file_claiming_an_edited_pack_with_a_missed_change_is_unchecked_not_si
     # An edited pack's phrasings could be missed by the built-in reader: no proof either way, said loudly.
     report = suite(_claim_edited_pack(plant_silent_session(clean())))
     assert report.exposure_unchecked and "edited pack" in report.exposure_unchecked
+
+
+@pytest.mark.parametrize("texts", [["😀", "😀😀", "😀😀😀", "👍", "👎", "🙂", "🙃", "🤔", "🤷"],
+                                   ["是的。", "不是。", "也许。", "当然。", "从不。",
+                                    "有时。", "总是。", "很少。", "偶尔。"],
+                                   ["Yes.", "Yes!", "Yes?", "Yes...", "Yes;", "Yes:", "Yes -", "(Yes)", "Yes!!"]])
+def test_options_told_apart_only_by_symbols_or_another_script_are_not_duplicates(texts: list[str]) -> None:
+    # Only case and spacing are ignored: an agent tells these options apart, so they are no repeated text.
+    env = clean()
+    for qa in env.users[0].qas:
+        for i, c in enumerate(qa.answer_choices):
+            c.answer = texts[i]
+    assert duplicate_options(env) == (0, [])
+    qa = env.users[0].qas[0]
+    qa.answer_choices[1].answer = "  " + texts[0].upper() + " "
+    assert duplicate_options(env)[0] == 1

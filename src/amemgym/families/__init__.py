@@ -253,8 +253,10 @@ def get_family(name: str) -> Family:
 def declared_family(path: Path) -> str | None:
     """The ``family`` a data file declares at its top level, or None (older files declare none).
 
-    Only the first few kilobytes are read unless the word ``"family"`` occurs there, so a large statetrack
-    file is not parsed twice. An unreadable file gives None: the family's own loader reports the problem.
+    Only a file whose top level is a JSON object is parsed here (wherever its ``family`` key sits, as JSON
+    keys have no order); a top-level list, the statetrack users, is recognised from its first byte, so a
+    large statetrack file is not parsed twice. An unreadable file gives None: the family's own loader
+    reports the problem.
     """
     # Only a regular file is peeked at: opening a FIFO would block until a writer appears. The family's
     # loader then refuses the non-file in one line.
@@ -262,14 +264,16 @@ def declared_family(path: Path) -> str | None:
         return None
     try:
         with path.open("rb") as fh:
-            head = fh.read(4096)
+            head = fh.read(4096).removeprefix(b"\xef\xbb\xbf").lstrip()
+            while not head and (chunk := fh.read(4096)):
+                head = chunk.lstrip()
     except OSError:
         return None
-    if b'"family"' not in head:
+    if not head.startswith(b"{"):
         return None
     try:
         data = json.loads(path.read_text(encoding="utf-8-sig"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     value = data.get("family") if isinstance(data, dict) else None
     return None if value is None else str(value)

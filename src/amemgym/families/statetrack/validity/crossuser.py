@@ -25,11 +25,10 @@ import numpy as np
 from scipy.optimize import minimize
 
 from ....seeding import derive_seed
-from ....textsim import jaccard, words
+from ....textsim import jaccard, tokens, words
 from ..data.model import Environment, UserEnv
 from .strategies import Pick, Strategy, TextVectors, all_options, matching_options, top_options
 
-_TOKEN = re.compile(r"[a-z0-9']+")
 #: Hashed feature space of the learned model (collisions only add noise, they cannot fake a leak).
 _DIM = 1 << 14
 #: L2 penalty of the conditional logit model, on the summed (not averaged) log-likelihood.
@@ -39,10 +38,6 @@ Scores = dict[tuple[str, int], list[float]]
 #: Training examples of a fitted model: (user, question) pairs whose correct options it learns from.
 Examples = list[tuple[UserEnv, int]]
 Fit = Callable[[Examples], Callable[[UserEnv, int], list[float]]]
-
-
-def _tokens(text: str) -> list[str]:
-    return _TOKEN.findall(text.lower())
 
 
 def _halves(env: Environment) -> tuple[list[UserEnv], list[UserEnv]]:
@@ -96,7 +91,7 @@ def picker(scores: Scores) -> Pick:
 
 
 def _norm(text: str) -> str:
-    return " ".join(_tokens(text))
+    return " ".join(tokens(text))
 
 
 def _pieces(text: str) -> list[str]:
@@ -131,12 +126,22 @@ def fit_frequency(train: Examples) -> Callable[[UserEnv, int], list[float]]:
     return score
 
 
-# --- wording tell (the word or word pair that most often marks the correct option) -----------------------
+# --- wording tell (the word, word pair or mark that most often marks the correct option) -----------------
+
+
+#: A character outside words other than a plain space (punctuation, a symbol or emoji, an unusual or invisible
+#: space), a run of plain spaces, or a space opening or closing the text. An option marked by a "!" or a
+#: no-break space is as marked as by a word.
+_MARK = re.compile(r"[^\w ]|_| {2,}|^ | $")
 
 
 def _marker_features(text: str) -> set[str]:
-    toks = _tokens(text)
-    return set(toks) | {f"{x} {y}" for x, y in zip(toks, toks[1:], strict=False)}
+    toks = tokens(text)
+    marks = {f"mark:{c}" for c in _MARK.findall(text)}
+    # The text cut at each plain space, as written: a capital ("Sure" where the others say "sure") tells as a
+    # word does, and ``tokens`` folds it.
+    pieces = {f"as:{x}" for x in text.split(" ")}
+    return set(toks) | {f"{x} {y}" for x, y in zip(toks, toks[1:], strict=False)} | marks | pieces
 
 
 def shape_features(user: UserEnv, q: int) -> list[set[str]]:
@@ -206,7 +211,7 @@ def _option_features(user: UserEnv, q: int) -> list[list[int]]:
     n = len(lengths)
     rows = []
     for i, c in enumerate(qa.answer_choices):
-        toks = _tokens(c.answer)
+        toks = tokens(c.answer)
         feats = {f"w:{t}" for t in toks} | {f"b:{x} {y}" for x, y in zip(toks, toks[1:], strict=False)}
         feats |= {f"q:{a}|{b}" for a in qwords for b in set(toks)}
         rank = sorted(lengths).index(lengths[i])
@@ -365,7 +370,8 @@ def duplicate_options(env: Environment, limit: int = 50) -> tuple[int, list[dict
         for q, qa in enumerate(user.qas):
             seen: dict[str, int] = {}
             for i, c in enumerate(qa.answer_choices):
-                key = _norm(c.answer)
+                # Only what an agent cannot see apart is ignored: a symbol or a mark is no noise here.
+                key = " ".join(c.answer.casefold().split())
                 if key in seen:
                     total += 1
                     if len(found) < limit:
