@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from notes_plugin import NOTES_METHODS
 from typer.testing import CliRunner
 
 from amemgym.agents.guard import _check_type, call_plugin_sync
@@ -21,6 +20,7 @@ from amemgym.errors import AgentError, ConfigError
 from amemgym.evolve.loop import evolving_spec
 from amemgym.families.statetrack.compat.flags import output_dir
 from amemgym.testing.fake_endpoint import FakeEndpoint
+from notes_plugin import NOTES_METHODS
 
 PLUGIN = """
 import json, time
