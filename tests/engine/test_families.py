@@ -394,3 +394,20 @@ def test_an_episode_file_with_its_family_key_written_last_keeps_its_family(tmp_p
     assert family_for_env(resorted).name == "budget"
     res = CliRunner().invoke(app, ["validate", "--env", str(resorted)])
     assert "expected a JSON list of users" not in flat(res.output)
+
+
+def test_a_large_object_file_that_names_no_family_is_not_parsed_to_find_one(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    # Only a file holding the word "family" is parsed for it: a statetrack file wrapped in an object (several
+    # megabytes, say) is not read into memory and parsed a second time before its own loader streams it.
+    import amemgym.families as families
+
+    wrapped = tmp_path / "wrapped.json"
+    users = [{"id": f"u{i}", "pad": "x" * 500} for i in range(5000)]
+    wrapped.write_text(json.dumps({"users": users}))
+
+    def never(*args: object, **kwargs: object) -> object:
+        raise AssertionError("parsed")
+
+    monkeypatch.setattr(families.json, "loads", never)
+    assert families.declared_family(wrapped) is None

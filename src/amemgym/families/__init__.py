@@ -253,23 +253,29 @@ def get_family(name: str) -> Family:
 def declared_family(path: Path) -> str | None:
     """The ``family`` a data file declares at its top level, or None (older files declare none).
 
-    Only a file whose top level is a JSON object is parsed here (wherever its ``family`` key sits, as JSON
-    keys have no order); a top-level list, the statetrack users, is recognised from its first byte, so a
-    large statetrack file is not parsed twice. An unreadable file gives None: the family's own loader
-    reports the problem.
+    Only a file whose top level is a JSON object holding the word ``"family"`` is parsed here (wherever the key
+    sits, as JSON keys have no order); a top-level list, the statetrack users, is recognised from its first
+    byte, and the word is looked for a chunk at a time, so a large statetrack file is not parsed twice. An
+    unreadable file gives None: the family's own loader reports the problem.
     """
     # Only a regular file is peeked at: opening a FIFO would block until a writer appears. The family's
     # loader then refuses the non-file in one line.
     if not path.is_file():
         return None
+    word = b'"family"'
     try:
         with path.open("rb") as fh:
             head = fh.read(4096).removeprefix(b"\xef\xbb\xbf").lstrip()
             while not head and (chunk := fh.read(4096)):
                 head = chunk.lstrip()
+            if not head.startswith(b"{"):
+                return None
+            seen = head
+            while word not in seen and (chunk := fh.read(1 << 20)):
+                seen = seen[-len(word):] + chunk  # the word may straddle two chunks
+            if word not in seen:
+                return None
     except OSError:
-        return None
-    if not head.startswith(b"{"):
         return None
     try:
         data = json.loads(path.read_text(encoding="utf-8-sig"))
