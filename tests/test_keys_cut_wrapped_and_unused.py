@@ -18,6 +18,7 @@ from amemgym.families.statetrack.compat.flags import agent_from_original
 from amemgym.llm.client import LLMClient, read_api_key
 from amemgym.llm.openai_backend import OpenAIBackend
 from amemgym.redact import MASK, PREFIX_CHARS, redact, redact_content, register_secret
+from notes_plugin import NOTES_METHODS
 
 LONG = "sk-proj-Q7wErTy8UiOp9AsDfGh0JkLzXcVbNm1234567890abcdefGHIJKLmnopqrstUVWXyz0987654321LONGkey"
 
@@ -145,19 +146,7 @@ class Agent:
         warnings.warn("warn: " + SECRET)
         self.notes.append(message)
         return "noted"
-    async def ingest(self, user, assistant, *, time=None):
-        self.notes.append(user)
-    async def answer(self, prompt):
-        return json.dumps({"answer": 1})
-    async def snapshot(self):
-        return {"notes": list(self.notes)}
-    def restore(self, snapshot):
-        self.notes = list(snapshot["notes"])
-    def memory_view(self):
-        return "\\n".join(self.notes)
-    def stats(self):
-        return {"notes": len(self.notes)}
-
+''' + NOTES_METHODS.lstrip("\n") + '''
 def make(llm, ctx):
     return Agent()
 

@@ -39,7 +39,7 @@ class Agent:
         self.notes.append(message)
         return "noted"
 """ + NOTES_METHODS.lstrip("\n") + """
-def make(llm, ctx):
+def misbehave():
     if MODE == "exit_factory":
         os._exit(0)
     if MODE == "hang_factory":
@@ -49,9 +49,20 @@ def make(llm, ctx):
             pass
     if MODE == "thread":
         threading.Thread(target=time.sleep, args=(10**6,), name="plugin-forever").start()
+
+def make(llm, ctx):
+    misbehave()
     return Agent()
 
 make.roles = ("agent",)
+
+class Quiet:
+    async def act(self, messages, *, event):
+        return '{"tool": "done", "args": {}}'
+
+def make_tool(llm, ctx):
+    misbehave()
+    return Quiet()
 """
 
 #: How long a child run may take before the test calls it hung (the runs here take a few seconds).
@@ -137,26 +148,9 @@ def test_check_agent_holds_each_call_to_a_time_limit(plugin: str, tmp_path: Path
     assert "reply gave no reply within 1 s (run.agent_call_timeout)" in text, text
 
 
-TOOL_PLUGIN = """
-import os, time
-
-MODE = os.environ.get("PLUG_MODE", "good")
-
-class Quiet:
-    async def act(self, messages, *, event):
-        return '{"tool": "done", "args": {}}'
-
-def make(llm, ctx):
-    if MODE == "exit_factory":
-        os._exit(0)
-    if MODE == "hang_factory":
-        time.sleep(10**6)
-    return Quiet()
-"""
-
-
 @pytest.mark.parametrize("mode", ["exit_factory", "hang_factory"])
-def test_a_budget_plugin_factory_that_ends_or_hangs_is_refused_before_any_work(mode: str, endpoint: FakeEndpoint,
+def test_a_budget_plugin_factory_that_ends_or_hangs_is_refused_before_any_work(mode: str, plugin: str,
+                                                                                endpoint: FakeEndpoint,
                                                                                 tmp_path: Path) -> None:
     # Before: the budget family built the plug-in in the run's own process, so an os._exit in its factory ended
     # the run with exit 0 and nothing written, and a factory that never returned hung the run.
@@ -165,12 +159,10 @@ def test_a_budget_plugin_factory_that_ends_or_hangs_is_refused_before_any_work(m
 
     env = tmp_path / "episode.json"
     save_episode(build_episode("lite", "films", 0), env)
-    path = tmp_path / "tool_ends.py"
-    path.write_text(TOOL_PLUGIN, encoding="utf-8")
     out = tmp_path / "r"
-    ended = _amemgym(mode, "run", "--env", str(env), "--agent", f"{path}:make", "--out", str(out),
+    ended = _amemgym(mode, "run", "--env", str(env), "--agent", f"{plugin}_tool", "--out", str(out),
                      "--set", "run.agent_factory_timeout=1", cwd=tmp_path)
     text = " ".join((ended.stdout + ended.stderr).split())
-    assert ended.returncode == 1 and "tool_ends.py:make" in text, text
+    assert ended.returncode == 1 and "plug_ends.py:make_tool" in text, text
     assert ("ended its process (exit code 0)" if mode == "exit_factory" else "within 1 s") in text, text
     assert not out.exists()
