@@ -16,13 +16,13 @@ from amemgym.scoring.intervals import mean_ci
 
 
 def result(root: Path, *, agent: str, composite: float | None, tier: str = "lite", seed: int = 0,
-           run_seed: int | None = 0, model: str = "m", domain: str = "films") -> Path:
+           run_seed: int | None = 0, model: str = "m", domain: str = "films", salt: int = 0) -> Path:
     """A budget results.json as the harness writes it (only the fields the board reads)."""
     root.mkdir(parents=True, exist_ok=True)
     axes = {k: composite for k in ("breadth", "maintenance", "reasoning", "efficiency")}
     data = {"family": "budget", "format_version": 1, "agent": agent, "policy": "budget", "store": "notes",
-            "agent_model": model, "tier": tier, "domain": domain, "seed": seed, "salt": 0, "run_seed": run_seed,
-            "environment_sha256": f"sha-{tier}-{domain}-{seed}", "search_embedder_problem": None,
+            "agent_model": model, "tier": tier, "domain": domain, "seed": seed, "salt": salt, "run_seed": run_seed,
+            "environment_sha256": f"sha-{tier}-{domain}-{seed}-{salt}", "search_embedder_problem": None,
             "answers": {"q1": {"correct": bool(composite and composite > 0.5)}},
             "score": {**axes, "composite": composite, "abstention": 1.0, "accuracy": composite,
                       "writes_used": 10, "reference_writes": 12}}
@@ -200,6 +200,19 @@ def test_compare_averages_the_trials_of_each_episode(tmp_path: Path) -> None:
     text = " ".join(res.output.split())
     # A per episode: 0.3 and 0.6 (mean 0.45); B 0.5: +0.05.
     assert "mean difference │ +0.0500" in text and "2 / 1" in text
+
+
+def test_compare_pairs_episodes_that_share_a_label_by_their_file(tmp_path: Path) -> None:
+    # Salts 0 and 1 of lite/films/seed0 are two episodes under one label; pairing by label kept one of them
+    # ("shared episodes 1", difference +0.0000) instead of both.
+    for salt, (a, b) in enumerate(((1.0, 1.0), (1.0, 0.0))):
+        result(tmp_path / "a" / f"salt{salt}", agent="a", composite=a, salt=salt)
+        result(tmp_path / "b" / f"salt{salt}", agent="b", composite=b, salt=salt)
+    res = CliRunner().invoke(app, ["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--bootstrap", "200"],
+                             env={"COLUMNS": "200"})
+    assert res.exit_code == 0, res.output
+    text = " ".join(res.output.split())
+    assert "shared episodes │ 2" in text and "1.0000 / 0.5000" in text and "mean difference │ -0.5000" in text, text
 
 
 def test_compare_refuses_a_side_mixing_tiers(tmp_path: Path) -> None:

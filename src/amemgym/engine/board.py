@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import io
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +29,7 @@ from .rundir import UnitRunDir
 from .summary import headline_of
 
 __all__ = ["BoardPanel", "Pairing", "board_table", "cell", "competition_ranks", "csv_table", "entry_flags",
-           "load_boardable", "markdown_cell", "markdown_table", "not_boarded_row", "pair_runs"]
+           "distinct_labels", "load_boardable", "markdown_cell", "markdown_table", "not_boarded_row", "pair_runs"]
 
 #: Characters that would end a table cell, open raw HTML, code spans, links or emphasis. Underscores stay as
 #: they are: inside a word (run_b) they are plain text, and names are full of them.
@@ -214,7 +215,8 @@ class Pairing:
     """Two run collections matched unit by unit on the headline metric.
 
     Attributes:
-        diffs: per shared unit (label), the difference B - A (one value each).
+        diffs: per shared unit (its label, made distinct by ``distinct_labels``), the difference B - A (one value
+            each).
         value_a, value_b: per shared unit, each side's value (its trials averaged).
         only_a, only_b: units (labels) on one side only, or without a value on the other.
         protocols: the protocols seen on each side.
@@ -280,6 +282,13 @@ def _by_unit(family: str, root: Path, noun: str,
     return ({d: (labels[d], v, counts[d]) for d, v in entry.unit_value(head).items()}, {entry.protocol}, unfinished)
 
 
+def distinct_labels(labels: dict[str, str]) -> dict[str, str]:
+    """Per unit digest, its label, with the digest added where units of different files share a label (two
+    salts of one budget seed): the pairing is keyed by these, so no unit overwrites another."""
+    count = Counter(labels.values())
+    return {d: label if count[label] == 1 else f"{label} ({d})" for d, label in labels.items()}
+
+
 def pair_runs(family: str, run_a: Path, run_b: Path, *, noun: str = "units", group_noun: str = "unit group") -> Pairing:
     """Match two run collections by unit (the digest of its file) on the headline metric, trials averaged.
 
@@ -291,13 +300,13 @@ def pair_runs(family: str, run_a: Path, run_b: Path, *, noun: str = "units", gro
     shared = sorted(k for k in a.keys() & b.keys() if a[k][1] is not None and b[k][1] is not None)
     if not shared:
         raise RunError(f"{run_a} and {run_b} share no {noun.rstrip('s')} with a value on both sides")
+    name = distinct_labels({**{k: v[0] for k, v in b.items()}, **{k: v[0] for k, v in a.items()}})
     diffs, va, vb = {}, {}, {}
     for k in shared:
-        label = a[k][0]
-        va[label], vb[label] = a[k][1] or 0.0, b[k][1] or 0.0
-        diffs[label] = [vb[label] - va[label]]
-    return Pairing(diffs, va, vb, sorted(a[k][0] for k in a if k not in shared),
-                   sorted(b[k][0] for k in b if k not in shared), (pa, pb),
+        va[name[k]], vb[name[k]] = a[k][1] or 0.0, b[k][1] or 0.0
+        diffs[name[k]] = [vb[name[k]] - va[name[k]]]
+    return Pairing(diffs, va, vb, sorted(name[k] for k in a if k not in shared),
+                   sorted(name[k] for k in b if k not in shared), (pa, pb),
                    (max(n for _, _, n in a.values()), max(n for _, _, n in b.values())), (ua, ub))
 
 
