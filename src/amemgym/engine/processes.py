@@ -139,11 +139,10 @@ def group_config(cfg: AppConfig, workers: int, roles: Sequence[str]) -> AppConfi
     return out
 
 
-async def in_worker(group: int, llm: LLMClient, work: Awaitable[None], live: LiveUsage | None = None) -> None:
-    """In a worker process: await ``work`` while sending ``llm``'s usage to the driver every second (with the
-    units ``live`` sees playing), stop it when the driver is gone, and close the client (journal, connections,
-    cache) at the end."""
-    live = live or LiveUsage(llm.ledger)
+async def in_worker(group: int, llm: LLMClient, work: Awaitable[None], live: LiveUsage) -> None:
+    """In a worker process: await ``work`` while sending ``llm``'s usage to the driver every second (``live``:
+    its ledger with the units playing), stop it when the driver is gone, and close the client (journal,
+    connections, cache) at the end."""
     task = asyncio.ensure_future(work)
 
     async def report() -> None:

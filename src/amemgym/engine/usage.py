@@ -36,6 +36,7 @@ __all__ = ["FLUSH_SECONDS", "LiveUsage", "UsageBook", "incomplete_note"]
 
 _log = logging.getLogger("amemgym.usage")
 
+
 def incomplete_note(reason: str | None) -> str | None:
     """The console line for a usage count marked ``incomplete`` with ``reason`` (None when it is not)."""
     return f"usage incomplete: {reason}; the run's usage in metrics.json is a lower bound" if reason else None

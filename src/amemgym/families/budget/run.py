@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ...agents.registry import may_be_plugin
 from ...engine.checkpoint import Checkpoint
 from ...errors import ConfigError
 from ...llm.client import LLMClient
@@ -60,6 +61,8 @@ def interface_of(agent: str, env: Path, llm: LLMClient) -> str:
     """
     if agent in AGENTS:
         return "tool"
+    if not may_be_plugin(agent):
+        return "memory"  # a built-in memory agent (an unknown name is refused by the memory plan)
     episode, _ = load_episode(env)
     return "memory" if resolve_tool_agent(agent, llm, plugin_context(episode)) is None else "tool"
 
